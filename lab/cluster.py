@@ -1,0 +1,454 @@
+"""A real Apache Kafka cluster for a scenario: embedded (default) or external.
+
+Embedded: KRaft combined-mode nodes (broker + controller in one JVM) launched
+from Maven Central jars, listening on 127.0.0.1 only, data in a fresh folder.
+External: set KAFKA_LAB_BOOTSTRAP to a bootstrap server (e.g. the
+docker-compose broker); operations that need to own the JVM then say so.
+"""
+from __future__ import annotations
+
+import base64
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from confluent_kafka.admin import AdminClient
+
+from . import maven
+from .config import BOOTSTRAP_ENV, CACHE_DIR, KAFKA_VERSION, SCALA_BINARY, WORK_DIR
+from .errors import LabError
+from .processes import Child, java_executable, require_java, spawn_java, wait_until
+
+JAVA_DIR = Path(__file__).parent / "java"
+
+# Sensible fast defaults for a laptop; scenario overrides win.
+BASE_BROKER_CONFIG = {
+    "num.partitions": "1",
+    "offsets.topic.num.partitions": "5",
+    "transaction.state.log.num.partitions": "5",
+    "transaction.state.log.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    "auto.create.topics.enable": "true",
+    "log.flush.interval.messages": "9223372036854775807",
+}
+
+
+def parse_version(version: str) -> tuple[int, ...]:
+    if not re.fullmatch(r"\d+\.\d+\.\d+", version):
+        raise LabError(f"Kafka version {version!r} is not of the form MAJOR.MINOR.PATCH (e.g. {KAFKA_VERSION}).")
+    return tuple(int(p) for p in version.split("."))
+
+
+def kafka_classpath(version: str = KAFKA_VERSION) -> list[Path]:
+    """Broker, tools and a logging binding for one Kafka version."""
+    v = parse_version(version)
+    coords = [f"org.apache.kafka:kafka_{SCALA_BINARY}:{version}"]
+    if v >= (4, 0, 0):
+        coords += [f"org.apache.kafka:kafka-tools:{version}",
+                   "org.apache.logging.log4j:log4j-slf4j-impl:2.24.3",
+                   "org.apache.logging.log4j:log4j-core:2.24.3"]
+    else:
+        coords += ["org.slf4j:slf4j-reload4j:1.7.36", "ch.qos.reload4j:reload4j:1.2.25"]
+    return maven.classpath(coords, label=f"kafka-{version}")
+
+
+def known_broker_configs(version: str = KAFKA_VERSION) -> set[str]:
+    """Every broker config name this Kafka version defines (cached per version)."""
+    cache = CACHE_DIR / "broker-config-names" / f"{version}.txt"
+    if not cache.exists():
+        run = subprocess.run([java_executable(), "-cp", os.pathsep.join(map(str, kafka_classpath(version))),
+                              str(JAVA_DIR / "BrokerConfigNames.java")], capture_output=True, text=True)
+        names = [n for n in run.stdout.split() if "." in n]
+        if run.returncode != 0 or not names:
+            raise LabError(f"Could not list the broker configs of Kafka {version}: {run.stderr[-500:]}")
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text("\n".join(names))
+    return set(cache.read_text().split())
+
+
+def check_broker_config(overrides: dict, version: str) -> None:
+    known = known_broker_configs(version)
+    unknown = [k for k in overrides if k not in known and not k.startswith("listener.name.")]
+    if unknown:
+        hints = []
+        for key in unknown:
+            close = sorted(known, key=lambda n: _distance(n, key))[:1]
+            hints.append(f"{key!r} (did you mean {close[0]!r}?)" if close else repr(key))
+        raise LabError(f"Kafka {version} has no broker config {', '.join(hints)}.")
+
+
+def _distance(a: str, b: str) -> int:
+    return len(set(a.split(".")) ^ set(b.split("."))) * 10 + abs(len(a) - len(b))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+@dataclass
+class Node:
+    node_id: int
+    port: int
+    controller_port: int
+    folder: Path
+    process: Child | None = None
+    starts: int = 0
+
+    @property
+    def log_path(self) -> Path:
+        return self.folder / "broker.log"
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+@dataclass
+class KafkaCluster:
+    """An embedded Kafka cluster. Use as a context manager so it always stops."""
+
+    nodes: int = 1
+    version: str = KAFKA_VERSION
+    broker_config: dict = field(default_factory=dict)
+    name: str = "cluster"
+    ports: list[int] | None = None  # broker ports; chosen automatically when None
+    heap: str = "512m"
+
+    def __post_init__(self):
+        if self.nodes not in (1, 3):
+            raise LabError(f"nodes must be 1 or 3, not {self.nodes}.")
+        if parse_version(self.version) < (3, 3, 0):
+            raise LabError(f"Kafka {self.version} predates KRaft combined mode; ZooKeeper-era "
+                           "brokers are not supported by this launcher yet.")
+        self.broker_config = {k: str(v) for k, v in self.broker_config.items()}
+        self.folder = WORK_DIR / f"{self.name}-{time.strftime('%H%M%S')}-{uuid.uuid4().hex[:6]}"
+        self._nodes: list[Node] = []
+        self.cluster_id: str | None = None
+
+    # -------------------------------------------------------------- lifecycle
+    def start(self, timeout: float = 60) -> "KafkaCluster":
+        require_java(17)
+        if self.ports is not None:
+            if len(self.ports) != self.nodes:
+                raise LabError(f"ports needs {self.nodes} entries, got {self.ports}.")
+            busy = [p for p in self.ports if not port_is_free(p)]
+            if busy:
+                raise LabError(f"Port(s) {busy} on 127.0.0.1 are in use: stop what holds them or "
+                               "leave ports=None to pick free ports.")
+        self.classpath = kafka_classpath(self.version)
+        check_broker_config(self.broker_config, self.version)
+        ports = self.ports or [free_port() for _ in range(self.nodes)]
+        self._nodes = [Node(i + 1, ports[i], free_port(), self.folder / f"node-{i + 1}")
+                       for i in range(self.nodes)]
+        # Kafka's Uuid text form: 16 random bytes, url-safe base64 without padding.
+        self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        for node in self._nodes:
+            self._write_config(node)
+        formats = [subprocess.Popen(self._java_argv("kafka.tools.StorageTool",
+                                                    ["format", "-t", self.cluster_id, "-c",
+                                                     str(n.folder / "server.properties")]),
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                   for n in self._nodes]
+        for fmt in formats:
+            out, _ = fmt.communicate(timeout=120)
+            if fmt.returncode != 0:
+                raise LabError(f"Formatting the Kafka storage failed:\n{out[-1500:]}")
+        for node in self._nodes:
+            self._launch(node)
+        self.wait_ready(timeout)
+        return self
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        """Ready means a metadata request succeeds and lists every live node."""
+        live = [n for n in self._nodes if n.process and n.process.alive()]
+        admin = AdminClient({"bootstrap.servers": ",".join(n.address for n in live), "log_level": 0})
+
+        def ready():
+            for n in live:
+                if not n.process.alive():
+                    tail = "\n".join(n.process.log().splitlines()[-20:])
+                    raise LabError(f"Kafka node {n.node_id} exited while starting "
+                                   f"(log {n.log_path}):\n{tail}")
+            if not all(_listening(n.port) for n in live):
+                return False
+            try:
+                md = admin.list_topics(timeout=2)
+            except Exception:
+                return False
+            return len(md.brokers) >= len(live)
+
+        wait_until(ready, timeout, f"Kafka {self.version} ({len(live)} node(s)) to be ready")
+
+    def stop(self) -> None:
+        """Clean shutdown of every node at once (SIGTERM, SIGKILL as a last resort)."""
+        running = [n.process for n in self._nodes if n.process and n.process.alive()]
+        for process in running:
+            process.terminate()
+        for process in running:
+            process.stop()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    # -------------------------------------------------------------- faults
+    def kill_node(self, node_id: int) -> None:
+        """kill -9 one node: no clean shutdown, like a crashed machine."""
+        self._node(node_id).process.kill()
+
+    def stop_node(self, node_id: int) -> None:
+        self._node(node_id).process.stop()
+
+    def start_node(self, node_id: int, timeout: float = 60) -> None:
+        node = self._node(node_id)
+        if node.process and node.process.alive():
+            raise LabError(f"Node {node_id} is already running.")
+        self._launch(node)
+        self.wait_ready(timeout)
+
+    def restart_node(self, node_id: int, timeout: float = 60) -> None:
+        self.stop_node(node_id)
+        self.start_node(node_id, timeout)
+
+    # -------------------------------------------------------------- facts
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(n.address for n in self._nodes if n.process and n.process.alive()) or \
+            ",".join(n.address for n in self._nodes)
+
+    @property
+    def node_ids(self) -> list[int]:
+        return [n.node_id for n in self._nodes]
+
+    def alive_nodes(self) -> list[int]:
+        return [n.node_id for n in self._nodes if n.process and n.process.alive()]
+
+    def log_path(self, node_id: int = 1) -> Path:
+        return self._node(node_id).log_path
+
+    def grep_log(self, pattern: str, node_id: int | None = None) -> list[str]:
+        """Lines of the broker log(s) matching a regex, e.g. the coordinator's expiry lines."""
+        rx = re.compile(pattern)
+        nodes = self._nodes if node_id is None else [self._node(node_id)]
+        return [line for n in nodes if n.log_path.exists()
+                for line in n.log_path.read_text(errors="replace").splitlines() if rx.search(line)]
+
+    def admin(self) -> AdminClient:
+        return AdminClient({"bootstrap.servers": self.bootstrap})
+
+    def leader_of(self, topic: str, partition: int = 0) -> int:
+        md = self.admin().list_topics(topic, timeout=10)
+        return md.topics[topic].partitions[partition].leader
+
+    # -------------------------------------------------------------- quotas
+    def set_quota(self, client_id: str, **rates: float) -> None:
+        """E.g. set_quota('app-producer', producer_byte_rate=35000)."""
+        allowed = {"producer_byte_rate", "consumer_byte_rate", "request_percentage"}
+        bad = set(rates) - allowed
+        if bad:
+            raise LabError(f"Unknown quota(s) {sorted(bad)}; use {sorted(allowed)}.")
+        config = ",".join(f"{k}={v}" for k, v in rates.items())
+        self._config_command(["--alter", "--entity-type", "clients", "--entity-name", client_id,
+                              "--add-config", config])
+
+    def remove_quota(self, client_id: str, *names: str) -> None:
+        names = names or ("producer_byte_rate", "consumer_byte_rate", "request_percentage")
+        current = self.quotas(client_id)
+        present = [n for n in names if n in current]
+        if present:
+            self._config_command(["--alter", "--entity-type", "clients", "--entity-name", client_id,
+                                  "--delete-config", ",".join(present)])
+
+    def quotas(self, client_id: str) -> dict[str, float]:
+        out = self._config_command(["--describe", "--entity-type", "clients", "--entity-name", client_id])
+        return {k: float(v) for k, v in re.findall(r"(\w+_rate|request_percentage)=([\d.]+)", out)}
+
+    def _config_command(self, args: list[str]) -> str:
+        return self._java_output("kafka.admin.ConfigCommand", ["--bootstrap-server", self.bootstrap, *args])
+
+    # -------------------------------------------------------------- internals
+    def _node(self, node_id: int) -> Node:
+        for n in self._nodes:
+            if n.node_id == node_id:
+                return n
+        raise LabError(f"No node {node_id}; nodes are {self.node_ids}.")
+
+    def _java_argv(self, main: str, args: list[str]) -> list[str]:
+        cp = os.pathsep.join(map(str, self.classpath))
+        return [java_executable(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", cp, main, *args]
+
+    def _java_output(self, main: str, args: list[str]) -> str:
+        run = subprocess.run(self._java_argv(main, args), capture_output=True, text=True, timeout=120)
+        if run.returncode != 0:
+            raise LabError(f"{main} {' '.join(args)} failed:\n{(run.stdout + run.stderr)[-1500:]}")
+        return run.stdout
+
+    def _write_config(self, node: Node) -> None:
+        node.folder.mkdir(parents=True, exist_ok=True)
+        rf = str(min(3, self.nodes))
+        voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self._nodes)
+        config = {
+            **BASE_BROKER_CONFIG,
+            "process.roles": "broker,controller",
+            "node.id": str(node.node_id),
+            "controller.quorum.voters": voters,
+            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(node.folder / "data"),
+            "offsets.topic.replication.factor": rf,
+            "transaction.state.log.replication.factor": rf,
+            "default.replication.factor": rf,
+            **self.broker_config,
+        }
+        (node.folder / "server.properties").write_text("".join(f"{k}={v}\n" for k, v in config.items()))
+        if parse_version(self.version) >= (4, 0, 0):
+            (node.folder / "log4j2.properties").write_text(LOG4J2)
+        else:
+            (node.folder / "log4j.properties").write_text(LOG4J1)
+
+    def _launch(self, node: Node) -> None:
+        if parse_version(self.version) >= (4, 0, 0):
+            logging = [f"-Dlog4j2.configurationFile={node.folder / 'log4j2.properties'}"]
+        else:
+            logging = [f"-Dlog4j.configuration=file:{node.folder / 'log4j.properties'}"]
+        node.starts += 1
+        with open(node.log_path, "a") as f:
+            f.write(f"===== lab: start #{node.starts} of node {node.node_id} at {time.time():.3f}\n")
+        node.process = spawn_java(
+            f"kafka-{self.name}-node{node.node_id}", self.classpath, "kafka.Kafka",
+            [str(node.folder / "server.properties")], node.log_path, heap=self.heap,
+            jvm_options=[*logging, f"-Dkafka.logs.dir={node.folder / 'logs'}",
+                         "-XX:TieredStopAtLevel=1", "-Xshare:auto"])
+
+    def remove_data(self) -> None:
+        """Delete the cluster's folder (only once stopped)."""
+        if any(n.process and n.process.alive() for n in self._nodes):
+            raise LabError("Stop the cluster before removing its data.")
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+LOG4J2 = """status = error
+appender.out.type = Console
+appender.out.name = OUT
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d{ISO8601}] %p %m (%c{1})%n
+rootLogger.level = INFO
+rootLogger.appenderRef.out.ref = OUT
+logger.controller.name = org.apache.kafka.controller
+logger.controller.level = INFO
+logger.raft.name = org.apache.kafka.raft
+logger.raft.level = WARN
+logger.metadata.name = org.apache.kafka.image
+logger.metadata.level = WARN
+"""
+
+LOG4J1 = """log4j.rootLogger=INFO, out
+log4j.appender.out=org.apache.log4j.ConsoleAppender
+log4j.appender.out.layout=org.apache.log4j.PatternLayout
+log4j.appender.out.layout.ConversionPattern=[%d{ISO8601}] %p %m (%c{1})%n
+log4j.logger.org.apache.kafka.raft=WARN
+log4j.logger.org.apache.kafka.image=WARN
+"""
+
+
+class ExternalCluster:
+    """A cluster the lab does not own (KAFKA_LAB_BOOTSTRAP or docker-compose)."""
+
+    def __init__(self, bootstrap: str, version: str = "external"):
+        self.bootstrap, self.version = bootstrap, version
+        try:
+            md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10)
+        except Exception as exc:
+            raise LabError(f"The Kafka bootstrap server {bootstrap} ({BOOTSTRAP_ENV}) does not answer: "
+                           f"start it (e.g. `docker compose up -d`) or unset {BOOTSTRAP_ENV} to use the "
+                           f"embedded broker. ({exc})") from None
+        self.node_ids = sorted(md.brokers)
+
+    def start(self, timeout: float = 60):
+        return self
+
+    def stop(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+    def admin(self) -> AdminClient:
+        return AdminClient({"bootstrap.servers": self.bootstrap})
+
+    def require_broker_config(self, wanted: dict) -> None:
+        """The lab cannot change static broker configs here; check the cluster already has them."""
+        if not wanted:
+            return
+        from confluent_kafka.admin import ConfigResource
+        resource = ConfigResource(ConfigResource.Type.BROKER, str(self.node_ids[0]))
+        actual = self.admin().describe_configs([resource])[resource].result(timeout=10)
+        wrong = {k: (str(v), actual[k].value if k in actual else None)
+                 for k, v in wanted.items() if k not in actual or actual[k].value != str(v)}
+        if wrong:
+            lines = ", ".join(f"{k}={want} (cluster has {have})" for k, (want, have) in wrong.items())
+            raise LabError(f"This scenario needs broker configs the external cluster at {self.bootstrap} "
+                           f"does not have: {lines}. Static broker configs cannot be changed from the lab: "
+                           f"restart that cluster with them, or unset {BOOTSTRAP_ENV} to use the embedded broker.")
+
+    def _cannot(self, what: str):
+        raise LabError(f"This scenario needs to {what}, which the lab can only do on the embedded "
+                       f"broker it launches. Unset {BOOTSTRAP_ENV} to use it.")
+
+    def kill_node(self, node_id):
+        self._cannot("kill a broker")
+
+    stop_node = start_node = restart_node = kill_node
+
+    def grep_log(self, pattern, node_id=None):
+        self._cannot("read the broker's log")
+
+    def set_quota(self, client_id, **rates):
+        self._cannot("set client quotas (use kafka-configs.sh on your cluster)")
+
+    remove_quota = quotas = set_quota
+
+
+def kafka_cluster(nodes: int = 1, version: str = KAFKA_VERSION, broker_config: dict | None = None,
+                  name: str = "cluster", **kwargs):
+    """The cluster a scenario runs on: external when KAFKA_LAB_BOOTSTRAP is set, else embedded.
+
+    An external cluster cannot take static broker configs: asking for them is an error.
+    """
+    bootstrap = os.environ.get(BOOTSTRAP_ENV)
+    if bootstrap:
+        cluster = ExternalCluster(bootstrap)
+        cluster.require_broker_config(broker_config or {})
+        return cluster
+    return KafkaCluster(nodes=nodes, version=version, broker_config=broker_config or {}, name=name, **kwargs)

@@ -1,0 +1,75 @@
+"""A local Spark session with the official Kafka connector at the exact pyspark version."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import maven
+from .config import SCALA_BINARY, SPARK_VERSION
+from .errors import LabError
+from .processes import require_java
+
+_session = None
+
+
+def connector_jars() -> list[Path]:
+    """spark-sql-kafka and the jars it needs that pyspark does not ship already."""
+    import pyspark
+    if pyspark.__version__ != SPARK_VERSION:
+        raise LabError(f"pyspark {pyspark.__version__} is installed but the lab pins {SPARK_VERSION} "
+                       "(the Kafka connector must match it exactly): reinstall with `make install`.")
+    shipped = {_artifact(j.name) for j in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    jars = maven.classpath([f"org.apache.spark:spark-sql-kafka-0-10_{SCALA_BINARY}:{SPARK_VERSION}"],
+                           label=f"spark-kafka-{SPARK_VERSION}")
+    return [j for j in jars if _artifact(j.name) not in shipped]
+
+
+def _artifact(jar_name: str) -> str:
+    """'kafka-clients-3.9.0.jar' -> 'kafka-clients'."""
+    parts = jar_name[:-4].split("-")
+    while parts and parts[-1][:1].isdigit():
+        parts.pop()
+    return "-".join(parts)
+
+
+def spark_session(cores: int = 2, memory: str = "1g"):
+    """The lab's one Spark session (local mode); created on first use."""
+    global _session
+    if _session is not None and _session.sparkContext._jsc is not None:
+        return _session
+    require_java(17)
+    from pyspark.sql import SparkSession
+    jars = ",".join(str(j) for j in connector_jars())
+    _session = (SparkSession.builder.master(f"local[{cores}]")
+                .appName("kafka-failure-lab")
+                .config("spark.jars", jars)
+                .config("spark.driver.memory", memory)
+                .config("spark.sql.shuffle.partitions", str(cores * 2))
+                .config("spark.ui.enabled", "false")
+                .config("spark.sql.session.timeZone", "UTC")
+                .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC")
+                .getOrCreate())
+    _session.sparkContext.setLogLevel("ERROR")
+    return _session
+
+
+def stop_spark() -> None:
+    global _session
+    if _session is not None:
+        _session.stop()
+        _session = None
+
+
+def read_topic(bootstrap: str, topic: str, isolation: str = "read_committed", spark=None):
+    """Batch-read a whole topic: key/value as strings plus partition, offset, timestamp."""
+    if isolation not in ("read_committed", "read_uncommitted"):
+        raise LabError(f"isolation must be read_committed or read_uncommitted, not {isolation!r}.")
+    spark = spark or spark_session()
+    return (spark.read.format("kafka")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", topic)
+            .option("startingOffsets", "earliest")
+            .option("endingOffsets", "latest")
+            .option("kafka.isolation.level", isolation)
+            .load()
+            .selectExpr("CAST(key AS STRING) AS key", "CAST(value AS STRING) AS value",
+                        "topic", "partition", "offset", "timestamp"))
