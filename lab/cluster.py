@@ -413,7 +413,8 @@ class ExternalCluster:
             return
         from confluent_kafka.admin import ConfigResource
         resource = ConfigResource(ConfigResource.Type.BROKER, str(self.node_ids[0]))
-        actual = self.admin().describe_configs([resource])[resource].result(timeout=10)
+        admin = self.admin()  # keep the client alive until the future resolves
+        actual = admin.describe_configs([resource])[resource].result(timeout=10)
         wrong = {k: (str(v), actual[k].value if k in actual else None)
                  for k, v in wanted.items() if k not in actual or actual[k].value != str(v)}
         if wrong:

@@ -56,9 +56,9 @@ def _resolve(coordinates: list[str], folder: Path, label: str) -> None:
 
 
 def _explain(output: str, coordinates: list[str]) -> str:
-    missing = re.search(r"Could not find artifact ([^\s]+)", output)
+    missing = re.search(r"Could not find artifact (\S+)|(\S+) was not found in", output)
     if missing:
-        return (f"Maven Central has no artifact {missing.group(1)}. "
+        return (f"Maven Central has no artifact {missing.group(1) or missing.group(2)}. "
                 f"Check the version you asked for ({', '.join(coordinates)}).")
     if re.search(r"Unknown host|Network is unreachable|Connection refused|timed out|Could not transfer", output):
         return ("Maven Central could not be reached, so the jars could not be fetched. "

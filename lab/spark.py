@@ -53,10 +53,19 @@ def spark_session(cores: int = 2, memory: str = "1g"):
 
 
 def stop_spark() -> None:
+    """Stop the session AND its JVM (SparkSession.stop leaves the py4j gateway JVM running)."""
     global _session
     if _session is not None:
         _session.stop()
         _session = None
+    from pyspark import SparkContext
+    gateway = SparkContext._gateway
+    if gateway is not None:
+        gateway.shutdown()
+        if getattr(gateway, "proc", None) is not None:
+            gateway.proc.kill()
+            gateway.proc.wait(10)
+        SparkContext._gateway = SparkContext._jvm = None
 
 
 def read_topic(bootstrap: str, topic: str, isolation: str = "read_committed", spark=None):

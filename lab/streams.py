@@ -1,0 +1,172 @@
+"""Real Kafka Streams (or plain Java client) programs at a chosen version.
+
+A program is a few small Java sources under lab/java/, compiled at run time
+against the pinned jars of one Kafka version (cached by source hash), and run
+as its own JVM so a notebook can start, stop and kill it. Its log is parsed
+into the events the failure notebooks talk about.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import maven
+from .cluster import parse_version
+from .config import CACHE_DIR
+from .errors import LabError
+from .processes import Child, java_executable, spawn_java
+
+JAVA_DIR = Path(__file__).parent / "java"
+
+# One logging binding for every version: all Kafka releases the lab uses speak slf4j 1.7.
+LOGGING = ["org.slf4j:slf4j-reload4j:1.7.36", "ch.qos.reload4j:reload4j:1.2.25"]
+
+LOG4J = """log4j.rootLogger=INFO, out
+log4j.appender.out=org.apache.log4j.ConsoleAppender
+log4j.appender.out.layout=org.apache.log4j.PatternLayout
+log4j.appender.out.layout.ConversionPattern=[%d{yyyy-MM-dd HH:mm:ss,SSS}] %p [%t] %m (%c{1})%n
+log4j.logger.org.apache.kafka.clients.consumer.ConsumerConfig=WARN
+log4j.logger.org.apache.kafka.clients.producer.ProducerConfig=WARN
+log4j.logger.org.apache.kafka.clients.admin.AdminClientConfig=WARN
+log4j.logger.org.apache.kafka.streams.StreamsConfig=WARN
+log4j.logger.org.apache.kafka.common.utils.AppInfoParser=WARN
+log4j.logger.org.apache.kafka.common.metrics=WARN
+"""
+
+
+def streams_classpath(version: str, extra: list[str] = ()) -> list[Path]:
+    """kafka-streams (with kafka-clients) at `version`, plus a logging binding."""
+    parse_version(version)
+    return maven.classpath([f"org.apache.kafka:kafka-streams:{version}", *LOGGING, *extra],
+                           label=f"kafka-streams-{version}")
+
+
+def clients_classpath(version: str) -> list[Path]:
+    parse_version(version)
+    return maven.classpath([f"org.apache.kafka:kafka-clients:{version}", *LOGGING],
+                           label=f"kafka-clients-{version}")
+
+
+def compile_sources(sources: list[Path], classpath: list[Path], label: str) -> Path:
+    """javac the sources against the classpath once; return the classes folder."""
+    digest = hashlib.sha256()
+    for source in sorted(sources):
+        digest.update(Path(source).read_bytes())
+    digest.update("\n".join(p.name for p in classpath).encode())
+    classes = CACHE_DIR / "classes" / f"{label}-{digest.hexdigest()[:16]}"
+    if not (classes / ".complete").exists():
+        javac = Path(java_executable()).with_name("javac")
+        if not javac.exists():
+            raise LabError("javac not found next to java: install a JDK (not only a JRE), e.g. "
+                           "openjdk-17-jdk-headless.")
+        classes.mkdir(parents=True, exist_ok=True)
+        run = subprocess.run([str(javac), "-nowarn", "-d", str(classes), "-cp",
+                              os.pathsep.join(map(str, classpath)), *map(str, sources)],
+                             capture_output=True, text=True)
+        if run.returncode != 0:
+            raise LabError(f"Compiling {label} failed:\n{run.stderr[-2000:]}")
+        (classes / ".complete").touch()
+    return classes
+
+
+@dataclass
+class JavaProgram:
+    """One JVM running `main_class` from lab/java sources against Kafka `version`."""
+
+    name: str
+    version: str
+    main_class: str
+    sources: list[str]                 # file names under lab/java/
+    properties: dict = field(default_factory=dict)  # written to a file, passed as args[0]
+    folder: Path = Path(".")
+    args: list[str] = field(default_factory=list)
+    streams: bool = True               # kafka-streams classpath (else kafka-clients only)
+    heap: str = "256m"
+
+    def __post_init__(self):
+        self.folder = Path(self.folder)
+        self.process: Child | None = None
+        self.starts = 0
+
+    @property
+    def log_path(self) -> Path:
+        return self.folder / f"{self.name}.log"
+
+    def start(self) -> Child:
+        if self.process and self.process.alive():
+            raise LabError(f"{self.name} is already running.")
+        cp = streams_classpath(self.version) if self.streams else clients_classpath(self.version)
+        classes = compile_sources([JAVA_DIR / s for s in self.sources], cp,
+                                  label=f"{self.main_class}-{self.version}")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        props = self.folder / f"{self.name}.properties"
+        props.write_text("".join(f"{k}={v}\n" for k, v in self.properties.items()))
+        (self.folder / "log4j.properties").write_text(LOG4J)
+        self.starts += 1
+        with open(self.log_path, "a") as f:
+            f.write(f"===== lab: start #{self.starts} of {self.name} (Kafka {self.version})\n")
+        self.process = spawn_java(
+            self.name, [classes, *cp], self.main_class, [str(props), *self.args], self.log_path,
+            heap=self.heap,
+            # UTC so parse_java_log's timestamps mean the same on every machine.
+            jvm_options=[f"-Dlog4j.configuration=file:{self.folder / 'log4j.properties'}",
+                         "-Duser.timezone=UTC"])
+        return self.process
+
+    def stop(self, timeout: float = 30) -> None:
+        if self.process:
+            self.process.stop(timeout)
+
+    def kill(self) -> None:
+        if self.process:
+            self.process.kill()
+
+    def alive(self) -> bool:
+        return bool(self.process and self.process.alive())
+
+    def events(self) -> list[dict]:
+        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        return [{**e, "program": self.name, "version": self.version} for e in parse_java_log(text)]
+
+
+# What the notebooks look for in Java client / Streams logs, most specific first.
+EVENT_PATTERNS = [
+    ("AddOffsetsToTxn timeout", r"Timeout expired after \d+ms while awaiting AddOffsetsToTxn"),
+    ("InvalidPidMappingException", r"InvalidPidMappingException|producer id which is not currently assigned"),
+    ("UnknownProducerIdException", r"UnknownProducerIdException"),
+    ("InvalidProducerEpochException", r"InvalidProducerEpochException"),
+    ("ProducerFencedException", r"ProducerFencedException"),
+    ("InvalidTxnStateException", r"InvalidTxnStateException"),
+    ("TaskCorruptedException", r"TaskCorruptedException"),
+    ("TaskMigratedException", r"TaskMigratedException"),
+    ("thread died", r"Encountered the following exception during processing and the registered exception handler opted to|Replacing thread in the streams uncaught exception handler|stream-thread .* State transition from \w+ to DEAD"),
+    ("state transition", r"State transition from \w+ to \w+"),
+    ("rebalance", r"Request joining group due to|partitions revoked|Assigned tasks|partition assignment took"),
+]
+_compiled = [(kind, re.compile(rx)) for kind, rx in EVENT_PATTERNS]
+_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (\w+) (.*)$")
+
+
+def parse_java_log(text: str) -> list[dict]:
+    """Turn log4j lines into events {ts, kind, level, line}; stack-trace lines inherit the last time."""
+    events, last_ts = [], None
+    for line in text.splitlines():
+        m = _LINE.match(line)
+        if m:
+            last_ts = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").replace(
+                tzinfo=timezone.utc).timestamp()
+            level, body = m.group(2), m.group(3)
+        else:
+            level, body = "TRACE", line
+            if not line.startswith(("Caused by", "org.", "java.")):
+                continue
+        for kind, rx in _compiled:
+            if rx.search(body):
+                events.append({"ts": last_ts, "kind": kind, "level": level, "line": body[:400]})
+                break
+    return events

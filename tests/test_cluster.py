@@ -1,0 +1,208 @@
+"""The embedded cluster against the real broker: lifecycle, faults, quotas, Spark, bad input."""
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import NewTopic
+
+from lab import cluster as cluster_module
+from lab.cluster import ExternalCluster, KafkaCluster, kafka_cluster
+from lab.config import BOOTSTRAP_ENV, KAFKA_VERSION
+from lab.errors import LabError
+from lab.maven import _explain
+from lab.processes import wait_until
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def produce(bootstrap, topic, n, **conf):
+    p = Producer({"bootstrap.servers": bootstrap, **conf})
+    for i in range(n):
+        p.produce(topic, key=str(i), value=f"v{i}")
+    assert p.flush(30) == 0
+    return p
+
+
+def consume_all(bootstrap, topic, expected, timeout=30):
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{time.time()}",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c.subscribe([topic])
+    values, deadline = [], time.monotonic() + timeout
+    while len(values) < expected and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            values.append(m.value().decode())
+    c.close()
+    return values
+
+
+@pytest.fixture(scope="module")
+def one_node():
+    with KafkaCluster(name="test-1node") as c:
+        yield c
+
+
+def test_single_node_produces_consumes_and_survives_kill_9(one_node):
+    produce(one_node.bootstrap, "lifecycle", 10)
+    pid = one_node._node(1).process.pid
+    one_node.kill_node(1)
+    assert not one_node._node(1).process.alive()
+    assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
+    one_node.start_node(1)
+    produce(one_node.bootstrap, "lifecycle", 10)
+    assert len(consume_all(one_node.bootstrap, "lifecycle", 20)) == 20
+    # the log is captured and searchable, with one marker per start
+    assert len(one_node.grep_log(r"lab: start #")) == 2
+    assert one_node.grep_log(r"Kafka Server started|KafkaRaftServer.*started|started \(kafka")
+
+
+def test_clean_restart_keeps_data(one_node):
+    produce(one_node.bootstrap, "restart", 5)
+    one_node.restart_node(1)
+    assert len(consume_all(one_node.bootstrap, "restart", 5)) == 5
+
+
+def test_quota_produces_a_nonzero_throttle_time(one_node):
+    one_node.set_quota("throttled-producer", producer_byte_rate=2048)
+    assert one_node.quotas("throttled-producer") == {"producer_byte_rate": 2048.0}
+    throttles = []
+    p = Producer({"bootstrap.servers": one_node.bootstrap, "client.id": "throttled-producer",
+                  "linger.ms": 5, "throttle_cb": lambda e: throttles.append(e.throttle_time)})
+    payload = b"x" * 1000
+    for i in range(300):
+        p.produce("quota", value=payload)
+        p.poll(0)
+    assert p.flush(60) == 0
+    p.poll(1)
+    assert max(throttles, default=0) > 0, "the broker never throttled a producer 100x over its quota"
+    one_node.remove_quota("throttled-producer")
+    assert one_node.quotas("throttled-producer") == {}
+
+
+def test_three_nodes_elect_a_new_leader_after_kill_9():
+    with KafkaCluster(nodes=3, name="test-3node") as c:
+        admin = c.admin()
+        admin.create_topics([NewTopic("replicated", 1, 3)])["replicated"].result(30)
+        wait_until(lambda: c.leader_of("replicated") in c.node_ids, 30, "a leader for 'replicated'")
+        old = c.leader_of("replicated")
+        c.kill_node(old)
+        new = wait_until(lambda: (lambda l: l if l not in (old, -1) else None)(c.leader_of("replicated")),
+                         60, "a new leader")
+        assert new != old and new in c.alive_nodes()
+        produce(c.bootstrap, "replicated", 5, acks="all")
+
+
+def test_spark_reads_committed_and_uncommitted(one_node):
+    from lab.spark import read_topic
+    p = Producer({"bootstrap.servers": one_node.bootstrap, "transactional.id": "spark-test"})
+    p.init_transactions()
+    p.begin_transaction()
+    p.produce("txn", key="a", value="committed")
+    p.commit_transaction()
+    p.begin_transaction()
+    p.produce("txn", key="b", value="aborted")
+    p.flush()
+    p.abort_transaction()
+    committed = [r.value for r in read_topic(one_node.bootstrap, "txn", "read_committed").collect()]
+    uncommitted = [r.value for r in read_topic(one_node.bootstrap, "txn", "read_uncommitted").collect()]
+    assert committed == ["committed"]
+    assert sorted(uncommitted) == ["aborted", "committed"]
+
+
+def test_jvms_die_when_their_python_parent_is_killed(tmp_path):
+    """kill -9 the process that started the brokers: the brokers must not survive it."""
+    script = textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {str(ROOT)!r})
+        from lab.cluster import KafkaCluster
+        c = KafkaCluster(name="orphan-test").start()
+        print("PIDS", c._node(1).process.pid, flush=True)
+        time.sleep(600)
+    """)
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    line = ""
+    while not line.startswith("PIDS"):
+        line = parent.stdout.readline()
+        assert line or parent.poll() is None, "the parent process died before starting the broker"
+    jvm = int(line.split()[1])
+    assert Path(f"/proc/{jvm}").exists()
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    wait_until(lambda: not Path(f"/proc/{jvm}").exists(), 20, f"broker JVM {jvm} to die with its parent")
+
+
+# ---------------------------------------------------------------- bad input: clear errors, nothing started
+
+def test_unknown_broker_config_is_refused_before_start():
+    c = KafkaCluster(name="bad-config", broker_config={"offsets.retention.minute": 1})
+    with pytest.raises(LabError, match=r"no broker config 'offsets.retention.minute'.*offsets.retention.minutes"):
+        c.start()
+    assert c.alive_nodes() == [] and not c.folder.exists()
+
+
+def test_unknown_kafka_version_is_refused():
+    with pytest.raises(LabError, match="not of the form"):
+        KafkaCluster(version="latest")
+    with pytest.raises(LabError, match="Maven Central has no artifact .*kafka_2.13:jar:3.99.1"):
+        KafkaCluster(version="3.99.1", name="bad-version").start()
+
+
+def test_busy_port_is_refused(one_node):
+    busy = one_node._node(1).port
+    with pytest.raises(LabError, match=rf"Port\(s\) \[{busy}\] on 127.0.0.1 are in use"):
+        KafkaCluster(name="busy", ports=[busy]).start()
+
+
+def test_old_java_is_refused(monkeypatch):
+    from lab import processes
+    monkeypatch.setattr(processes, "java_version", lambda: 11)
+    with pytest.raises(LabError, match="Java 11 found, the lab needs Java 17"):
+        processes.require_java(17)
+
+
+def test_maven_central_unreachable_is_explained():
+    output = "[ERROR] Could not transfer artifact org.apache.kafka:kafka_2.13:pom:4.3.1: Unknown host"
+    assert "could not be reached" in _explain(output, ["org.apache.kafka:kafka_2.13:4.3.1"])
+
+
+def test_silent_bootstrap_server_is_refused(monkeypatch):
+    port = cluster_module.free_port()  # nothing listens there
+    monkeypatch.setenv(BOOTSTRAP_ENV, f"127.0.0.1:{port}")
+    with pytest.raises(LabError, match="does not answer"):
+        kafka_cluster()
+
+
+def test_external_cluster_says_what_it_cannot_do(one_node, monkeypatch):
+    monkeypatch.setenv(BOOTSTRAP_ENV, one_node.bootstrap)
+    external = kafka_cluster()
+    assert isinstance(external, ExternalCluster)
+    with pytest.raises(LabError, match="kill a broker"):
+        external.kill_node(1)
+    with pytest.raises(LabError, match="set client quotas"):
+        external.set_quota("x", producer_byte_rate=1)
+    with pytest.raises(LabError, match=r"offsets.retention.minutes=1 \(cluster has 10080\)"):
+        kafka_cluster(broker_config={"offsets.retention.minutes": 1})
+
+
+# ---------------------------------------------------------------- docker-compose.yml
+
+def test_compose_file_is_valid_and_matches_the_lab():
+    compose = ROOT / "docker-compose.yml"
+    run = subprocess.run(["docker-compose", "-f", str(compose), "config"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    text = run.stdout
+    assert f"image: apache/kafka:{KAFKA_VERSION}" in text
+    assert "127.0.0.1:9092" in text and "0.0.0.0" not in text
+    assert "healthcheck" in text
+    # every KAFKA_* setting is a real broker config of that version
+    # ('listeners' is defined outside the ConfigDef that BrokerConfigNames lists)
+    known = cluster_module.known_broker_configs(KAFKA_VERSION) | {"listeners"}
+    keys = [k.lower().replace("_", ".") for k in re.findall(r"KAFKA_([A-Z_]+):", text)]
+    assert keys and all(k in known for k in keys), [k for k in keys if k not in known]
