@@ -5,7 +5,7 @@ PYTHON ?= python3.11
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
 
-.PHONY: lab test install jars bench clean-notebooks
+.PHONY: lab test install jars tools bench clean-notebooks
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +22,13 @@ jars: install
 lab: jars
 	$(PY) -m lab start
 
-test: jars
+# docker-compose only validates docker-compose.yml in the tests (no Docker engine needed)
+tools:
+	@command -v docker-compose >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  apt-get update -qq && apt-get install -y -qq docker-compose >/dev/null; } || \
+	  echo "docker-compose is not installed: the compose-file test will be skipped"
+
+test: jars tools
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: jars
