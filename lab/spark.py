@@ -1,6 +1,8 @@
 """A local Spark session with the official Kafka connector at the exact pyspark version."""
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 from . import maven
@@ -37,6 +39,8 @@ def spark_session(cores: int = 2, memory: str = "1g"):
     if _session is not None and _session.sparkContext._jsc is not None:
         return _session
     require_java(17)
+    # Python workers must run in this environment (same pandas, pyarrow), not the first python3 on PATH.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
     jars = ",".join(str(j) for j in connector_jars())
     _session = (SparkSession.builder.master(f"local[{cores}]")
