@@ -141,8 +141,8 @@ class KafkaCluster:
         if self.nodes not in (1, 3):
             raise LabError(f"nodes must be 1 or 3, not {self.nodes}.")
         if parse_version(self.version) < (3, 3, 0):
-            raise LabError(f"Kafka {self.version} predates KRaft combined mode; ZooKeeper-era "
-                           "brokers are not supported by this launcher yet.")
+            raise LabError(f"Kafka {self.version} predates KRaft combined mode: use kafka_cluster(), "
+                           "which launches ZooKeeper-era versions with lab.zookeeper.")
         self.broker_config = {k: str(v) for k, v in self.broker_config.items()}
         self.folder = WORK_DIR / f"{self.name}-{time.strftime('%H%M%S')}-{uuid.uuid4().hex[:6]}"
         self._nodes: list[Node] = []
@@ -452,4 +452,8 @@ def kafka_cluster(nodes: int = 1, version: str = KAFKA_VERSION, broker_config: d
         cluster = ExternalCluster(bootstrap)
         cluster.require_broker_config(broker_config or {})
         return cluster
+    if parse_version(version) < (3, 3, 0):  # before KRaft combined mode: a ZooKeeper-era cluster
+        from .zookeeper import ZooKeeperKafkaCluster
+        return ZooKeeperKafkaCluster(nodes=nodes, version=version, broker_config=broker_config or {},
+                                     name=name, **kwargs)
     return KafkaCluster(nodes=nodes, version=version, broker_config=broker_config or {}, name=name, **kwargs)

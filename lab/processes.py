@@ -1,7 +1,9 @@
 """Child processes (brokers, JVM apps, Python apps) that never outlive the lab.
 
 Every child is started with PR_SET_PDEATHSIG=SIGKILL, so if the kernel or test
-process that started it is killed with SIGKILL, the child dies too. Children
+process that started it is killed with SIGKILL, the child dies too. Linux ties
+that signal to the THREAD that forked the child: start children from the main
+thread (or a thread that outlives them), never from a short-lived worker. Children
 also get their own process group and are stopped at interpreter exit.
 """
 from __future__ import annotations

@@ -36,6 +36,7 @@ log4j.logger.org.apache.kafka.clients.admin.AdminClientConfig=WARN
 log4j.logger.org.apache.kafka.streams.StreamsConfig=WARN
 log4j.logger.org.apache.kafka.common.utils.AppInfoParser=WARN
 log4j.logger.org.apache.kafka.common.metrics=WARN
+log4j.logger.org.apache.kafka.common.config.AbstractConfig=WARN
 """
 
 

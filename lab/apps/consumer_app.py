@@ -1,0 +1,161 @@
+"""The app under test in notebook 01: a plain confluent-kafka consumer service.
+
+    python -m lab.apps.consumer_app --bootstrap HOST:PORT --topic events --group billing \
+        --app billing --history DIR --run-id RUN [--incarnation N] [--reset earliest|latest|error]
+        [--protocol classic|consumer] [--output-topic OUT] [--dedupe-db FILE]
+
+It does what most services do: subscribe, process each record, commit after each batch
+(at-least-once), and leave the group cleanly on SIGTERM (a redeploy). Every record read and
+every commit goes to a lab.history.History folder ("read", "committed", "restart" rows).
+
+--output-topic    write one JSON record {"id", "key", "app"} per processed input (the side
+                  effect that reprocessing repeats)
+--dedupe-db       the idempotent sink: a SQLite table of processed ids, kept across restarts;
+                  an id already in it is not written again (dedupe by key)
+--reset error     auto.offset.reset=error: when the group has no committed offset the client
+                  delivers _AUTO_OFFSET_RESET instead of guessing; the app logs it and exits 3
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sqlite3
+import sys
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+
+from lab.history import History
+
+EXIT_NO_OFFSET = 3  # the loud failure: exit code when the reset policy is error and no offset exists
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--bootstrap", required=True)
+    p.add_argument("--topic", required=True)
+    p.add_argument("--group", required=True)
+    p.add_argument("--app", required=True, help="name in the history rows")
+    p.add_argument("--history", required=True, help="lab.history.History folder")
+    p.add_argument("--run-id", required=True)
+    p.add_argument("--incarnation", type=int, default=0, help="0 on first start, +1 per restart")
+    p.add_argument("--reset", choices=["earliest", "latest", "error"], default="earliest")
+    p.add_argument("--protocol", choices=["classic", "consumer"], default="classic",
+                   help="group.protocol: classic rebalance or KIP-848 'consumer'")
+    p.add_argument("--output-topic")
+    p.add_argument("--dedupe-db")
+    return p.parse_args(argv)
+
+
+class DedupeStore:
+    """Processed ids in SQLite: `first_time(id)` is True once per id, across restarts."""
+
+    def __init__(self, path: str):
+        self.db = sqlite3.connect(path)
+        self.db.execute("CREATE TABLE IF NOT EXISTS processed (id TEXT PRIMARY KEY)")
+
+    def first_time(self, record_id: str) -> bool:
+        return self.db.execute("INSERT OR IGNORE INTO processed VALUES (?)", (record_id,)).rowcount == 1
+
+    def save(self) -> None:
+        self.db.commit()
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    history = History(args.history, args.run_id)
+    who = {"app": args.app, "incarnation": args.incarnation}
+    history.log("restart", **who)
+
+    config = {"bootstrap.servers": args.bootstrap, "group.id": args.group,
+              "auto.offset.reset": args.reset,
+              "enable.auto.commit": False,          # commit after processing: at-least-once
+              "group.protocol": args.protocol}
+    if args.protocol == "classic":
+        config["session.timeout.ms"] = 10000    # KIP-848 groups take this from the broker instead
+    consumer = Consumer(config)
+    producer = Producer({"bootstrap.servers": args.bootstrap, "linger.ms": 5}) if args.output_topic else None
+    dedupe = DedupeStore(args.dedupe_db) if args.dedupe_db else None
+
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    consumer.subscribe([args.topic])
+    print(f"{args.app}#{args.incarnation}: group {args.group}, reset={args.reset}, "
+          f"protocol={args.protocol}", flush=True)
+    try:
+        while not stopping:
+            batch = consumer.consume(num_messages=200, timeout=0.5)
+            records = []
+            for msg in batch:
+                if msg.error():
+                    if msg.error().code() == KafkaError._AUTO_OFFSET_RESET:
+                        # No committed offset and the policy forbids guessing: fail loudly.
+                        history.log("app_error", **who, group=args.group, topic=msg.topic(),
+                                    partition=msg.partition(), code="_AUTO_OFFSET_RESET",
+                                    error=msg.error().str())
+                        print(f"FATAL {args.app}: no committed offset for {msg.topic()}[{msg.partition()}] "
+                              f"and auto.offset.reset=error: {msg.error().str()}", flush=True)
+                        consumer.close()
+                        return EXIT_NO_OFFSET
+                    print(f"{args.app}: consumer error {msg.error()}", flush=True)
+                    continue
+                records.append(msg)
+            if records:
+                process(records, args, who, history, producer, dedupe)
+                commit(consumer, args, who, history)
+    finally:
+        if not consumer_closed(consumer):
+            consumer.close()  # leaves the group: for a classic group this starts the expiry clock
+    print(f"{args.app}#{args.incarnation}: stopped", flush=True)
+    return 0
+
+
+def process(records, args, who, history, producer, dedupe) -> None:
+    rows = []
+    for msg in records:
+        value = json.loads(msg.value())
+        rows.append({**who, "group": args.group, "topic": msg.topic(), "partition": msg.partition(),
+                     "offset": msg.offset(), "id": value["id"]})
+        if producer is not None and (dedupe is None or dedupe.first_time(value["id"])):
+            out = json.dumps({"id": value["id"], "key": value.get("key"), "app": args.app})
+            produce(producer, args.output_topic, value.get("key"), out)
+    history.log_many("read", rows)
+    if producer is not None:
+        if producer.flush(30):
+            raise KafkaException(KafkaError(KafkaError._MSG_TIMED_OUT, "output not delivered in 30 s"))
+        if dedupe is not None:
+            dedupe.save()  # after the output is delivered: a crash in between re-sends, never loses
+
+
+def produce(producer, topic, key, value) -> None:
+    while True:
+        try:
+            producer.produce(topic, key=key, value=value)
+            return
+        except BufferError:
+            producer.poll(0.1)
+
+
+def commit(consumer, args, who, history) -> None:
+    """Synchronous commit of what was just processed, logged with Kafka's meaning (next offset to read)."""
+    try:
+        committed = consumer.commit(asynchronous=False)
+    except KafkaException as exc:
+        if exc.args[0].code() == KafkaError._NO_OFFSET:  # nothing new to commit
+            return
+        raise
+    history.log_many("committed", [{**who, "group": args.group, "topic": tp.topic,
+                                    "partition": tp.partition, "offset": tp.offset}
+                                   for tp in committed or [] if tp.offset >= 0 and tp.error is None])
+
+
+def consumer_closed(consumer) -> bool:
+    try:
+        consumer.assignment()
+        return False
+    except RuntimeError:  # "Consumer closed"
+        return True
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,164 @@
+import java.io.FileInputStream;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Random;
+import java.util.TreeMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import org.apache.kafka.common.Metric;
+import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.Stores;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The seed-000 topology: one input partition, one processor that writes `lab.state.bytes`
+ * random bytes to a state store per input record (so the changelog producer carries about
+ * that much per record), and one output record {"id": <input id>} per input for the audit.
+ *
+ * args[0]: a properties file. Keys starting with "lab." are ours; the rest go to Kafka Streams.
+ * Every second it logs one line "LAB_METRICS {json}" with the producer and thread metrics
+ * the notebook plots (throttle time, commit latency), keyed by the clients' real ids.
+ */
+public class QuotaStateApp {
+    private static final Logger LOG = LoggerFactory.getLogger("lab.QuotaStateApp");
+    private static final Pattern ID = Pattern.compile("\"id\"\\s*:\\s*\"([^\"]*)\"");
+
+    static class StateWriter implements Processor<String, String, String, String> {
+        private final int stateBytes;
+        private final Random random = new Random();
+        private ProcessorContext<String, String> context;
+        private KeyValueStore<String, String> store;
+
+        StateWriter(int stateBytes) {
+            this.stateBytes = stateBytes;
+        }
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.context = context;
+            this.store = context.getStateStore("state");
+        }
+
+        @Override
+        public void process(Record<String, String> record) {
+            Matcher m = ID.matcher(record.value() == null ? "" : record.value());
+            String id = m.find() ? m.group(1) : String.valueOf(record.key());
+            // Random letters: nothing for compression to shrink, like the seed's random string.
+            char[] payload = new char[stateBytes];
+            for (int i = 0; i < stateBytes; i++) payload[i] = (char) ('a' + random.nextInt(26));
+            store.put(id, new String(payload));
+            context.forward(record.withValue("{\"id\":\"" + id + "\"}"));
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        Properties all = new Properties();
+        try (FileInputStream in = new FileInputStream(args[0])) {
+            all.load(in);
+        }
+        Properties props = new Properties();
+        for (String name : all.stringPropertyNames()) {
+            if (!name.startsWith("lab.")) props.put(name, all.getProperty(name));
+        }
+        String input = all.getProperty("lab.input.topic");
+        String output = all.getProperty("lab.output.topic");
+        int stateBytes = Integer.parseInt(all.getProperty("lab.state.bytes", "1024"));
+        long metricsEveryMs = Long.parseLong(all.getProperty("lab.metrics.interval.ms", "1000"));
+        // Optional DEBUG loggers (comma-separated names), e.g. the producer's Sender: evidence of the stall.
+        for (String name : all.getProperty("lab.debug.loggers", "").split(",")) {
+            if (!name.isBlank()) org.apache.log4j.Logger.getLogger(name.trim()).setLevel(org.apache.log4j.Level.DEBUG);
+        }
+
+        StreamsBuilder builder = new StreamsBuilder();
+        // In-memory and uncached: every put goes straight to the changelog, as in the seed.
+        builder.addStateStore(Stores.keyValueStoreBuilder(
+                Stores.inMemoryKeyValueStore("state"), Serdes.String(), Serdes.String()).withCachingDisabled());
+        builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                .process(() -> new StateWriter(stateBytes), "state")
+                .to(output, Produced.with(Serdes.String(), Serdes.String()));
+
+        KafkaStreams streams = new KafkaStreams(builder.build(), props);
+        // Keep the app alive like a supervised production app would: a dead thread is replaced.
+        streams.setUncaughtExceptionHandler(e -> {
+            LOG.error("Stream thread died, replacing it", e);
+            return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.REPLACE_THREAD;
+        });
+        CountDownLatch done = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            streams.close(Duration.ofSeconds(10));
+            done.countDown();
+        }));
+        streams.start();
+
+        Thread reporter = new Thread(() -> {
+            while (done.getCount() > 0) {
+                try {
+                    Thread.sleep(metricsEveryMs);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                LOG.info("LAB_METRICS " + metricsJson(streams));
+            }
+        }, "lab-metrics");
+        reporter.setDaemon(true);
+        reporter.start();
+        done.await();
+    }
+
+    /** The few metrics the notebook plots, grouped by the client or thread id that owns them. */
+    static String metricsJson(KafkaStreams streams) {
+        Map<String, Map<String, Object>> producers = new TreeMap<>();
+        Map<String, Map<String, Object>> threads = new TreeMap<>();
+        for (Map.Entry<MetricName, ? extends Metric> e : streams.metrics().entrySet()) {
+            MetricName n = e.getKey();
+            String name = n.name();
+            if (n.group().equals("producer-metrics") && (name.startsWith("produce-throttle-time")
+                    || name.startsWith("txn-") || name.equals("record-send-total")
+                    || name.equals("outgoing-byte-total"))) {
+                producers.computeIfAbsent(n.tags().get("client-id"), k -> new TreeMap<>())
+                        .put(name, e.getValue().metricValue());
+            } else if (n.group().equals("stream-thread-metrics") && (name.startsWith("commit-latency")
+                    || name.equals("process-total") || name.equals("commit-total"))) {
+                threads.computeIfAbsent(n.tags().get("thread-id"), k -> new TreeMap<>())
+                        .put(name, e.getValue().metricValue());
+            }
+        }
+        return "{\"state\":\"" + streams.state() + "\",\"producers\":" + json(producers)
+                + ",\"threads\":" + json(threads) + "}";
+    }
+
+    static String json(Map<String, Map<String, Object>> groups) {
+        StringBuilder sb = new StringBuilder("{");
+        for (Map.Entry<String, Map<String, Object>> g : groups.entrySet()) {
+            if (sb.length() > 1) sb.append(',');
+            sb.append('"').append(g.getKey()).append("\":{");
+            boolean first = true;
+            for (Map.Entry<String, Object> m : g.getValue().entrySet()) {
+                Object v = m.getValue();
+                if (!(v instanceof Number)) continue;
+                double d = ((Number) v).doubleValue();
+                if (!first) sb.append(',');
+                first = false;
+                // NaN/Infinity are not JSON: "no sample yet" becomes null.
+                sb.append('"').append(m.getKey()).append("\":")
+                        .append(Double.isNaN(d) || Double.isInfinite(d) ? "null" : String.valueOf(d));
+            }
+            sb.append('}');
+        }
+        return sb.append('}').toString();
+    }
+}

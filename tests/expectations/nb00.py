@@ -1,0 +1,15 @@
+"""Notebook 00: the setup check and the audit on a real topic with injected faults."""
+PARAMETERS = {"MESSAGES": 120, "KEYS": 4, "ABORTED": 5}
+
+
+def check(r):
+    assert r["java"] >= 17
+    assert r["produced"] == r["consumed"] == 120
+    # the copy: every input once + 1 injected duplicate; the aborted txn is visible only uncommitted
+    assert r["spark_committed"] == 121
+    assert r["spark_uncommitted"] == 121 + 5
+    counts = r["audit"]["counts"]
+    assert counts["duplicate"] == 1
+    assert counts["aborted_read"] == 5
+    assert counts["lost"] == 0
+    assert r["audit"]["passed"] is True

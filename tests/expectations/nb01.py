@@ -1,0 +1,35 @@
+"""Notebook 01 (offset expiry): small batches, the one-minute retention is the floor of its run time."""
+
+PARAMETERS = dict(
+    MESSAGES_BEFORE=60,        # still enough for every group to commit on both partitions
+    MESSAGES_WHILE_DOWN=30,
+    IDLE_S=15,                 # > the sweep interval + polling slack, so the two clocks stay distinguishable
+    CONTROL_DOWNTIME_S=10,
+    INTERACTIVE=False,
+)
+
+
+def check(results: dict) -> None:
+    before, down = results["messages_before"], results["messages_while_down"]
+    # The seed's symptom: earliest re-reads everything it had committed, and writes it all again.
+    assert results["earliest_reprocessed"] == before, results
+    assert results["earliest_skipped"] == 0, results
+    assert results["earliest_duplicates"] > 0, results
+    # latest: no re-reads, but at least everything produced while it was down was skipped.
+    assert results["latest_skipped"] >= down and results["latest_reprocessed"] == 0, results
+    # The control (downtime < retention) and the loud failure + operator reset: nothing repeated or lost.
+    assert results["control_reprocessed"] == 0 and results["control_skipped"] == 0, results
+    assert results["error_seen"] and "offset" in results["error_message"], results
+    assert results["error_reprocessed"] == 0 and results["error_skipped"] == 0, results
+    # The idempotent sink re-reads too, yet its output has no duplicate and loses nothing.
+    assert results["idempotent_reprocessed"] > 0, results
+    assert results["idempotent_duplicates"] == 0 and results["idempotent_lost"] == 0, results
+    # Spark keeps offsets in its checkpoint: resumes exactly; failOnDataLoss true fails, false skips.
+    assert results["spark_reprocessed"] == 0 and results["spark_skipped"] == 0, results
+    assert "Some data may have been lost" in results["spark_strict_error"], results
+    assert results["spark_lenient_skipped"] > 0, results
+    # The expiry clocks measured on the broker: classic from when the group emptied, KIP-848 from the last commit.
+    assert results["idle_classic_clock"] == "group empty", results
+    assert results["idle_consumer_clock"] == "last commit", results
+    # The notebook's own check of exercise 1 matched the audit.
+    assert results["exercise_1"] == results["latest_skipped"], results

@@ -1,0 +1,65 @@
+"""Notebook 02: transactional id expiry (INVALID_PRODUCER_ID_MAPPING) and UnknownProducerIdException."""
+import re
+
+# Small idle times: ids expire after 5 s, the apps idle 8 s. One old broker (2.0.1) instead of two.
+PARAMETERS = {"EXPIRATION_MS": 5000, "CLEANUP_INTERVAL_MS": 1000, "IDLE_S": 8, "OBSERVE_S": 40,
+              "OLD_BROKERS": ["2.0.1"], "MITIGATION_EXPIRATION_MS": 30000}
+
+SEED = "The producer attempted to use a producer id which is not currently assigned to its transactional id"
+
+
+def check(r):
+    a = r["part_a"]
+    # librdkafka: error 49 on every Python client, abortable, reported by send_offsets_to_transaction
+    for mode in ("crash", "abort", "recreate", "naive"):
+        c = a[f"python-{mode}"]
+        assert c["expired"], (mode, c)
+        assert c["error"] == "INVALID_PRODUCER_ID_MAPPING" and c["code"] == 49, (mode, c)
+        assert c["handling"] == "abortable", (mode, c)
+    # the seed's app: crashed, restarted, read the input twice, committed it once
+    crash = a["python-crash"]
+    assert crash["restarts"] == 1 and crash["recovered"] and crash["reads_per_input"] >= 2, crash
+    assert a["python-recreate"]["recovered"], a["python-recreate"]
+    assert not a["python-naive"]["recovered"], a["python-naive"]
+    audit = r["part_a_audit"]
+    for ok in ("python-crash", "python-recreate"):
+        assert audit[ok]["duplicate"] == 0 and audit[ok]["lost"] == 0, (ok, audit[ok])
+    assert audit["python-naive"]["lost"] >= 1 and audit["python-naive"]["duplicate"] == 0, audit["python-naive"]
+
+    # Part B: the Java producer 3.9 abortable, 4.x fatal; Streams dies before 3.8, migrates from 3.8
+    b = r["part_b"]
+    assert b["java-3.9.1"]["error"] == "InvalidPidMappingException" and b["java-3.9.1"]["handling"] == "abortable", b
+    assert b["java-4.3.1"]["error"] == "InvalidPidMappingException" and b["java-4.3.1"]["handling"] == "fatal", b
+    assert all(b[j]["recovered"] for j in ("java-3.9.1", "java-4.3.1")), b
+    assert SEED in b["java-3.9.1"]["message"] and r["seed_message_seen"], b["java-3.9.1"]
+    assert b["streams-3.7.0"]["error"] == "InvalidPidMappingException", b["streams-3.7.0"]
+    assert b["streams-3.7.0"]["handling"] == "thread died", b["streams-3.7.0"]
+    assert b["streams-3.8.0"]["handling"] == "task migrated" and b["streams-3.8.0"]["recovered"], b["streams-3.8.0"]
+    for name, counts in {**r["part_a_audit"], **r["part_b_audit"]}.items():
+        if name.startswith("streams"):
+            assert counts["duplicate"] == 0 and counts["lost"] == 0, (name, counts)
+    # by-the-book aborts when only AddOffsetsToTxn reached the coordinator: no epoch bump, stuck
+    stuck = r["stuck_abort"]
+    assert stuck["error"] == "INVALID_PRODUCER_ID_MAPPING" and stuck["errors"] >= 5 and not stuck["recovered"], stuck
+
+    # Part C: the seed's UnknownProducerIdException message on 2.0.1 only
+    c = r["part_c"]
+    assert c["2.0.1"]["reproduced"], c["2.0.1"]
+    assert re.match(r"Found no record of producerId=\d+ on the broker\. It is possible that the last message "
+                    r"with the producerId=\d+ has been removed due to hitting the retention limit\.",
+                    c["2.0.1"]["broker_message"]), c["2.0.1"]
+    modern = [v for v in c if not v.startswith("2.")]
+    assert modern and all(not c[v]["reproduced"] and c[v]["committed_after"] for v in modern), c
+    assert all(x["log_start_offset"] and x["log_start_offset"] > 0 for x in c.values()), c  # retention did delete
+    pinned = r["pinned_zookeeper"]
+    assert pinned and pinned["started"] is False and any("UnresolvedAddress" in l for l in pinned["lines"]), pinned
+
+    # Mitigations: a long expiration and the heartbeat prevent the error; recreate and Streams 3.8 recover
+    for name, m in r["mitigation_run"].items():
+        assert m["errors"] == 0 and not m["expired"] and m["recovered"], (name, m)
+    assert r["mitigation_audit"]["python-crash"] == {"duplicate": 0, "lost": 0, "aborted_read": 0}
+    rows = {m["client"]: m for m in r["mitigations"]}
+    assert rows["python-heartbeat"]["errors"] == 0 and not rows["python-heartbeat"]["expired"], rows
+    assert rows["python-heartbeat"]["duplicate"] == 0 and rows["python-heartbeat"]["lost"] == 0, rows
+    assert rows["python-recreate"]["recovered"] and rows["python-recreate"]["lost"] == 0, rows
+    assert rows["streams-3.8.0"]["recovered"], rows

@@ -1,0 +1,47 @@
+"""Notebook 03: quota-driven fencing of Kafka Streams EOS (seed 000, KAFKA-17455).
+
+What was measured when this was written (see the notebook's step 9): under a 35000 B/s quota at the
+seed's load, Kafka Streams 3.8.1 stalls a transactional request for ~request.timeout.ms (30 s), the
+coordinator aborts the 10 s transaction and the app is fenced (first incident ~40 s after the load
+started); 4.3.1 under the same quota, 3.8.1 without a quota and 3.8.1 with transaction.timeout.ms
+= 60 s are not fenced; read_committed output never holds a duplicate. (On a heavily loaded machine
+4.3.1 was once fenced too, by an oversized transaction: see the notebook's step 9.)
+"""
+PARAMETERS = {
+    "DURATION_S": 75,
+    "MITIGATIONS": ["transaction_timeout"],
+    "SWEEP_RATIOS": [1.3],
+    "SWEEP_VERSIONS": ["3.9.1"],
+    "SWEEP_SECONDS": 45,
+    "SWEEP_PARALLEL": 1,
+}
+
+
+def check(r):
+    affected, fixed, no_quota = r["affected"], r["fixed"], r["no_quota"]
+    # The affected client is fenced under the quota, and the coordinator says why (timeout abort).
+    assert affected["crashes"] >= 1, f"no fencing on {r['affected_version']} under the quota: {affected}"
+    assert r["affected_coordinator_aborts"] >= 1, affected
+    assert any(r["affected_events"].get(k, 0) for k in (
+        "InvalidProducerEpochException", "ProducerFencedException", "TaskMigratedException",
+        "TaskCorruptedException", "AddOffsetsToTxn timeout")), r["affected_events"]
+    # Neither the fixed client under the same quota nor the affected client without a quota.
+    assert fixed["crashes"] == 0, f"{r['fixed_version']} was fenced too: {fixed}"
+    assert no_quota["crashes"] == 0, f"{r['affected_version']} without a quota was fenced: {no_quota}"
+    assert no_quota["throttle_max_ms"] == 0
+    assert affected["throttle_max_ms"] > 0          # the quota really throttled it
+    # The affected client with transaction.timeout.ms (60 s) above the stall: throttled, never aborted.
+    longer = r["mitigations"]["transaction_timeout"]
+    assert longer["throttle_max_ms"] > 0 and longer["crashes"] == 0 and longer["coordinator_aborts"] == 0, longer
+    # Exactly-once still holds for read_committed readers, and fencing really aborted transactions.
+    assert r["duplicates"] and all(n == 0 for n in r["duplicates"].values()), r["duplicates"]
+    assert r["audit"]["passed"] is True and r["audit"]["counts"]["duplicate"] == 0, r["audit"]
+    assert r["aborted_output_records"] >= 1
+    # The quota was set on the client id the Streams producer really has.
+    ids = r["producer_client_ids"]
+    for name, quota_ids in r["quota_client_ids"].items():
+        assert set(quota_ids) >= set(ids[name]) or not quota_ids, (name, quota_ids, ids[name])
+    # The bytecode check agrees with the measured split.
+    assert r["fix_in_bytecode"][r["affected_version"]] is False
+    assert r["fix_in_bytecode"][r["fixed_version"]] is True
+    assert len(r["sweep"]) == len(PARAMETERS["SWEEP_RATIOS"]) * len(PARAMETERS["SWEEP_VERSIONS"])

@@ -1,0 +1,250 @@
+"""The audit on synthetic histories (each anomaly alone, and a clean run), then once against a real broker."""
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from lab.audit import KINDS, audit
+from lab.errors import LabError
+from lab.history import History
+
+T0 = 1_700_000_000.0
+OUTPUT_SCHEMA = "key STRING, value STRING, `partition` INT, `offset` LONG, timestamp TIMESTAMP"
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from lab.spark import spark_session
+    session = spark_session()
+    yield session
+    stop_spark_jvm()
+
+
+def stop_spark_jvm():
+    """stop_spark() stops the session but leaves py4j's JVM running until Python exits: end it too."""
+    from pyspark import SparkContext
+    from lab.spark import stop_spark
+    stop_spark()
+    gateway = SparkContext._gateway
+    if gateway is not None:
+        gateway.shutdown()
+        gateway.proc.stdin.close()  # the gateway JVM exits when its stdin closes
+        gateway.proc.wait(30)
+        SparkContext._gateway = SparkContext._jvm = None
+
+
+class Run:
+    """A clean synthetic run: 40 inputs over 2 partitions, one app reading and committing every 5,
+    one output record per input carrying the true running count of its key."""
+
+    def __init__(self, n: int = 40):
+        self.produced, self.read, self.committed, self.restart = [], [], [], []
+        self.output, self.uncommitted_extra = [], []
+        counts, next_offset, t = {}, {0: 0, 1: 0}, T0
+        self.restart.append(dict(app="a", incarnation=0, ts=t))
+        for i in range(n):
+            key = f"k{i % 4}"
+            p = i % 4 % 2
+            counts[key] = counts.get(key, 0) + 1
+            t += 0.01
+            self.produced.append(dict(id=f"r-{i}", key=key, seq=counts[key], topic="in", partition=p,
+                                      offset=next_offset[p], true_value=counts[key], ts=t))
+            next_offset[p] += 1
+        for p in (0, 1):
+            for row in [r for r in self.produced if r["partition"] == p]:
+                t += 0.01
+                self.read.append(dict(app="a", incarnation=0, group="g", topic="in", partition=p,
+                                      offset=row["offset"], id=row["id"], ts=t))
+                if row["offset"] % 5 == 4:
+                    self.committed.append(dict(app="a", incarnation=0, group="g", topic="in", partition=p,
+                                               offset=row["offset"] + 1, ts=t + 0.001))
+                self.output.append(dict(id=row["id"], key=row["key"], value=row["true_value"], t=t + 0.002))
+
+    def history(self, folder, run_id="run-1") -> History:
+        h = History(folder, run_id)
+        for kind in ("produced", "read", "committed", "restart"):
+            h.log_many(kind, getattr(self, kind))
+        return h
+
+    def frames(self, spark):
+        """(committed view, uncommitted view) of the output topic, shaped like lab.spark.read_topic."""
+        import datetime as dt
+
+        def rows(records):
+            return [(r["key"], json.dumps({k: v for k, v in r.items() if k != "t"}), 0, offset,
+                     dt.datetime.fromtimestamp(r["t"], dt.timezone.utc)) for offset, r in records]
+        committed = list(enumerate(self.output))
+        uncommitted = sorted(committed + self.uncommitted_extra, key=lambda x: x[0])
+        return (spark.createDataFrame(rows(committed), OUTPUT_SCHEMA),
+                spark.createDataFrame(rows(uncommitted), OUTPUT_SCHEMA))
+
+    def audit(self, spark, folder, **kwargs):
+        committed, uncommitted = self.frames(spark)
+        return audit(self.history(folder), output_df=committed, output_uncommitted_df=uncommitted,
+                     spark=spark, **kwargs)
+
+
+# One mutation per anomaly kind -> the count it must produce.
+def add_duplicate(run):
+    run.output.insert(4, dict(run.output[3]))                   # r-6 reflected twice, right after itself
+    return 1
+
+
+def lose_two(run):
+    del run.output[7], run.output[20]
+    return 2
+
+
+def reset_to_earliest(run):
+    t = run.read[-1]["ts"] + 1                                   # restart, committed offsets gone: from 0
+    run.restart.append(dict(app="a", incarnation=1, ts=t))
+    for row in [r for r in run.produced if r["partition"] == 0][:3]:
+        t += 0.01
+        run.read.append(dict(app="a", incarnation=1, group="g", topic="in", partition=0,
+                             offset=row["offset"], id=row["id"], ts=t))
+    return 3
+
+
+def reset_to_latest(run):
+    gone = [r for r in run.read if r["partition"] == 1 and 6 <= r["offset"] <= 9]  # jumped over 6..9
+    run.read = [r for r in run.read if r not in gone]
+    return len(gone)
+
+
+def abort_transaction(run):
+    # Two records visible only to read_uncommitted (an aborted transaction) in the middle of the topic.
+    base = len(run.output)
+    run.uncommitted_extra = [(base + 1, dict(id="x-1", key="k0", value=99, t=T0 + 1)),
+                             (base + 2, dict(id="x-2", key="k1", value=99, t=T0 + 1))]
+    return 2
+
+
+def stale_count(run):
+    run.output[30] = {**run.output[30], "value": run.output[30]["value"] - 2}  # behind the truth and backwards
+    return 1
+
+
+def rewind_without_restart(run):
+    i = next(j for j, r in enumerate(run.read) if r["partition"] == 0 and r["offset"] == 3)
+    again = {**run.read[1], "ts": run.read[i]["ts"] + 0.001}   # offset 1 again, before any commit
+    run.read.insert(i + 1, again)
+    return 1
+
+
+MUTATIONS = {"duplicate": add_duplicate, "lost": lose_two, "reprocessed_after_reset": reset_to_earliest,
+             "skipped_after_reset": reset_to_latest, "aborted_read": abort_transaction,
+             "stale_value": stale_count, "non_monotonic": rewind_without_restart}
+
+
+def test_clean_history_is_silent(spark, tmp_path):
+    verdict = Run().audit(spark, tmp_path, expect="clean")
+    assert verdict.counts == {k: 0 for k in KINDS}, verdict.notes
+    assert verdict.passed and verdict.total == 0
+    assert all(len(df) == 0 for df in verdict.examples.values())
+    assert verdict.notes == []
+    assert verdict.figure().layout.annotations[0].text == "no anomalies"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_check_fires_alone(spark, tmp_path, kind):
+    run = Run()
+    expected = MUTATIONS[kind](run)
+    verdict = run.audit(spark, tmp_path, expect="anomalies")
+    assert verdict.counts == {k: (expected if k == kind else 0) for k in KINDS}, verdict.examples[kind]
+    assert verdict.passed
+    examples = verdict.examples[kind]
+    assert len(examples) == min(expected, 5)
+    assert examples["time"].notna().all() and examples["t_s"].is_monotonic_increasing
+    assert list(verdict.timeline["kind"].unique()) == [kind]
+    table = verdict.table().set_index("anomaly")
+    assert table.loc[kind, "count"] == expected
+    assert len(verdict.figure().data) == 1
+    json.dumps(verdict.as_dict())
+
+
+def test_examples_say_what_happened(spark, tmp_path):
+    run = Run()
+    add_duplicate(run)
+    reset_to_earliest(run)
+    verdict = run.audit(spark, tmp_path)
+    dup = verdict.examples["duplicate"].iloc[0]
+    assert dup["id"] == "r-6" and dup["copies"] == 2        # output[3] is the 4th input read: r-6
+    again = verdict.examples["reprocessed_after_reset"]
+    assert set(again["incarnation"]) == {1} and (again["offset"] < again["committed_before"]).all()
+    assert again["restart_ts"].notna().all()
+
+
+def test_kinds_restricts_and_missing_inputs_are_not_checked(spark, tmp_path):
+    run = Run()
+    add_duplicate(run)
+    committed, _ = run.frames(spark)
+    h = History(tmp_path, "run-1")
+    h.log_many("produced", run.produced)
+    verdict = audit(h, output_df=committed, spark=spark, expect="anomalies")
+    assert verdict.counts["duplicate"] == 1 and verdict.counts["lost"] == 0
+    # no read/committed history, no uncommitted view: not checked, and said so (None, not 0)
+    for kind in ("reprocessed_after_reset", "skipped_after_reset", "non_monotonic", "aborted_read"):
+        assert verdict.counts[kind] is None
+    assert (verdict.table().set_index("anomaly").loc["aborted_read", "count"]) == "not checked"
+    only = audit(h, output_df=committed, spark=spark, kinds=["lost"], expect="clean")
+    assert only.counts == {"lost": 0} and only.passed
+    with pytest.raises(LabError, match="non_monotonic check needs 'read' history"):
+        audit(h, output_df=committed, spark=spark, kinds=["non_monotonic"])
+
+
+def test_bad_input_is_a_clear_message(spark, tmp_path):
+    run = Run()
+    h = run.history(tmp_path / "a", run_id="run-1")
+    History(h.folder, "run-0").log("read", app="a", incarnation=0, group="g", topic="in",
+                                   partition=0, offset=0, id="r-0")
+    with pytest.raises(LabError, match="mixes runs.*'run-0' \\(1 lines\\)"):
+        audit(h, spark=spark)
+    with pytest.raises(LabError, match="Nothing to audit"):
+        audit(History(tmp_path / "empty", "run-1"), spark=spark)
+    with pytest.raises(LabError, match="Unknown anomaly kind"):
+        audit(h, kinds=["duplicates"], spark=spark)
+    with pytest.raises(LabError, match="expect must be"):
+        audit(h, expect="pass", spark=spark)
+    no_ids = spark.createDataFrame([("k", "plain text", 0, 0, None)], OUTPUT_SCHEMA)
+    with pytest.raises(LabError, match="no JSON 'id' field"):
+        audit(History(tmp_path / "b", "run-1"), output_df=no_ids, spark=spark)
+
+
+# ------------------------------------------------------------------ a real broker
+
+@pytest.fixture(scope="module")
+def cluster():
+    from lab.cluster import KafkaCluster
+    with KafkaCluster(name="audit-test") as c:
+        yield c
+
+
+def test_real_topic_with_duplicate_and_aborted_transaction(spark, cluster, tmp_path):
+    from confluent_kafka.admin import NewTopic
+    from lab.generator import generate
+    topic = f"audit-{uuid.uuid4().hex[:6]}"
+    admin = cluster.admin()  # keep a reference: a collected client cancels its futures
+    admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(30)
+    h = History(tmp_path, "real-1")
+    made = generate(cluster.bootstrap, topic, 120, h, keys=6, transactional=True, transaction_size=20,
+                    abort_transactions=[2], duplicate=[70])
+    assert (made.produced, made.aborted, made.injected_duplicates) == (100, 20, 1)
+
+    verdict = audit(h, bootstrap=cluster.bootstrap, output_topic=topic, spark=spark, expect="anomalies")
+    assert verdict.counts["duplicate"] == 1
+    assert verdict.counts["aborted_read"] == made.aborted
+    assert verdict.counts["lost"] == 0
+    assert verdict.counts["stale_value"] is None        # the generator's records carry no aggregate
+    assert verdict.passed
+    assert verdict.examples["duplicate"].iloc[0]["id"] == f"{h.run_id}-70"
+    assert set(verdict.examples["aborted_read"]["id"]) <= set(made.aborted_ids)
+    assert set(verdict.examples["aborted_read"]["seen_by"]) == {"read_uncommitted"}
+
+    with pytest.raises(LabError, match="does not exist"):
+        audit(h, bootstrap=cluster.bootstrap, output_topic="no-such-topic", spark=spark)
+    empty = f"empty-{uuid.uuid4().hex[:6]}"
+    admin.create_topics([NewTopic(empty, 1, 1)])[empty].result(30)
+    with pytest.raises(LabError, match="is empty"):
+        audit(h, bootstrap=cluster.bootstrap, output_topic=empty, spark=spark)
