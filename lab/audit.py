@@ -19,6 +19,7 @@ A check whose inputs are missing is not run and reports None, never 0.
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -119,7 +120,7 @@ class Verdict:
                                showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper", font_size=18)
         else:
             start = self.start if self.start is not None else float(tl["second"].min())
-            t = tl["second"] - start
+            t = tl["second"] - math.floor(start)  # counted per whole second: align the buckets
             span = max(float(t.max() - t.min()), 1.0)
             bucket = bucket or _nice_bucket(span / 60)
             tl = tl.assign(t=(t // bucket) * bucket).groupby(["kind", "t"], as_index=False)["count"].sum()
@@ -183,7 +184,6 @@ def audit(history: History, *, bootstrap: str | None = None, output_topic: str |
         raise LabError(f"audit needs a lab.history.History, not {type(history).__name__}.")
     if (output_topic or input_topic) and not bootstrap:
         raise LabError("Reading topics needs bootstrap= (the cluster's .bootstrap).")
-    notes: list[str] = []
 
     # Topic facts first (cheap, no Spark): a missing or empty topic is a clear message.
     offsets = {}
@@ -193,11 +193,25 @@ def audit(history: History, *, bootstrap: str | None = None, output_topic: str |
         raise LabError(f"The output topic {output_topic!r} is empty: the app under test wrote nothing there "
                        "(did it run, and does it write to this topic?). Pass allow_empty=True to audit it anyway.")
 
-    from pyspark.sql import functions as F
     from .spark import spark_session
     spark = spark or spark_session()
+    cached: list = []  # every frame this audit caches, released whatever happens
+    try:
+        verdict = _run(spark, history, cached, bootstrap=bootstrap, output_topic=output_topic,
+                       input_topic=input_topic, expect=expect, wanted=wanted, examples=examples,
+                       output_df=output_df, output_uncommitted_df=output_uncommitted_df, offsets=offsets)
+    finally:
+        for df in cached:
+            df.unpersist()
+    verdict.seconds = time.monotonic() - started
+    return verdict
 
-    h, cached = _load_history(spark, history)
+
+def _run(spark, history, cached, *, bootstrap, output_topic, input_topic, expect, wanted, examples,
+         output_df, output_uncommitted_df, offsets) -> Verdict:
+    from pyspark.sql import functions as F
+    notes: list[str] = []
+    h = _load_history(spark, history, cached)
     if not any(df is not None for df in h.values()) and not output_topic and output_df is None:
         raise LabError(f"Nothing to audit: the history folder {history.folder} has no records and no "
                        "output topic was given.")
@@ -283,15 +297,13 @@ def audit(history: History, *, bootstrap: str | None = None, output_topic: str |
             counts[kind] = int(n)
     _add_notes(notes, timeline, found)
     timeline = timeline[timeline["kind"].isin(run)].reset_index(drop=True)
-    for df in cached:
-        df.unpersist()
 
     start = history.start_time()
     if start is None and len(timeline):
         start = float(timeline["second"].min())
     found = {k: _with_times(found.get(k), start) for k in run}
     return Verdict(counts=counts, examples=found, expect=expect, run_id=history.run_id, timeline=timeline,
-                   start=start, notes=notes, seconds=time.monotonic() - started)
+                   start=start, notes=notes)
 
 
 def _as_anomalies(kind: str, rows):
@@ -357,7 +369,7 @@ def _with_times(rows, start):
     df.insert(0, "t_s", (df["time"] - start).round(3) if start is not None else None)
     for col in [c for c in df.columns if c.endswith("_ts")]:  # other moments, also relative
         df[col] = (df[col] - start).round(3) if start is not None else df[col]
-    df["time"] = pd.to_datetime(df["time"], unit="s", utc=True)
+    df["time"] = pd.to_datetime(df["time"], unit="s", utc=True).dt.round("ms")
     return df
 
 
@@ -391,27 +403,27 @@ def _is_empty(offsets: dict) -> bool:
     return all(high <= earliest for earliest, _, high in offsets.values())
 
 
-def _load_history(spark, history: History):
-    """({kind: DataFrame or None}, [cached frames]): every file read in one pass, cached, run ids checked."""
+def _load_history(spark, history: History, cached: list) -> dict:
+    """{kind: DataFrame or None}: every file read in one pass and cached; mixed runs are refused."""
     from pyspark.sql import functions as F
     files = [str(history.path(k)) for k in HISTORY_KINDS if k in history.kinds()]
     if not files:
-        return {k: None for k in HISTORY_KINDS}, []
+        return {k: None for k in HISTORY_KINDS}
     rows = (spark.read.schema(HISTORY_SCHEMA).option("mode", "DROPMALFORMED").json(files)
             .withColumn("line", F.monotonically_increasing_id())  # file order: the O_APPEND order of writes
             .cache())
+    cached.append(rows)
     per_run = rows.groupBy("run_id", "kind").count().collect()  # also fills the cache
     others: dict = {}
     for r in per_run:
         if r["run_id"] != history.run_id:
             others[r["run_id"]] = others.get(r["run_id"], 0) + r["count"]
     if others:
-        rows.unpersist()
         listed = ", ".join(f"{k!r} ({v} lines)" for k, v in sorted(others.items(), key=lambda kv: -kv[1])[:5])
         raise LabError(f"The history in {history.folder} mixes runs: besides {history.run_id!r} it holds {listed}. "
                        "Give every run its own folder, or call History.clear() before the run starts.")
     present = {r["kind"] for r in per_run}
-    return {k: rows.filter(F.col("kind") == k) if k in present else None for k in HISTORY_KINDS}, [rows]
+    return {k: rows.filter(F.col("kind") == k) if k in present else None for k in HISTORY_KINDS}
 
 
 def _read_both(spark, bootstrap: str, topic: str):
