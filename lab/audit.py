@@ -169,17 +169,24 @@ def _nice_bucket(x: float) -> float:
 def audit(history: History, *, bootstrap: str | None = None, output_topic: str | None = None,
           input_topic: str | None = None, expect: str = "anomalies", kinds=None, spark=None,
           examples: int = 5, output_df=None, output_uncommitted_df=None,
-          allow_empty: bool = False) -> Verdict:
+          allow_empty: bool = False, aborted_reader: str = "read_uncommitted") -> Verdict:
     """Run every applicable check (or just `kinds`) and return a Verdict.
+
+    aborted_reader: "read_uncommitted" counts every aborted record a read_uncommitted reader
+    would see (the issue's definition); "read_committed" counts only aborted records that reached
+    committed data, which is what an exactly-once mitigation run must keep at 0 even though
+    its producers legitimately abort transactions.
 
     output_df / output_uncommitted_df: DataFrames shaped like lab.spark.read_topic's
     (key, value, partition, offset, timestamp) to audit instead of reading output_topic
-    (benchmarks, tests). allow_empty: audit an empty output topic instead of refusing.
+    (benchmarks, tests). allow_empty: audit an empty topic instead of refusing.
     """
     started = time.monotonic()
     if expect not in ("anomalies", "clean"):
         raise LabError(f"expect must be 'anomalies' (a failure run) or 'clean' (a mitigation run), not {expect!r}.")
     wanted = _wanted_kinds(kinds)
+    if aborted_reader not in ("read_uncommitted", "read_committed"):
+        raise LabError(f"aborted_reader must be 'read_uncommitted' or 'read_committed', not {aborted_reader!r}.")
     if not isinstance(history, History):
         raise LabError(f"audit needs a lab.history.History, not {type(history).__name__}.")
     if (output_topic or input_topic) and not bootstrap:
@@ -192,6 +199,9 @@ def audit(history: History, *, bootstrap: str | None = None, output_topic: str |
     if output_topic and output_df is None and not allow_empty and _is_empty(offsets[output_topic]):
         raise LabError(f"The output topic {output_topic!r} is empty: the app under test wrote nothing there "
                        "(did it run, and does it write to this topic?). Pass allow_empty=True to audit it anyway.")
+    if input_topic and not allow_empty and _is_empty(offsets[input_topic]):
+        raise LabError(f"The input topic {input_topic!r} is empty: nothing was produced to it (did the "
+                       "generator run, against this cluster?). Pass allow_empty=True to audit it anyway.")
 
     from .spark import spark_session
     spark = spark or spark_session()
@@ -199,7 +209,8 @@ def audit(history: History, *, bootstrap: str | None = None, output_topic: str |
     try:
         verdict = _run(spark, history, cached, bootstrap=bootstrap, output_topic=output_topic,
                        input_topic=input_topic, expect=expect, wanted=wanted, examples=examples,
-                       output_df=output_df, output_uncommitted_df=output_uncommitted_df, offsets=offsets)
+                       output_df=output_df, output_uncommitted_df=output_uncommitted_df, offsets=offsets,
+                       aborted_reader=aborted_reader)
     finally:
         for df in cached:
             df.unpersist()
@@ -208,7 +219,7 @@ def audit(history: History, *, bootstrap: str | None = None, output_topic: str |
 
 
 def _run(spark, history, cached, *, bootstrap, output_topic, input_topic, expect, wanted, examples,
-         output_df, output_uncommitted_df, offsets) -> Verdict:
+         output_df, output_uncommitted_df, offsets, aborted_reader) -> Verdict:
     from pyspark.sql import functions as F
     notes: list[str] = []
     h = _load_history(spark, history, cached)
@@ -287,6 +298,8 @@ def _run(spark, history, cached, *, bootstrap, output_topic, input_topic, expect
         if kind == "aborted_read":  # records of transactions still open are reported, not judged
             frames.append(_as_anomalies("_pending", rows.filter(F.col("seen_by") == "_pending")))
             rows = rows.filter(F.col("seen_by") != "_pending")
+            if aborted_reader == "read_committed":
+                rows = rows.filter(F.col("seen_by") == "read_committed")
         frames.append(_as_anomalies(kind, rows))
     if out is not None and intended is not None:  # not an anomaly, but a sign of a reused topic
         frames.append(_as_anomalies("_foreign", matched.filter(F.col("produced_ts").isNull())  # no input

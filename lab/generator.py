@@ -62,6 +62,10 @@ def generate(bootstrap: str, topic: str, n: int, history: History, *, keys: int 
 
     def delivered(row):
         def callback(err, msg):
+            # An acknowledgement without an offset never reached the log (seen right after topic
+            # creation): it is a failure, not ground truth.
+            if err is None and (msg.offset() is None or msg.offset() < 0):
+                err = "acknowledged without an offset"
             if err is not None:
                 result.failed += 1
                 history.log("produce_failed", id=row["id"], key=row["key"], topic=topic, error=str(err))

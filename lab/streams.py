@@ -88,6 +88,7 @@ class JavaProgram:
     args: list[str] = field(default_factory=list)
     streams: bool = True               # kafka-streams classpath (else kafka-clients only)
     heap: str = "256m"
+    jvm_options: list = field(default_factory=list)
 
     def __post_init__(self):
         self.folder = Path(self.folder)
@@ -116,7 +117,7 @@ class JavaProgram:
             heap=self.heap,
             # UTC so parse_java_log's timestamps mean the same on every machine.
             jvm_options=[f"-Dlog4j.configuration=file:{self.folder / 'log4j.properties'}",
-                         "-Duser.timezone=UTC"])
+                         "-Duser.timezone=UTC", *self.jvm_options])
         return self.process
 
     def stop(self, timeout: float = 30) -> None:
@@ -145,7 +146,8 @@ EVENT_PATTERNS = [
     ("InvalidTxnStateException", r"InvalidTxnStateException"),
     ("TaskCorruptedException", r"TaskCorruptedException"),
     ("TaskMigratedException", r"TaskMigratedException"),
-    ("thread died", r"Encountered the following exception during processing and the registered exception handler opted to|Replacing thread in the streams uncaught exception handler|stream-thread .* State transition from \w+ to DEAD"),
+    # (a clean shutdown also ends in "... to DEAD", so that transition is not a death)
+    ("thread died", r"Encountered the following exception during processing and the registered exception handler opted to|Replacing thread in the streams uncaught exception handler"),
     ("state transition", r"State transition from \w+ to \w+"),
     ("rebalance", r"Request joining group due to|partitions revoked|Assigned tasks|partition assignment took"),
 ]

@@ -23,16 +23,8 @@ def spark():
 
 
 def stop_spark_jvm():
-    """stop_spark() stops the session but leaves py4j's JVM running until Python exits: end it too."""
-    from pyspark import SparkContext
     from lab.spark import stop_spark
-    stop_spark()
-    gateway = SparkContext._gateway
-    if gateway is not None:
-        gateway.shutdown()
-        gateway.proc.stdin.close()  # the gateway JVM exits when its stdin closes
-        gateway.proc.wait(30)
-        SparkContext._gateway = SparkContext._jvm = None
+    stop_spark()  # the session and its py4j JVM
 
 
 class Run:
@@ -176,6 +168,19 @@ def test_examples_say_what_happened(spark, tmp_path):
     assert again["restart_ts"].notna().all()
 
 
+def test_aborted_records_in_committed_output_count_for_both_readers(spark, tmp_path):
+    run = Run()
+    abort_transaction(run)                                      # 2 records only read_uncommitted sees
+    run.produced.append(dict(id="a-1", key="k0", seq=99, topic="in", partition=0, offset=99,
+                             true_value=None, aborted=True, ts=T0 + 5))
+    run.output.append(dict(id="a-1", key="k0", t=T0 + 6))       # an aborted input reached committed output
+    both = run.audit(spark, tmp_path / "1", kinds=["aborted_read", "lost"])
+    assert both.counts == {"aborted_read": 3, "lost": 0}       # an aborted input is not owed to the output
+    committed_only = run.audit(spark, tmp_path / "2", kinds=["aborted_read"], aborted_reader="read_committed")
+    assert committed_only.counts == {"aborted_read": 1}
+    assert committed_only.examples["aborted_read"]["seen_by"].tolist() == ["read_committed"]
+
+
 def test_kinds_restricts_and_missing_inputs_are_not_checked(spark, tmp_path):
     run = Run()
     add_duplicate(run)
@@ -212,6 +217,26 @@ def test_bad_input_is_a_clear_message(spark, tmp_path):
         audit(History(tmp_path / "b", "run-1"), output_df=no_ids, spark=spark)
 
 
+def _append_lines(history, start):
+    for i in range(start, start + 2000):
+        history.log("read", app="p", incarnation=0, group="g", topic="in", partition=0, offset=i, id="x" * 300)
+
+
+def test_history_lines_from_many_processes_never_interleave(tmp_path):
+    import multiprocessing
+    h = History(tmp_path, "run-1")
+    procs = [multiprocessing.get_context("fork").Process(target=_append_lines, args=(h, k * 2000))
+             for k in range(3)]
+    for p in procs:
+        p.start()
+    _append_lines(h, 6000)
+    for p in procs:
+        p.join(60)
+    reads = h.frame("read")
+    assert len(reads) == 8000 and sorted(reads["offset"]) == list(range(8000))
+    assert h.kinds() == ["read"] and h.run_ids() == {"run-1": 8000}
+
+
 # ------------------------------------------------------------------ a real broker
 
 @pytest.fixture(scope="module")
@@ -241,6 +266,19 @@ def test_real_topic_with_duplicate_and_aborted_transaction(spark, cluster, tmp_p
     assert verdict.examples["duplicate"].iloc[0]["id"] == f"{h.run_id}-70"
     assert set(verdict.examples["aborted_read"]["id"]) <= set(made.aborted_ids)
     assert set(verdict.examples["aborted_read"]["seen_by"]) == {"read_uncommitted"}
+
+    # A transaction still open at audit time is not an aborted one: reported, not counted.
+    from confluent_kafka import Producer
+    open_txn = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": f"open-{topic}"})
+    open_txn.init_transactions(30)
+    open_txn.begin_transaction()
+    for i in range(3):
+        open_txn.produce(topic, key="k0", value=json.dumps({"id": f"open-{i}"}))
+    open_txn.flush(30)
+    again = audit(h, bootstrap=cluster.bootstrap, output_topic=topic, spark=spark, kinds=["aborted_read"])
+    assert again.counts == {"aborted_read": made.aborted}
+    assert any("3 record(s)" in n and "still open" in n for n in again.notes), again.notes
+    open_txn.abort_transaction(30)
 
     with pytest.raises(LabError, match="does not exist"):
         audit(h, bootstrap=cluster.bootstrap, output_topic="no-such-topic", spark=spark)

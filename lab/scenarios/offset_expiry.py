@@ -1108,42 +1108,36 @@ class _Progress:
 
 
 def panel(cluster=None, **defaults):
-    """ipywidgets: retention, downtime, reset policy, protocol, records while down; Run re-runs and redraws.
-
-    Reuses `cluster` when its retention matches the chosen one; otherwise the run starts its own broker.
-    """
+    """ipywidgets (lab.widgets.panel): retention, downtime, reset policy, protocol, records while down;
+    Run re-runs one variant plus the control (no Spark) and redraws. Reuses `cluster` when its retention
+    matches the chosen one (pass cluster_retention_minutes); otherwise the run starts its own broker."""
     import ipywidgets as w
     from IPython.display import display
+    from ..widgets import panel as widget_panel
     base = dict(retention_minutes=1, downtime_s=75, group_protocol="classic", messages_while_down=100)
     base.update(defaults)
-    retention = w.IntSlider(value=base["retention_minutes"], min=1, max=5, description="retention min")
-    downtime = w.IntSlider(value=int(base["downtime_s"]), min=5, max=400, step=5, description="downtime s")
-    reset = w.Dropdown(options=list(RESETS), value="earliest", description="reset policy")
-    protocol = w.Dropdown(options=list(PROTOCOLS), value=base["group_protocol"], description="protocol")
-    down = w.IntSlider(value=base["messages_while_down"], min=0, max=2000, step=50, description="msgs while down")
-    run = w.Button(description="Run", button_style="primary")
-    out = w.Output()
-    retention_on_cluster = base.get("cluster_retention_minutes", base["retention_minutes"])
+    on_cluster = base.get("cluster_retention_minutes", base["retention_minutes"])
+    controls = {
+        "retention_minutes": w.IntSlider(value=base["retention_minutes"], min=1, max=5, description="retention min"),
+        "downtime_s": w.IntSlider(value=int(base["downtime_s"]), min=5, max=400, step=5, description="downtime s"),
+        "reset": w.Dropdown(options=list(RESETS), value="earliest", description="reset policy"),
+        "group_protocol": w.Dropdown(options=list(PROTOCOLS), value=base["group_protocol"], description="protocol"),
+        "messages_while_down": w.IntSlider(value=base["messages_while_down"], min=0, max=2000, step=50,
+                                           description="msgs while down"),
+    }
 
-    def on_run(_):
-        run.disabled = True
-        out.clear_output()
-        with out:
-            try:
-                same = cluster is not None and retention.value == retention_on_cluster
-                if not same:
-                    print(f"Starting a broker with offsets.retention.minutes={retention.value} for this run ...")
-                result = run_offset_expiry(cluster=cluster if same else None, retention_minutes=retention.value,
-                                           downtime_s=downtime.value, group_protocol=protocol.value,
-                                           messages_while_down=down.value, variants=[reset.value, "control"],
-                                           messages_before=100, spark=False)
-                display(result.summary[["variant", "group.protocol", "auto.offset.reset", "downtime_s",
-                                        "offsets_expired", "reprocessed", "skipped", "error"]])
-                result.figure().show()
-            except LabError as exc:
-                print(f"LabError: {exc}")
-            finally:
-                run.disabled = False
+    def run(retention_minutes, downtime_s, reset, group_protocol, messages_while_down):
+        same = cluster is not None and retention_minutes == on_cluster
+        if not same:
+            print(f"Starting a broker with offsets.retention.minutes={retention_minutes} for this run ...")
+        return run_offset_expiry(cluster=cluster if same else None, retention_minutes=retention_minutes,
+                                 downtime_s=downtime_s, group_protocol=group_protocol,
+                                 messages_while_down=messages_while_down, variants=[reset, "control"],
+                                 messages_before=100, spark=False)
 
-    run.on_click(on_run)
-    return w.VBox([w.HBox([retention, downtime, down]), w.HBox([reset, protocol, run]), out])
+    def show(result):
+        display(result.summary[["variant", "group.protocol", "auto.offset.reset", "downtime_s", "offsets_expired",
+                                "reprocessed", "skipped", "error"]])
+        result.figure().show()
+
+    return widget_panel(controls, run, show, title="Offset expiry: tune and re-run")
