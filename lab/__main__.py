@@ -35,6 +35,8 @@ def start(args) -> None:
         env = {**os.environ, "KAFKA_LAB_PLAYGROUND": cluster.bootstrap}
         cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1",
                f"--port={args.port}", f"--ServerApp.root_dir={ROOT / 'notebooks'}"]
+        if os.geteuid() == 0:  # containers and CI machines often run as root
+            cmd.append("--allow-root")
         try:
             subprocess.run(cmd, env=env, check=False)
         except KeyboardInterrupt:

@@ -208,3 +208,11 @@ def test_compose_file_is_valid_and_matches_the_lab():
     known = cluster_module.known_broker_configs(KAFKA_VERSION) | {"listeners"}
     keys = [k.lower().replace("_", ".") for k in re.findall(r"KAFKA_([A-Z_]+):", text)]
     assert keys and all(k in known for k in keys), [k for k in keys if k not in known]
+
+
+def test_kafka_3_9_broker_runs_too():
+    """The launcher's other supported line: 3.9.x (log4j 1 / reload4j logging)."""
+    with KafkaCluster(version="3.9.1", name="test-391") as c:
+        produce(c.bootstrap, "on-391", 3)
+        assert len(consume_all(c.bootstrap, "on-391", 3)) == 3
+        assert c.grep_log(r"Kafka version: 3\.9\.1")
