@@ -58,12 +58,17 @@ def kafka_classpath(version: str = KAFKA_VERSION) -> list[Path]:
     return maven.classpath(coords, label=f"kafka-{version}")
 
 
-def known_broker_configs(version: str = KAFKA_VERSION) -> set[str]:
-    """Every broker config name this Kafka version defines (cached per version)."""
+def known_broker_configs(version: str = KAFKA_VERSION, classpath: list[Path] | None = None,
+                         lister: str = "BrokerConfigNames.java") -> set[str]:
+    """Every broker config name this Kafka version defines (cached per version).
+
+    `lister` is the small Java program under lab/java that prints them for this era of Kafka.
+    """
     cache = CACHE_DIR / "broker-config-names" / f"{version}.txt"
     if not cache.exists():
-        run = subprocess.run([java_executable(), "-cp", os.pathsep.join(map(str, kafka_classpath(version))),
-                              str(JAVA_DIR / "BrokerConfigNames.java")], capture_output=True, text=True)
+        classpath = classpath or kafka_classpath(version)
+        run = subprocess.run([java_executable(), "-cp", os.pathsep.join(map(str, classpath)),
+                              str(JAVA_DIR / lister)], capture_output=True, text=True)
         names = [n for n in run.stdout.split() if "." in n]
         if run.returncode != 0 or not names:
             raise LabError(f"Could not list the broker configs of Kafka {version}: {run.stderr[-500:]}")

@@ -10,9 +10,7 @@ versions run with ZooKeeper 3.5.7 instead (see zookeeper_for); the broker code i
 """
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
 import time
 import uuid
 from dataclasses import dataclass
@@ -20,10 +18,10 @@ from pathlib import Path
 
 from . import maven
 from .cluster import (BASE_BROKER_CONFIG, LOG4J1, KafkaCluster, Node, _distance, free_port,
-                      parse_version)
-from .config import CACHE_DIR, WORK_DIR
+                      known_broker_configs, parse_version)
+from .config import WORK_DIR
 from .errors import LabError
-from .processes import Child, java_executable, require_java, spawn_java, wait_until
+from .processes import Child, require_java, spawn_java, wait_until
 
 JAVA_DIR = Path(__file__).parent / "java"
 
@@ -63,16 +61,7 @@ def zk_kafka_classpath(version: str, zookeeper: str | None = None) -> list[Path]
 
 def zk_known_broker_configs(version: str) -> set[str]:
     """Every broker config name this old version defines (kafka.server.KafkaConfig.configNames())."""
-    cache = CACHE_DIR / "broker-config-names" / f"{version}.txt"
-    if not cache.exists():
-        run = subprocess.run([java_executable(), "-cp", os.pathsep.join(map(str, zk_kafka_classpath(version))),
-                              str(JAVA_DIR / "ZkBrokerConfigNames.java")], capture_output=True, text=True)
-        names = [n for n in run.stdout.split() if "." in n]
-        if run.returncode != 0 or not names:
-            raise LabError(f"Could not list the broker configs of Kafka {version}: {run.stderr[-500:]}")
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_text("\n".join(names))
-    return set(cache.read_text().split())
+    return known_broker_configs(version, zk_kafka_classpath(version), lister="ZkBrokerConfigNames.java")
 
 
 ZOO_CFG = """tickTime=500
