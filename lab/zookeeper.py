@@ -166,6 +166,7 @@ class ZooKeeperKafkaCluster(KafkaCluster):
         return super()._config_command(args)
 
     # -------------------------------------------------------------- internals
+    # _launch is KafkaCluster's: before 4.0 it already passes the log4j 1 configuration.
     def _write_config(self, node: Node) -> None:
         node.folder.mkdir(parents=True, exist_ok=True)
         rf = str(min(3, self.nodes))
@@ -186,12 +187,3 @@ class ZooKeeperKafkaCluster(KafkaCluster):
         (node.folder / "server.properties").write_text("".join(f"{k}={v}\n" for k, v in config.items()))
         (node.folder / "log4j.properties").write_text(LOG4J1)
 
-    def _launch(self, node: Node) -> None:
-        node.starts += 1
-        with open(node.log_path, "a") as f:
-            f.write(f"===== lab: start #{node.starts} of node {node.node_id} at {time.time():.3f}\n")
-        node.process = spawn_java(
-            f"kafka-{self.name}-node{node.node_id}", self.classpath, "kafka.Kafka",
-            [str(node.folder / "server.properties")], node.log_path, heap=self.heap,
-            jvm_options=[f"-Dlog4j.configuration=file:{node.folder / 'log4j.properties'}",
-                         f"-Dkafka.logs.dir={node.folder / 'logs'}", "-XX:TieredStopAtLevel=1"])
