@@ -10,7 +10,6 @@ benchmarks/RESULTS.md.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics

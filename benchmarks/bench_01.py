@@ -19,27 +19,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from lab.cluster import kafka_cluster  # noqa: E402
 from lab.scenarios import offset_expiry  # noqa: E402
 
-PARAMS = dict(retention_minutes=1, check_interval_ms=2000, downtime_s=None, messages_before=200,
-              messages_while_down=100, variants=["earliest", "latest", "control"], spark=False, progress=False)
+PARAMS = offset_expiry.SPEC.validate(retention_minutes=1, check_interval_ms=2000, downtime_s=None, messages_before=200,
+                                     messages_while_down=100, variants=["earliest", "latest", "control"], spark=False)
 
 
 def one_run(cluster) -> dict:
     started = time.monotonic()
-    result = offset_expiry.run_offset_expiry(cluster=cluster, **PARAMS)
-    earliest, latest, control = (result.row(v) for v in ("earliest", "latest", "control"))
+    r = offset_expiry.run(cluster=cluster, progress=False, **PARAMS).as_record()
     return {
-        "reproduced": bool(earliest["reprocessed"] > 0 and latest["skipped"] > 0
-                           and control["reprocessed"] == 0 and control["skipped"] == 0),
-        "reprocessed": int(earliest["reprocessed"]), "skipped": int(latest["skipped"]),
-        "first_reprocessing_after_stop_s": result.first_reprocessing(),
-        "expired_after_stop_s": float(result.expiry.set_index("variant").loc["earliest", "expired_after_stop_s"]),
+        "reproduced": bool(r["earliest_reprocessed"] > 0 and r["latest_skipped"] > 0
+                           and r["control_reprocessed"] == 0 and r["control_skipped"] == 0),
+        "reprocessed": r["earliest_reprocessed"], "skipped": r["latest_skipped"],
+        "first_reprocessing_after_stop_s": r.get("first_reprocessing_after_stop_s"),
+        "expired_after_stop_s": r["earliest_expired_after_stop_s"],
         "run_s": time.monotonic() - started,
     }
 
 
 def main(n: int = 5) -> list[dict]:
     runs = []
-    with kafka_cluster(broker_config=offset_expiry.broker_config(1, 2000), name="bench01") as cluster:
+    with kafka_cluster(**offset_expiry.needs(PARAMS), name="bench01") as cluster:
         for i in range(n):
             runs.append(one_run(cluster))
             print(f"run {i + 1}/{n}: {runs[-1]}", flush=True)

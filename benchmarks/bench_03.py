@@ -3,9 +3,10 @@
     python benchmarks/bench_03.py [--runs 5] [--seconds 90] [--notebook]
 
 Each run puts the seed's load (33 records/s x 1 KB against a 35000 B/s quota) on Kafka Streams at
-the affected and the fixed version side by side, on one embedded broker shared by all runs (every
-run has its own topics, client ids and quotas). A run reproduces the failure when the affected
-app has at least one fencing/corruption incident; the fixed app should have none. RSS is the sum
+the affected and the fixed version side by side (lab.scenarios.quota_fencing.run, with its Spark audit),
+on one embedded broker shared by all runs (every run has its own topics, client ids and quotas). A run
+reproduces the failure when the affected app has at least one fencing/corruption incident; the fixed app
+should have none; the table names the mechanism of each app's incidents. RSS is the sum
 over this process and all its descendants (broker, Streams JVMs), sampled every 0.25 s.
 --notebook also times the whole notebook under papermill with its default parameters.
 """
@@ -34,19 +35,21 @@ def main():
     args = parser.parse_args()
 
     from lab.cluster import kafka_cluster
-    from lab.scenarios.quota_fencing import run_quota_fencing, seed_variants
+    from lab.scenarios import quota_fencing
 
-    roles = seed_variants(args.affected, args.fixed, mitigations=())
-    variants = [roles["affected"], roles["fixed"]]
+    params = dict(affected_version=args.affected, fixed_version=args.fixed, duration_s=args.seconds,
+                  compare=["fixed"], mitigations=[], sweep_ratios=[])
     rows = []
-    with PeakRSS() as rss, kafka_cluster(name="bench03") as cluster:
+    with PeakRSS() as rss, kafka_cluster(**quota_fencing.needs(quota_fencing.SPEC.validate(**params)),
+                                         name="bench03") as cluster:
         for i in range(args.runs):
             t = time.perf_counter()
-            run = run_quota_fencing(variants, duration_s=args.seconds, cluster=cluster, audit=False, progress=False)
-            a, f = run.result(variants[0].name), run.result(variants[1].name)
+            result = quota_fencing.run(cluster=cluster, progress=False, **params)
+            a, f = result.row("affected"), result.row("fixed")
             rows.append({"run": i + 1, "wall_s": time.perf_counter() - t, "affected_crashes": a["crashes"],
                          "affected_first_crash_s": a["first_crash_s"], "affected_longest_wait_s": a["longest_txn_wait_s"],
-                         "fixed_crashes": f["crashes"], "fixed_longest_wait_s": f["longest_txn_wait_s"]})
+                         "affected_mechanism": a["mechanism"], "fixed_crashes": f["crashes"],
+                         "fixed_longest_wait_s": f["longest_txn_wait_s"], "fixed_mechanism": f["mechanism"]})
             print(rows[-1], flush=True)
     firsts = [r["affected_first_crash_s"] for r in rows if r["affected_first_crash_s"] is not None]
     reproduced = sum(1 for r in rows if r["affected_crashes"] > 0)
@@ -54,11 +57,12 @@ def main():
 
     print(f"\n### 03 quota-driven fencing ({args.runs} runs x {args.seconds:.0f} s of load, "
           f"{args.affected} vs {args.fixed}, 35000 B/s quota, 33 rec/s x 1 KB)\n")
-    print("| run | affected incidents | first crash (s after load start) | longest txn wait (s) "
-          "| fixed incidents | fixed longest wait (s) | wall (s) |\n|---|---|---|---|---|---|---|")
+    print("| run | affected incidents | first crash (s after load start) | longest txn wait (s) | mechanism "
+          "| fixed incidents | fixed longest wait (s) | fixed mechanism | wall (s) |\n|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['run']} | {r['affected_crashes']} | {r['affected_first_crash_s']} | {r['affected_longest_wait_s']} "
-              f"| {r['fixed_crashes']} | {r['fixed_longest_wait_s']} | {r['wall_s']:.0f} |")
+              f"| {r['affected_mechanism']} | {r['fixed_crashes']} | {r['fixed_longest_wait_s']} "
+              f"| {r['fixed_mechanism']} | {r['wall_s']:.0f} |")
     print(f"\n- reproduction rate ({args.affected} fenced at least once): {reproduced}/{args.runs}")
     print(f"- {args.fixed} never fenced: {fixed_clean}/{args.runs}")
     if firsts:

@@ -27,27 +27,27 @@ def main() -> None:
     ap.add_argument("--program", default="1 2 3")
     ap.add_argument("--step", type=float, default=15)
     args = ap.parse_args()
+    from lab.cluster import kafka_cluster
+    from lab.scenarios import stale_standby as scenario
+
     configs = []
     for c in args.config or ["3.3.1:cache"]:
         version, _, mode = c.partition(":")
-        configs.append((version, mode != "nocache"))
-
-    from lab.cluster import kafka_cluster
-    from lab.scenarios import stale_standby as scenario
-    for version, caching in configs:  # fail fast on bad parameters
-        scenario.validate(version=version, program=args.program, step_seconds=args.step, standby_replicas=1,
-                          caching=caching, partitions=6, keys=30, rate=50, settle_seconds=args.step)
+        # one variant per run (no mitigations); SPEC checks every value, and the version, before anything starts
+        configs.append(scenario.SPEC.validate(affected_version=version, caching=mode != "nocache", mitigations=False,
+                                              program=args.program, step_seconds=args.step,
+                                              settle_seconds=args.step))
 
     rows = []
-    with kafka_cluster(name="bench-04") as cluster:
-        for version, caching in configs:
+    with kafka_cluster(**scenario.needs(configs[0]), name="bench-04") as cluster:
+        for params in configs:
             for n in range(args.runs):
                 t = time.perf_counter()
-                r = scenario.run(cluster, version=version, caching=caching, program=args.program,
-                                 step_seconds=args.step, quiet=True)
-                rows.append({"version": version, "caching": caching, "run": n + 1, "stale": r.stale,
-                             "stale_reads": r.counts["stale_reads"], "wrong_values": r.counts["wrong_values"],
-                             "round_trips": r.counts["round_trips"], "first_stale_s": r.first_stale_seconds,
+                r = scenario.run(cluster=cluster, progress=False, **params).main
+                rows.append({"version": r.version, "caching": r.caching, "run": n + 1,
+                             "stale": r.counts["stale_reads"] > 0, "stale_reads": r.counts["stale_reads"],
+                             "wrong_values": r.counts["wrong_values"], "round_trips": r.counts["round_trips"],
+                             "first_stale_s": (r.first_stale or {}).get("t_s"),
                              "rss_all_up_mb": r.peak_rss_mb.get("all_up"), "broker_mb": r.peak_rss_mb.get("brokers"),
                              "seconds": round(time.perf_counter() - t, 1)})
                 print(rows[-1], flush=True)
@@ -57,10 +57,11 @@ def main() -> None:
     print("| Kafka Streams | caching | runs | stale in | first stale (median / max s) | round trips (median) "
           "| RSS 3 instances all up (median MB) | broker (MB) | run (median s) |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for version, caching in configs:
+    for params in configs:
+        version, caching = params["affected_version"], params["caching"]
         mine = [r for r in rows if r["version"] == version and r["caching"] == caching]
         firsts = [r["first_stale_s"] for r in mine if r["first_stale_s"] is not None]
-        med = lambda xs: round(statistics.median(xs), 1) if xs else "-"
+        med = lambda xs: round(statistics.median(xs), 1) if xs else "-"  # noqa: E731
         print(f"| {version} | {'on' if caching else 'off'} | {len(mine)} | {sum(r['stale'] for r in mine)}/{len(mine)} "
               f"| {med(firsts)} / {max(firsts) if firsts else '-'} | {med([r['round_trips'] for r in mine])} "
               f"| {med([r['rss_all_up_mb'] for r in mine if r['rss_all_up_mb']])} "

@@ -58,8 +58,8 @@ def timed(fn, runs):
 
 
 def cluster_ready(nodes):
-    from lab.cluster import KafkaCluster
-    c = KafkaCluster(nodes=nodes, name=f"bench-{nodes}")
+    from lab.cluster import kafka_cluster
+    c = kafka_cluster(nodes=nodes, name=f"bench-{nodes}")
     t = time.perf_counter()
     c.start()
     ready = time.perf_counter() - t
@@ -102,7 +102,8 @@ def main():
         med, all_ = timed(spark_start, args.runs)
         rows.append(("Spark session start (connector cached)", med, all_))
         print(rows[-1], flush=True)
-    for path in sorted((ROOT / "notebooks").glob("[0-9]*.ipynb")):
+    from lab.notebook import COURSE
+    for path in [ROOT / "notebooks" / f"{name}.ipynb" for name, _ in COURSE]:   # the course's own notebooks only
         if args.notebooks is not None and path.name[:2] not in args.notebooks:
             continue
         results = [notebook(path) for _ in range(args.runs)]

@@ -8,6 +8,7 @@ count towards true_value, because no read_committed reader should ever see them.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ class Generated:
 def generate(bootstrap: str, topic: str, n: int, history: History, *, keys: int = 10,
              rate: float | None = None, id_prefix: str | None = None,
              transactional: bool = False, transaction_size: int = 100, abort_transactions=(),
-             duplicate: tuple | list = (), producer_config: dict | None = None) -> Generated:
+             duplicate: tuple | list = (), producer_config: dict | None = None, until=None) -> Generated:
     """Produce records 0..n-1 with key `k<i % keys>` and log each acknowledged one as "produced".
 
     rate               records per second (None: as fast as the producer goes)
@@ -39,9 +40,11 @@ def generate(bootstrap: str, topic: str, n: int, history: History, *, keys: int 
     abort_transactions indices of the transactions (0, 1, ...) to abort instead of committing
     duplicate          record numbers to send a second time right after the first (an injected
                        duplicate: same id, logged as kind "injected", not as "produced")
+    until              a threading.Event: produce until it is set (n=None: open-ended; no transactions)
     """
-    if n < 0 or keys < 1:
-        raise LabError(f"generate needs n >= 0 and keys >= 1 (got n={n}, keys={keys}).")
+    if n is None and until is None or n is not None and n < 0 or keys < 1 or until is not None and transactional:
+        raise LabError(f"generate needs n >= 0 (or until=, without transactions) and keys >= 1 (got n={n}, "
+                       f"keys={keys}).")
     if transactional and transaction_size < 1:
         raise LabError("transaction_size must be at least 1.")
     if abort_transactions and not transactional:
@@ -88,7 +91,9 @@ def generate(bootstrap: str, topic: str, n: int, history: History, *, keys: int 
         if transactional:
             producer.init_transactions(30)
         txn = -1
-        for i in range(n):
+        for i in range(n) if n is not None else itertools.count():
+            if until is not None and until.is_set() and i:
+                break
             if transactional and i % transaction_size == 0:
                 txn += 1
                 producer.begin_transaction()
@@ -121,7 +126,7 @@ def generate(bootstrap: str, topic: str, n: int, history: History, *, keys: int 
             if rate:
                 ahead = (i + 1) / rate - (time.monotonic() - start)
                 if ahead > 0:
-                    time.sleep(ahead)
+                    until.wait(ahead) if until is not None else time.sleep(ahead)
         remaining = producer.flush(60)
         if remaining:
             raise LabError(f"{remaining} records to {topic} were still undelivered after 60 s: "

@@ -150,17 +150,30 @@ def spawn_python(name: str, module: str, args: list[str], log_path: Path,
     return Child(name, [sys.executable, "-u", "-m", module, *args], log_path, env=env)
 
 
-def wait_until(predicate, timeout: float, what: str, interval: float = 0.2, child: Child | None = None):
-    """Poll `predicate` until it returns a truthy value; raise a clear error on timeout."""
-    deadline = time.monotonic() + timeout
+def wait_until(predicate, timeout: float, what: str, interval: float = 0.2, child: Child | None = None,
+               evidence=None, tick=None):
+    """Poll `predicate` until it returns a truthy value, and return that value.
+
+    The one timeout error names `what` and the last `evidence()` seen; a `child` that exits
+    meanwhile ends the wait with its log tail. `tick(elapsed)` runs each round (progress,
+    a stop request). lab.experiment.Run.wait is this, with a progress bar.
+    """
+    start = time.monotonic()
+    seen = None
     while True:
         value = predicate()
         if value:
             return value
+        if evidence is not None:
+            seen = evidence()
         if child is not None and not child.alive():
             tail = "\n".join(child.log().splitlines()[-15:])
             raise LabError(f"{child.name} exited ({child.returncode()}) while waiting for {what}. "
                            f"Last log lines ({child.log_path}):\n{tail}")
-        if time.monotonic() > deadline:
-            raise LabError(f"Timed out after {timeout:.0f}s waiting for {what}.")
-        time.sleep(interval)
+        elapsed = time.monotonic() - start
+        if elapsed > timeout:
+            raise LabError(f"Timed out after {timeout:.0f} s waiting for {what}."
+                           + (f" Last seen: {seen}" if seen is not None else ""))
+        if tick is not None:
+            tick(elapsed)
+        time.sleep(min(interval, max(timeout - elapsed, 0.01)))

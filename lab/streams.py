@@ -3,22 +3,21 @@
 A program is a few small Java sources under lab/java/, compiled at run time
 against the pinned jars of one Kafka version (cached by source hash), and run
 as its own JVM so a notebook can start, stop and kill it. Its log is parsed
-into the events the failure notebooks talk about.
+into the events the failure notebooks talk about (lab.experiment.evidence).
 """
 from __future__ import annotations
 
 import hashlib
 import os
-import re
 import subprocess
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 from . import maven
-from .cluster import parse_version
+from .cluster.versions import parse_version
 from .config import CACHE_DIR
 from .errors import LabError
+from .experiment import evidence
 from .processes import Child, java_executable, spawn_java
 
 JAVA_DIR = Path(__file__).parent / "java"
@@ -115,7 +114,7 @@ class JavaProgram:
         self.process = spawn_java(
             self.name, [classes, *cp], self.main_class, [str(props), *self.args], self.log_path,
             heap=self.heap,
-            # UTC so parse_java_log's timestamps mean the same on every machine.
+            # UTC: lab.experiment.evidence reads every log stamp as UTC.
             jvm_options=[f"-Dlog4j.configuration=file:{self.folder / 'log4j.properties'}",
                          "-Duser.timezone=UTC", *self.jvm_options])
         return self.process
@@ -131,45 +130,12 @@ class JavaProgram:
     def alive(self) -> bool:
         return bool(self.process and self.process.alive())
 
-    def events(self) -> list[dict]:
-        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-        return [{**e, "program": self.name, "version": self.version} for e in parse_java_log(text)]
+    def events(self, patterns=None) -> list[dict]:
+        """Its log as events (lab.experiment.evidence.java_events), tagged with program and version."""
+        return [{**e, "program": self.name, "version": self.version}
+                for e in evidence.java_events(self.log_path, patterns)]
 
+    def lab_lines(self, **match) -> list[dict]:
+        """Its `LAB {json}` evidence rows (lab.experiment.evidence.lab_lines)."""
+        return evidence.lab_lines(self.log_path, **match)
 
-# What the notebooks look for in Java client / Streams logs, most specific first.
-EVENT_PATTERNS = [
-    ("AddOffsetsToTxn timeout", r"Timeout expired after \d+ms while awaiting AddOffsetsToTxn"),
-    ("InvalidPidMappingException", r"InvalidPidMappingException|producer id which is not currently assigned"),
-    ("UnknownProducerIdException", r"UnknownProducerIdException"),
-    ("InvalidProducerEpochException", r"InvalidProducerEpochException"),
-    ("ProducerFencedException", r"ProducerFencedException"),
-    ("InvalidTxnStateException", r"InvalidTxnStateException"),
-    ("TaskCorruptedException", r"TaskCorruptedException"),
-    ("TaskMigratedException", r"TaskMigratedException"),
-    # (a clean shutdown also ends in "... to DEAD", so that transition is not a death)
-    ("thread died", r"Encountered the following exception during processing and the registered exception handler opted to|Replacing thread in the streams uncaught exception handler"),
-    ("state transition", r"State transition from \w+ to \w+"),
-    ("rebalance", r"Request joining group due to|partitions revoked|Assigned tasks|partition assignment took"),
-]
-_compiled = [(kind, re.compile(rx)) for kind, rx in EVENT_PATTERNS]
-_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (\w+) (.*)$")
-
-
-def parse_java_log(text: str) -> list[dict]:
-    """Turn log4j lines into events {ts, kind, level, line}; stack-trace lines inherit the last time."""
-    events, last_ts = [], None
-    for line in text.splitlines():
-        m = _LINE.match(line)
-        if m:
-            last_ts = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").replace(
-                tzinfo=timezone.utc).timestamp()
-            level, body = m.group(2), m.group(3)
-        else:
-            level, body = "TRACE", line
-            if not line.startswith(("Caused by", "org.", "java.")):
-                continue
-        for kind, rx in _compiled:
-            if rx.search(body):
-                events.append({"ts": last_ts, "kind": kind, "level": level, "line": body[:400]})
-                break
-    return events

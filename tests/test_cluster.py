@@ -13,8 +13,9 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import NewTopic
 
-from lab import cluster as cluster_module
-from lab.cluster import ExternalCluster, KafkaCluster, kafka_cluster
+from lab.cluster import ExternalCluster, KafkaCluster, ZooKeeperKafkaCluster, kafka_cluster
+from lab.cluster.kraft import BASE_BROKER_CONFIG, free_port, known_broker_configs
+from lab.cluster.versions import is_zookeeper_version, parse_version
 from lab.config import BOOTSTRAP_ENV, KAFKA_VERSION
 from lab.errors import LabError
 from lab.maven import _explain
@@ -76,13 +77,15 @@ def test_quota_produces_a_nonzero_throttle_time(one_node):
     throttles = []
     p = Producer({"bootstrap.servers": one_node.bootstrap, "client.id": "throttled-producer",
                   "linger.ms": 5, "throttle_cb": lambda e: throttles.append(e.throttle_time)})
+    # 40 kB at once is twice what the broker's 10 s rate window allows at 2 kB/s, so it must throttle;
+    # delivering it at the quota takes about 20 s (300 kB took 146 s and could not flush in 60 s)
     payload = b"x" * 1000
-    for i in range(300):
+    for i in range(40):
         p.produce("quota", value=payload)
         p.poll(0)
     assert p.flush(60) == 0
     p.poll(1)
-    assert max(throttles, default=0) > 0, "the broker never throttled a producer 100x over its quota"
+    assert max(throttles, default=0) > 0, "the broker never throttled a producer twice over its quota"
     one_node.remove_quota("throttled-producer")
     assert one_node.quotas("throttled-producer") == {}
 
@@ -139,6 +142,39 @@ def test_jvms_die_when_their_python_parent_is_killed(tmp_path):
     wait_until(lambda: not Path(f"/proc/{jvm}").exists(), 20, f"broker JVM {jvm} to die with its parent")
 
 
+# ---------------------------------------------------------------- capabilities (no broker needed)
+
+@pytest.mark.parametrize("version, era", [("4.3.1", KafkaCluster), ("3.3.0", KafkaCluster), ("3.9.1", KafkaCluster),
+                                          ("3.2.3", ZooKeeperKafkaCluster), ("2.0.1", ZooKeeperKafkaCluster)])
+def test_kafka_cluster_chooses_the_era_by_version(version, era, monkeypatch):
+    monkeypatch.delenv(BOOTSTRAP_ENV, raising=False)
+    cluster = kafka_cluster(version=version, name="era")
+    assert type(cluster) is era and cluster.version == version and not cluster.running
+    assert is_zookeeper_version(version) == (era is ZooKeeperKafkaCluster)
+    with pytest.raises(LabError, match="not of the form"):
+        parse_version("3.9")
+
+
+def test_embedded_clusters_own_their_broker_and_say_what_fits():
+    cluster = KafkaCluster(nodes=3, version="3.9.1", broker_config={"offsets.retention.minutes": 1}, name="fits")
+    assert cluster.owns_broker and not cluster.running       # not started yet
+    assert cluster.fits(3, "3.9.1", {})
+    assert cluster.fits(3, "3.9.1", {"offsets.retention.minutes": "1"})
+    assert cluster.fits(3, "3.9.1", {"group.initial.rebalance.delay.ms": 0})   # a base setting it runs with
+    assert not cluster.fits(1, "3.9.1", {})
+    assert not cluster.fits(3, KAFKA_VERSION, {})
+    assert not cluster.fits(3, "3.9.1", {"offsets.retention.minutes": 2})
+    assert not cluster.fits(3, "3.9.1", {"transactional.id.expiration.ms": 10000})
+    assert BASE_BROKER_CONFIG["group.initial.rebalance.delay.ms"] == "0"
+    assert ZooKeeperKafkaCluster(version="2.4.1", name="zk").owns_broker
+
+
+def test_an_external_cluster_is_borrowed_not_owned():
+    external = object.__new__(ExternalCluster)   # no broker to contact: only its capabilities
+    assert ExternalCluster.owns_broker is False and external.running is True
+    assert external.fits(3, "2.0.1", {"anything": 1})   # its configs are checked by require_broker_config
+
+
 # ---------------------------------------------------------------- bad input: clear errors, nothing started
 
 def test_unknown_broker_config_is_refused_before_start():
@@ -174,7 +210,7 @@ def test_maven_central_unreachable_is_explained():
 
 
 def test_silent_bootstrap_server_is_refused(monkeypatch):
-    port = cluster_module.free_port()  # nothing listens there
+    port = free_port()  # nothing listens there
     monkeypatch.setenv(BOOTSTRAP_ENV, f"127.0.0.1:{port}")
     with pytest.raises(LabError, match="does not answer"):
         kafka_cluster()
@@ -205,7 +241,7 @@ def test_compose_file_is_valid_and_matches_the_lab():
     assert "healthcheck" in text
     # every KAFKA_* setting is a real broker config of that version
     # ('listeners' is defined outside the ConfigDef that BrokerConfigNames lists)
-    known = cluster_module.known_broker_configs(KAFKA_VERSION) | {"listeners"}
+    known = known_broker_configs(KAFKA_VERSION) | {"listeners"}
     keys = [k.lower().replace("_", ".") for k in re.findall(r"KAFKA_([A-Z_]+):", text)]
     assert keys and all(k in known for k in keys), [k for k in keys if k not in known]
 

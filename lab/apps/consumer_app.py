@@ -6,7 +6,12 @@
 
 It does what most services do: subscribe, process each record, commit after each batch
 (at-least-once), and leave the group cleanly on SIGTERM (a redeploy). Every record read and
-every commit goes to a lab.history.History folder ("read", "committed", "restart" rows).
+every commit goes to a lab.history.History folder ("read", "committed", "restart" rows: what the
+audit checks). What it does is reported as evidence lines (lab.experiment.evidence.emit):
+    LAB {"kind": "start", ...}      group, reset policy, protocol
+    LAB {"kind": "commit", "records": N, "offsets": {"0": 123, ...}}   after each batch
+    LAB {"kind": "no_offset", "topic", "partition", "error"}           the loud failure (exit 3)
+    LAB {"kind": "stopped", "records": N}
 
 --output-topic    write one JSON record {"id", "key", "app"} per processed input (the side
                   effect that reprocessing repeats)
@@ -25,6 +30,7 @@ import sys
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 
+from lab.experiment.evidence import emit
 from lab.history import History
 
 EXIT_NO_OFFSET = 3  # the loud failure: exit code when the reset policy is error and no offset exists
@@ -80,8 +86,8 @@ def main(argv=None) -> int:
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
     consumer.subscribe([args.topic])
-    print(f"{args.app}#{args.incarnation}: group {args.group}, reset={args.reset}, "
-          f"protocol={args.protocol}", flush=True)
+    emit("start", **who, group=args.group, reset=args.reset, protocol=args.protocol)
+    total = 0
     try:
         while not stopping:
             batch = consumer.consume(num_messages=200, timeout=0.5)
@@ -93,20 +99,22 @@ def main(argv=None) -> int:
                         history.log("app_error", **who, group=args.group, topic=msg.topic(),
                                     partition=msg.partition(), code="_AUTO_OFFSET_RESET",
                                     error=msg.error().str())
-                        print(f"FATAL {args.app}: no committed offset for {msg.topic()}[{msg.partition()}] "
-                              f"and auto.offset.reset=error: {msg.error().str()}", flush=True)
+                        emit("no_offset", **who, topic=msg.topic(), partition=msg.partition(),
+                             error=f"no committed offset for {msg.topic()}[{msg.partition()}] and "
+                                   f"auto.offset.reset=error: {msg.error().str()}")
                         consumer.close()
                         return EXIT_NO_OFFSET
-                    print(f"{args.app}: consumer error {msg.error()}", flush=True)
+                    emit("consumer_error", **who, error=str(msg.error()))
                     continue
                 records.append(msg)
             if records:
                 process(records, args, who, history, producer, dedupe)
-                commit(consumer, args, who, history)
+                total += len(records)
+                commit(consumer, args, who, history, len(records))
     finally:
         if not consumer_closed(consumer):
             consumer.close()  # leaves the group: for a classic group this starts the expiry clock
-    print(f"{args.app}#{args.incarnation}: stopped", flush=True)
+    emit("stopped", **who, records=total)
     return 0
 
 
@@ -136,7 +144,7 @@ def produce(producer, topic, key, value) -> None:
             producer.poll(0.1)
 
 
-def commit(consumer, args, who, history) -> None:
+def commit(consumer, args, who, history, records: int) -> None:
     """Synchronous commit of what was just processed, logged with Kafka's meaning (next offset to read)."""
     try:
         committed = consumer.commit(asynchronous=False)
@@ -144,9 +152,10 @@ def commit(consumer, args, who, history) -> None:
         if exc.args[0].code() == KafkaError._NO_OFFSET:  # nothing new to commit
             return
         raise
+    done = [tp for tp in committed or [] if tp.offset >= 0 and tp.error is None]
     history.log_many("committed", [{**who, "group": args.group, "topic": tp.topic,
-                                    "partition": tp.partition, "offset": tp.offset}
-                                   for tp in committed or [] if tp.offset >= 0 and tp.error is None])
+                                    "partition": tp.partition, "offset": tp.offset} for tp in done])
+    emit("commit", **who, records=records, offsets={tp.partition: tp.offset for tp in done})
 
 
 def consumer_closed(consumer) -> bool:

@@ -19,10 +19,10 @@ What it does when a transaction call fails (--on-error):
 positions (AddOffsetsToTxn + EndTxn): the coordinator sees the transactional id in use.
 --offsets-first: call send_offsets_to_transaction before producing (which call sees the error).
 
-Everything else goes to stdout as one JSON object per line (librdkafka's own log lines,
-which start with '%', stay as they are): start, heartbeat, commit, error (call, name, code,
-fatal, retriable, txn_requires_abort, message), abort, recreate, rewind, delivery_error,
-client_error, exit.
+What it does goes to stdout as evidence lines `LAB {json}` (lab.experiment.evidence.emit;
+librdkafka's own log lines, which start with '%', stay as they are): start, heartbeat, read,
+commit, error (call, error, code, fatal, retriable, txn_requires_abort, handling, message), abort,
+recreate, rewind, delivery_error, client_error, exit.
 Run: python -m lab.apps.eos_app --bootstrap ... (see --help).
 """
 from __future__ import annotations
@@ -36,20 +36,20 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 
+from lab.experiment.evidence import emit
 from lab.history import History
 
 
-def emit(event: str, **fields) -> None:
-    print(json.dumps({"ts": time.time(), "event": event, **fields}), flush=True)
-
-
 def describe(exc: Exception) -> dict:
+    """The error as the app sees it: name, code, librdkafka's flags, and the handling they mean."""
     err = exc.args[0] if exc.args else None
     if not hasattr(err, "code"):
-        return {"name": type(exc).__name__, "code": None, "message": str(exc), "fatal": None,
-                "retriable": None, "txn_requires_abort": None}
-    return {"name": err.name(), "code": err.code(), "message": err.str(), "fatal": err.fatal(),
-            "retriable": err.retriable(), "txn_requires_abort": err.txn_requires_abort()}
+        return {"error": type(exc).__name__, "code": None, "message": str(exc), "fatal": None,
+                "retriable": None, "txn_requires_abort": None, "handling": "other"}
+    handling = "fatal" if err.fatal() else "abortable" if err.txn_requires_abort() else \
+        "retriable" if err.retriable() else "other"
+    return {"error": err.name(), "code": err.code(), "message": err.str(), "fatal": err.fatal(),
+            "retriable": err.retriable(), "txn_requires_abort": err.txn_requires_abort(), "handling": handling}
 
 
 def main(argv=None) -> int:
@@ -184,7 +184,7 @@ def main(argv=None) -> int:
             if args.on_error == "crash":
                 exit_code = 3
                 break
-            recreate = info["fatal"] or (args.on_error == "recreate" and info["name"] == "INVALID_PRODUCER_ID_MAPPING")
+            recreate = info["fatal"] or (args.on_error == "recreate" and info["error"] == "INVALID_PRODUCER_ID_MAPPING")
             if not recreate:
                 try:
                     producer.abort_transaction(args.call_timeout_s)

@@ -5,7 +5,7 @@ Per input record it writes `--state-bytes` random letters to a "changelog" topic
 consumer's offsets every `--commit-interval-ms` (100 ms, like the Streams app). The
 producer's client id is the one the quota is set on.
 
-Everything it sees goes to stdout as one JSON object per line ("ts" in epoch seconds):
+Everything it sees goes to stdout as evidence lines `LAB {json}` (lab.experiment.evidence.emit):
     start, commit (latency_ms, records), throttle (ms, from throttle_cb),
     stats (throttle_avg_ms / throttle_max_ms per second, from librdkafka statistics),
     abort / fatal / retriable / error (what a failed transaction call raised), stop.
@@ -23,9 +23,7 @@ import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 
-
-def emit(kind: str, **fields) -> None:
-    print(json.dumps({"ts": time.time(), "kind": kind, **fields}), flush=True)
+from lab.experiment.evidence import emit
 
 
 def describe(exc: Exception) -> dict:
@@ -52,11 +50,8 @@ def on_throttle(event) -> None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--bootstrap", required=True)
-    p.add_argument("--input", required=True)
-    p.add_argument("--output", required=True)
-    p.add_argument("--changelog", required=True)
-    p.add_argument("--group", required=True)
+    for name in ("bootstrap", "input", "output", "changelog", "group"):
+        p.add_argument(f"--{name}", required=True)
     p.add_argument("--client-id", required=True, help="the producer's client.id (the quota's entity)")
     p.add_argument("--state-bytes", type=int, default=1024)
     p.add_argument("--commit-interval-ms", type=int, default=100)
@@ -65,13 +60,9 @@ def main(argv=None) -> int:
     p.add_argument("--call-timeout-s", type=float, default=60.0, help="like the Java max.block.ms")
     args = p.parse_args(argv)
 
-    running = True
-
-    def stop(*_):
-        nonlocal running
-        running = False
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+    stopping = []   # a signal number once SIGTERM / SIGINT arrived
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda number, _: stopping.append(number))
 
     def new_producer() -> Producer:
         producer = Producer({
@@ -105,7 +96,7 @@ def main(argv=None) -> int:
 
     letters = string.ascii_lowercase
     pending, last_commit = 0, time.monotonic()
-    while running:
+    while not stopping:
         try:
             for msg in consumer.consume(args.max_poll_records, timeout=0.05):
                 if msg.error():

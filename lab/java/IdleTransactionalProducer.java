@@ -115,7 +115,7 @@ public class IdleTransactionalProducer {
     }
 
     static void lab(String event, String fields) {
-        LOG.info("LAB {\"event\":" + str(event) + ",\"ts\":" + System.currentTimeMillis() / 1000.0
+        LOG.info("LAB {\"kind\":" + str(event) + ",\"ts\":" + System.currentTimeMillis() / 1000.0
                 + (fields.isEmpty() ? "" : "," + fields) + "}");
     }
 

@@ -30,8 +30,9 @@ import org.slf4j.LoggerFactory;
  * that much per record), and one output record {"id": <input id>} per input for the audit.
  *
  * args[0]: a properties file. Keys starting with "lab." are ours; the rest go to Kafka Streams.
- * Every second it logs one line "LAB_METRICS {json}" with the producer and thread metrics
- * the notebook plots (throttle time, commit latency), keyed by the clients' real ids.
+ * Every second it logs one evidence line "LAB {json}" of kind "metrics" (lab.experiment.evidence)
+ * with the producer and thread metrics the notebook uses (throttle time, commit latency, records
+ * processed and commits, so the size of the open transaction), keyed by the clients' real ids.
  */
 public class QuotaStateApp {
     private static final Logger LOG = LoggerFactory.getLogger("lab.QuotaStateApp");
@@ -111,7 +112,7 @@ public class QuotaStateApp {
                 } catch (InterruptedException e) {
                     return;
                 }
-                LOG.info("LAB_METRICS " + metricsJson(streams));
+                LOG.info("LAB " + metricsJson(streams));
             }
         }, "lab-metrics");
         reporter.setDaemon(true);
@@ -137,7 +138,8 @@ public class QuotaStateApp {
                         .put(name, e.getValue().metricValue());
             }
         }
-        return "{\"state\":\"" + streams.state() + "\",\"producers\":" + json(producers)
+        return "{\"kind\":\"metrics\",\"ts\":" + (System.currentTimeMillis() / 1000.0)
+                + ",\"state\":\"" + streams.state() + "\",\"producers\":" + json(producers)
                 + ",\"threads\":" + json(threads) + "}";
     }
 

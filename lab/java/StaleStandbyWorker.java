@@ -1,5 +1,6 @@
 import java.io.FileInputStream;
 import java.time.Duration;
+import java.util.Locale;
 import java.util.Properties;
 import java.util.TreeSet;
 import java.util.concurrent.CountDownLatch;
@@ -23,8 +24,9 @@ import org.slf4j.LoggerFactory;
 /**
  * A per-key counter in a (optionally cached) key-value store: the smallest topology that shows
  * KAFKA-14624. Per input {"id", "key", ...} it reads the key's count, adds 1, writes it back and
- * forwards {"id","key","value","prev","instance","task","at"}. It logs its task assignment
- * (active / standby) whenever it changes, so the lab can draw task movements.
+ * forwards {"id","key","value","prev","instance","task","at"}. It reports in the lab's evidence
+ * protocol (`LAB {json}` lines): "started", then an "assignment" (state, active and standby tasks)
+ * whenever it changes, so the lab can wait for RUNNING and draw task movements.
  *
  * args[0]: a properties file. lab.* keys are for this program, everything else goes to Kafka Streams.
  */
@@ -59,7 +61,7 @@ public class StaleStandbyWorker {
             stopped.countDown();
         }));
         streams.start();
-        LOG.info("LAB-STARTED instance={} caching={}", instance, caching);
+        LOG.info("LAB " + lab("started", instance) + ",\"caching\":" + caching + "}");
 
         // Poll the local assignment: Streams' own logs spread it over several lines and versions.
         String last = "";
@@ -75,14 +77,24 @@ public class StaleStandbyWorker {
                 active.clear();
                 standby.clear();
             }
-            String now = "state=" + state + " active=" + String.join(",", active)
-                + " standby=" + String.join(",", standby);
-            if (!now.equals(last)) {  // the lab waits for state=RUNNING and draws the roles
-                LOG.info("LAB-ASSIGNMENT at={} instance={} {}", System.currentTimeMillis(), instance, now);
+            String now = ",\"state\":\"" + state + "\",\"active\":" + list(active)
+                + ",\"standby\":" + list(standby) + "}";
+            if (!now.equals(last)) {  // the lab waits for state RUNNING and draws the roles
+                LOG.info("LAB " + lab("assignment", instance) + now);
                 last = now;
             }
             Thread.sleep(100);
         }
+    }
+
+    /** The start of one evidence line's JSON object (the caller adds its fields and the closing brace). */
+    static String lab(String kind, String instance) {
+        return String.format(Locale.ROOT, "{\"kind\":\"%s\",\"ts\":%.3f,\"instance\":%s", kind,
+            System.currentTimeMillis() / 1000.0, instance);
+    }
+
+    static String list(TreeSet<String> tasks) {
+        return tasks.isEmpty() ? "[]" : "[\"" + String.join("\",\"", tasks) + "\"]";
     }
 
     static class Counter implements Processor<String, String, String, String> {

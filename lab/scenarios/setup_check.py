@@ -2,118 +2,183 @@
 
 The scenario produces ground-truth records, consumes them back with a real
 consumer that copies them to an output topic in transactions, injects one
-duplicate and one aborted transaction on purpose, and lets the Spark audit find
-exactly those.
+duplicate (in a committed transaction) and one aborted transaction of `aborted`
+records on purpose, and lets the Spark audit find exactly those: a
+read_committed reader sees the duplicate but never the aborted records, a
+read_uncommitted reader sees both. `aborted=0` is the control: no aborted
+transaction, so both readers see the same copy.
 """
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import ClassVar
 
 from confluent_kafka import Consumer, Producer
 
 from ..audit import Verdict, audit
-from ..cluster import kafka_cluster
-from ..config import KAFKA_VERSION, WORK_DIR
-from ..errors import LabError
+from ..config import KAFKA_VERSION
+from ..experiment import Param, Result, Run, Spec
 from ..generator import generate
 from ..history import History
 from ..processes import require_java
 from ..spark import read_topic, spark_session
 
+SPEC = Spec(
+    Param("messages", 200, "ground-truth records to produce and consume", lo=1, hi=100_000,
+          why="the copier holds every id in memory and one consumer reads them"),
+    Param("keys", 5, "distinct keys among them", lo=1, hi=10_000),
+    Param("aborted", 7, "records in the transaction aborted on purpose (0: no aborted transaction)",
+          lo=0, hi=100_000, why="they are written in one transaction"),
+    Param("nodes", 1, "brokers in the embedded cluster", choices=(1, 3)),
+)
+DUPLICATES = 1   # the first id is written twice, in the committed transaction
+
+
+def needs(p: dict) -> dict:
+    return {"nodes": p["nodes"], "version": KAFKA_VERSION, "broker_config": {}}
+
+
+def run(cluster=None, progress: bool = True, **params) -> "SetupResult":
+    """The one scenario function: notebook 00, its panel and its test call it."""
+    p = SPEC.validate(**params)
+    java = require_java(17)
+    with Run("setup-check", cluster=cluster, progress=progress, **needs(p)) as r:
+        if r.owns_cluster:
+            r.event(f"start Kafka {r.cluster.version}", f"{p['nodes']} node(s)", at=r.t0, end=time.time())
+        source, copy = r.topics(f"{r.id}-input", f"{r.id}-output")
+        history = History(r.folder / "history", r.id)
+        with r.step(f"produce {p['messages']} records"):
+            generated = generate(r.bootstrap, source, p["messages"], history, keys=p["keys"])
+        with r.step("consume + copy (faults injected)"):
+            ids = _consume(r, source, p["messages"])
+            _copy_with_faults(r, copy, ids, p["aborted"])
+        with r.step("start Spark"):
+            spark = spark_session()
+        with r.step("Spark reads the copy (committed, uncommitted)"):
+            committed = read_topic(r.bootstrap, copy, "read_committed", spark).count()
+            uncommitted = read_topic(r.bootstrap, copy, "read_uncommitted", spark).count()
+        with r.step("Spark audit"):
+            verdict = audit(history, bootstrap=r.bootstrap, output_topic=copy, expect="anomalies",
+                            kinds=["duplicate", "lost", "aborted_read"], spark=spark)
+        for kind, count in verdict.checked.items():
+            r.event("audit", f"{kind}={count}", tone="failure" if count else "mitigation")
+        return SetupResult("setup_check", p, r.id, r.timeline, java=java, kafka_version=r.cluster.version,
+                           bootstrap=r.bootstrap, produced=generated.produced, consumed=len(ids),
+                           spark_committed=committed, spark_uncommitted=uncommitted,
+                           aborted_injected=p["aborted"], audit=verdict)
+
+
+def _consume(r: Run, source: str, expected: int) -> list[str]:
+    """Every id of the input topic, read by a real consumer group."""
+    consumer = Consumer({"bootstrap.servers": r.bootstrap, "group.id": f"{source}-copier",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([source])
+    ids: list[str] = []
+
+    def all_read():
+        ids.extend(json.loads(m.value())["id"] for m in consumer.consume(500, 0.5) if not m.error())
+        return len(ids) >= expected
+    try:
+        r.wait(all_read, 60, f"the copier to read {expected} records from {source}",
+               evidence=lambda: f"{len(ids)} read")
+    finally:
+        consumer.close()
+    return ids
+
+
+def _copy_with_faults(r: Run, target: str, ids: list[str], aborted: int) -> None:
+    """{"id"} per input in one committed transaction plus a duplicate of the first id,
+    then a transaction of `aborted` copies that is aborted."""
+    producer = Producer({"bootstrap.servers": r.bootstrap, "transactional.id": f"{target}-writer"})
+    producer.init_transactions()
+    producer.begin_transaction()
+    for i in ids + ids[:DUPLICATES]:
+        producer.produce(target, key=i, value=json.dumps({"id": i}))
+    producer.commit_transaction()
+    r.event("copy", f"{DUPLICATES} duplicate committed", tone="fault")
+    if aborted:
+        producer.begin_transaction()
+        for n in range(aborted):
+            i = ids[n % len(ids)]
+            producer.produce(target, key=i, value=json.dumps({"id": i}))
+        producer.flush()
+        producer.abort_transaction()
+        r.event("copy", f"{aborted} records aborted", tone="fault")
+
 
 @dataclass
-class SetupCheck:
-    java: int
-    kafka_version: str
-    bootstrap: str
-    produced: int
-    consumed: int
-    spark_committed: int
-    spark_uncommitted: int
-    aborted_injected: int
-    duplicates_injected: int
-    verdict: Verdict
-    events: list = field(default_factory=list)   # {step, start, end} in epoch seconds
+class SetupResult(Result):
+    java: int = 0
+    kafka_version: str = ""
+    bootstrap: str = ""
+    produced: int = 0
+    consumed: int = 0
+    spark_committed: int = 0
+    spark_uncommitted: int = 0
+    aborted_injected: int = 0
+    duplicates_injected: int = DUPLICATES
+    audit: Verdict | None = None
 
-    def results(self) -> dict:
+    title: ClassVar[str] = "Setup check: what ran, and when"
+
+    @property
+    def counts(self) -> dict:
+        return self.audit.counts
+
+    @property
+    def failed(self) -> bool:
+        """The faults under study (the injected ones) were reproduced and the audit saw exactly them."""
+        return (self.counts.get("duplicate") == self.duplicates_injected
+                and self.counts.get("aborted_read") == self.aborted_injected and self.counts.get("lost") == 0)
+
+    def verdict(self) -> str:
+        c = self.counts
+        seen = (f"duplicate={c.get('duplicate')}, aborted_read={c.get('aborted_read')}, lost={c.get('lost')}")
+        if self.failed:
+            return (f"the audit found exactly the injected faults ({seen}); read_committed "
+                    f"{self.spark_committed}, read_uncommitted {self.spark_uncommitted}")
+        return (f"the audit found {seen}, but {self.duplicates_injected} duplicate and "
+                f"{self.aborted_injected} aborted records were injected: something is off in the setup")
+
+    def record_fields(self) -> dict:
         return {"java": self.java, "kafka_version": self.kafka_version, "produced": self.produced,
                 "consumed": self.consumed, "spark_committed": self.spark_committed,
                 "spark_uncommitted": self.spark_uncommitted, "aborted_injected": self.aborted_injected,
-                "duplicates_injected": self.duplicates_injected,
-                "audit": self.verdict.as_dict()}
+                "duplicates_injected": self.duplicates_injected, "audit": self.audit.as_dict()}
+
+    def table(self):
+        return self.audit.table()
+
+    def explain(self) -> str:
+        c, m, a = self.counts, self.produced, self.aborted_injected
+        gap = self.spark_uncommitted - self.spark_committed
+        aborted = (f"* `read_uncommitted − read_committed` = {gap}: the {a} records of the aborted transaction. "
+                   "The broker keeps them in the log, marked by an abort control record; only the isolation "
+                   "level decides whether a reader sees them." if a else
+                   f"* `read_uncommitted − read_committed` = {gap}: no transaction was aborted (`ABORTED = 0`), "
+                   "so both isolation levels read the same copy.")
+        return "\n".join([
+            aborted,
+            f"* `duplicate = {c.get('duplicate')}`: the id written twice in a committed transaction. "
+            "Transactions make a *write* atomic; they do not make the same input idempotent.",
+            f"* `lost = {c.get('lost')}`: " + (f"every one of the {m} produced ids is in the committed copy."
+                                                if not c.get("lost") else "produced ids are missing from the copy."),
+        ])
+
+    def duplicate_ids(self) -> set:
+        ex = self.audit.examples.get("duplicate")
+        return set() if ex is None else set(ex["id"])
+
+    exercises: ClassVar[dict] = {
+        1: lambda r, answer: _expect(tuple(answer) == (r.spark_committed, r.spark_uncommitted),
+                                     "read_committed sees every input once plus the committed duplicate; "
+                                     "read_uncommitted also sees the aborted transaction"),
+        2: lambda r, answer: _expect(answer in r.duplicate_ids(), f"{answer!r} is not a duplicate id"),
+    }
 
 
-def run_setup_check(messages: int = 200, keys: int = 5, aborted: int = 7, nodes: int = 1,
-                    version: str = KAFKA_VERSION) -> SetupCheck:
-    if messages < 2 or keys < 1 or aborted < 1:
-        raise LabError("messages must be >= 2, keys >= 1 and aborted >= 1 "
-                       f"(got messages={messages}, keys={keys}, aborted={aborted}).")
-    events = []
-
-    def step(name, start):
-        events.append({"step": name, "start": start, "end": time.time()})
-
-    t = time.time()
-    java = require_java(17)
-    step("check Java", t)
-    t = time.time()
-    with kafka_cluster(nodes=nodes, version=version, name="setup-check") as cluster:
-        step(f"start Kafka {version} ({nodes} node)", t)
-        run_id = f"setup-{int(time.time())}"
-        history = History(WORK_DIR / "histories" / run_id, run_id)
-        source, copy = f"{run_id}-input", f"{run_id}-output"
-
-        t = time.time()
-        generated = generate(cluster.bootstrap, source, messages, history, keys=keys)
-        step(f"produce {messages} records", t)
-
-        t = time.time()
-        consumed = _copy_with_faults(cluster.bootstrap, source, copy, messages, aborted)
-        step("consume + copy (1 duplicate, 1 aborted txn injected)", t)
-
-        t = time.time()
-        spark = spark_session()
-        step("start Spark", t)
-        t = time.time()
-        committed = read_topic(cluster.bootstrap, copy, "read_committed", spark).count()
-        uncommitted = read_topic(cluster.bootstrap, copy, "read_uncommitted", spark).count()
-        step("Spark reads the copy (committed, uncommitted)", t)
-
-        t = time.time()
-        verdict = audit(history, bootstrap=cluster.bootstrap, output_topic=copy, expect="anomalies",
-                        kinds=["duplicate", "lost", "aborted_read"], spark=spark)
-        step("Spark audit", t)
-        return SetupCheck(java, version, cluster.bootstrap, generated.produced, consumed, committed,
-                          uncommitted, aborted, 1, verdict, events)
-
-
-def _copy_with_faults(bootstrap: str, source: str, target: str, expected: int, aborted: int) -> int:
-    """Consume every input and write {"id"} per input to `target` in one transaction,
-    then commit one duplicate of the first id and abort a transaction of `aborted` copies."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{source}-copier",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
-    consumer.subscribe([source])
-    ids, deadline = [], time.monotonic() + 60
-    while len(ids) < expected and time.monotonic() < deadline:
-        msg = consumer.poll(0.5)
-        if msg is not None and not msg.error():
-            ids.append(json.loads(msg.value())["id"])
-    consumer.close()
-    if len(ids) < expected:
-        raise LabError(f"Consumed only {len(ids)} of {expected} records from {source} within 60 s.")
-
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{target}-writer"})
-    producer.init_transactions()
-    producer.begin_transaction()
-    for i in ids:
-        producer.produce(target, key=i, value=json.dumps({"id": i}))
-    producer.produce(target, key=ids[0], value=json.dumps({"id": ids[0]}))   # the injected duplicate
-    producer.commit_transaction()
-    producer.begin_transaction()
-    for i in ids[:aborted]:                                                   # the injected aborted txn
-        producer.produce(target, key=i, value=json.dumps({"id": i}))
-    producer.flush()
-    producer.abort_transaction()
-    return len(ids)
+def _expect(ok: bool, hint: str) -> None:
+    if not ok:
+        raise AssertionError(f"not quite: {hint}")

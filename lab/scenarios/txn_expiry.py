@@ -1,1188 +1,633 @@
 """Seed 001, second problem: an idle exactly-once app loses its transactional id.
 
-Mechanism (Kafka source, TransactionStateManager): every
-`transaction.remove.expired.transaction.cleanup.interval.ms` the transaction coordinator
-removes the transactional ids that are not in a transaction and were last updated more than
-`transactional.id.expiration.ms` ago (default 7 days): it writes a tombstone for the id to
-`__transaction_state` and forgets its producer id. The producer does not know. Its next
-transactional request (AddPartitionsToTxn, AddOffsetsToTxn or EndTxn) is answered with
-INVALID_PRODUCER_ID_MAPPING (error 49): "The producer attempted to use a producer id which is
-not currently assigned to its transactional id."  What the client then does depends on it:
-    librdkafka   abortable (txn_requires_abort); the epoch bump that gives a new producer id
-                 happens only if the abort reaches the coordinator (source: rdkafka_txnmgr.c)
-    Java 2.5-3.9 abortable (KIP-360): abortTransaction() bumps, the next transaction works
-    Java 4.x     fatal (KAFKA-18019): close the producer and create a new one
-    Streams <3.8 the stream thread dies (StreamsException); 3.8+ TaskMigrated, recovers (KAFKA-16699)
-
-Second symptom, UnknownProducerIdException ("Found no record of producerId=N on the broker.
-It is possible that the last message with the producerId=N has been removed due to hitting the
-retention limit."): brokers before 2.4 dropped a producer's state as soon as retention deleted
-its last records (Log.truncateHead); 2.4.0 keeps it (KAFKA-7190), 2.5 accepts unknown producers
-(KIP-360). Reproducing it needs a ZooKeeper-era broker (lab.zookeeper).
-
-Scenario functions (the notebook, widgets, tests and benchmarks call these):
-    expiry_run(...)            clients go idle past the expiration, then get input
-    unknown_producer_run(...)  retention deletes a transactional producer's only records
-    pinned_zookeeper_check()   can a pre-2.4 broker start on this Java with its own ZooKeeper?
+Every `transaction.remove.expired.transaction.cleanup.interval.ms` the transaction coordinator removes the
+ids that are not in a transaction and untouched for `transactional.id.expiration.ms` (default 7 days): a
+tombstone in `__transaction_state`, the producer id forgotten. The idle producer does not know: its next
+AddPartitionsToTxn / AddOffsetsToTxn / EndTxn gets INVALID_PRODUCER_ID_MAPPING (error 49). librdkafka:
+abortable (the abort's EndTxn bumps the epoch); Java 2.5-3.9 abortable (KIP-360), 4.x fatal (KAFKA-18019);
+Kafka Streams < 3.8 the thread dies, 3.8+ TaskMigrated (KAFKA-16699). Idle <= expiration: never expired;
+idle >= expiration + one sweep: expired; in between, the sweep decides.
+Part C (txn_unknown_producer.py): brokers before 2.4 forget a producer once retention deleted its records.
 """
 from __future__ import annotations
 
 import json
 import re
-import threading
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from .. import maven
-from ..cluster import kafka_cluster, parse_version
-from ..config import KAFKA_VERSION, WORK_DIR
+from ..cluster import is_zookeeper_version, parse_version
+from ..config import KAFKA_VERSION
 from ..errors import LabError
+from ..experiment import Param, Result, Run, Spec, grep, java_events, lab_lines
 from ..history import History
-from ..processes import Child, spawn_java, spawn_python
-from ..streams import LOG4J, LOGGING, JavaProgram, parse_java_log
-from ..zookeeper import ZooKeeperKafkaCluster, is_zookeeper_version
-
-# ------------------------------------------------------------------ facts
+from ..streams import LOG4J, LOGGING, JavaProgram, clients_classpath
+from . import txn_unknown_producer as part_c
 
 ERROR_CODE = 49  # INVALID_PRODUCER_ID_MAPPING
 SEED_MESSAGE = "The producer attempted to use a producer id which is not currently assigned to its transactional id"
 PYTHON_MODES = ("crash", "abort", "recreate", "naive", "heartbeat", "abort-offsets-first")
-# kafka-streams-examples (WordCountDemo reads a properties file as args[0]) as Maven Central serves it
-STREAMS_EXAMPLES = ("3.7.0", "3.8.0", "4.0.0", "4.3.1")
-WORDCOUNT = "org.apache.kafka.streams.examples.wordcount.WordCountDemo"
+WORDCOUNT = "org.apache.kafka.streams.examples.wordcount.WordCountDemo"   # reads a properties file as args[0]
 STREAMS_INPUT, STREAMS_OUTPUT = "streams-plaintext-input", "streams-wordcount-output"  # fixed in WordCountDemo
-QUIET = {"log_level": 0}        # the lab's own helper clients: their connection chatter is not the story
-SPIN_LIMIT = 5                   # this many errors after the input and no commit: the client is stuck
-
-# What librdkafka (rdkafka_txnmgr.c) does with INVALID_PRODUCER_ID_MAPPING, per response.
-LIBRDKAFKA_HANDLING = [
-    {"request": "AddPartitionsToTxn", "api call that reports it": "send_offsets_to_transaction / commit_transaction",
-     "librdkafka": "abortable + epoch bump required", "app must": "abort_transaction, rewind"},
-    {"request": "AddOffsetsToTxn", "api call that reports it": "send_offsets_to_transaction",
-     "librdkafka": "abortable (no bump flag)", "app must": "abort_transaction, rewind"},
-    {"request": "TxnOffsetCommit", "api call that reports it": "send_offsets_to_transaction",
-     "librdkafka": "FATAL", "app must": "new producer, rewind"},
-    {"request": "EndTxn (commit)", "api call that reports it": "commit_transaction",
-     "librdkafka": "abortable", "app must": "abort_transaction, rewind"},
-    {"request": "EndTxn (abort)", "api call that reports it": "abort_transaction",
-     "librdkafka": "handled: epoch bump (new producer id), abort succeeds", "app must": "nothing"},
-]
+QUIET = {"log_level": 0}
+SPIN_LIMIT = 5   # this many errors after the input and no commit: the client is stuck
 
 
-def broker_config(expiration_ms: int = 10000, cleanup_interval_ms: int = 1000) -> dict:
-    """The fast recipe: transactional ids expire after `expiration_ms`, swept every `cleanup_interval_ms`."""
-    return {"transactional.id.expiration.ms": str(expiration_ms),
-            "transaction.remove.expired.transaction.cleanup.interval.ms": str(cleanup_interval_ms),
-            "log.retention.check.interval.ms": "1000"}
+def _streams_examples(version):
+    parse_version(version)
+    return maven.classpath([f"org.apache.kafka:kafka-streams-examples:{version}", *LOGGING],
+                           label=f"streams-examples-{version}")
 
 
-def modern_extra_config(version: str) -> dict:
-    """Keys only newer brokers know: idle producer state expiry (KIP-854) and the retention task's start delay."""
-    extra = {}
-    if parse_version(version) >= (3, 4, 0):
-        extra["producer.id.expiration.ms"] = "5000"
-    if parse_version(version) >= (4, 0, 0):
-        extra["log.initial.task.delay.ms"] = "1000"
-    return extra
-
-
-def open_cluster(version: str = KAFKA_VERSION, broker_config: dict | None = None, name: str = "nb02",
-                 zookeeper: str | None = "auto"):
-    """kafka_cluster() for KRaft versions, the ZooKeeper launcher for older ones (not started).
-    zookeeper: see lab.zookeeper.ZooKeeperKafkaCluster ("auto" swaps the 3.4.x jar pre-2.4 Kafka pins)."""
+def _kraft(version):
     if is_zookeeper_version(version):
-        return ZooKeeperKafkaCluster(version=version, broker_config=broker_config or {}, name=name,
-                                     zookeeper=zookeeper)
-    return kafka_cluster(version=version, broker_config=broker_config or {}, name=name)
+        raise LabError(f"BROKER_VERSION={version}: the clients run on a KRaft broker (3.3+), old ones in OLD_BROKERS.")
+    __import__("lab.cluster.kraft", fromlist=["kafka_classpath"]).kafka_classpath(version)
 
 
-class BackgroundStart:
-    """cluster.start() in a thread, so a slow broker boots while something else runs.
-
-    Old brokers begin deleting segments only 30 s after boot (LogManager's initial task
-    delay): starting one early hides that wait. The thread stays alive until stop():
-    lab.processes children get PR_SET_PDEATHSIG, which fires when the *thread* that
-    started them ends, so a finished thread would take the brokers with it.
-    """
-
-    def __init__(self, cluster):
-        self.cluster, self.error = cluster, None
-        self._ready, self._release = threading.Event(), threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True, name=f"start-{cluster.name}")
-        self.thread.start()
-
-    def _run(self):
-        try:
-            self.cluster.start()
-        except BaseException as exc:  # handed to result()
-            self.error = exc
-        finally:
-            self._ready.set()
-        self._release.wait()
-
-    def result(self, timeout: float = 300):
-        """Wait until the cluster is up (or raise what start() raised); returns the cluster."""
-        if not self._ready.wait(timeout):
-            raise LabError(f"{self.cluster.name} did not start within {timeout:.0f} s.")
-        if self.error:
-            raise self.error
-        return self.cluster
-
-    def stop(self):
-        """Stop the cluster, then let the thread end."""
-        try:
-            if self._ready.wait(300):
-                self.cluster.stop()
-        finally:
-            self._release.set()
+SPEC = Spec(
+    Param("broker_version", KAFKA_VERSION, "the modern broker (KRaft) the clients run on",
+          check=lambda v: _kraft(v)),
+    Param("expiration_ms", 10000, "transactional.id.expiration.ms (production default 604800000, 7 days)",
+          lo=1, hi=2 ** 31 - 1, unit="ms", why="Kafka's range for this int config"),
+    Param("cleanup_interval_ms", 1000, "transaction.remove.expired.transaction.cleanup.interval.ms "
+          "(default 3600000)", lo=1, hi=2 ** 31 - 1, unit="ms", why="Kafka's range for this int config"),
+    Param("idle_s", 15.0, "how long the clients sit idle after their last transaction", lo=0, hi=3600, unit="s"),
+    Param("observe_s", 45.0, "how long to watch the clients once the input arrives", lo=5, hi=600, unit="s"),
+    Param("python_modes", list(PYTHON_MODES), "lab/apps/eos_app.py behaviours on error", choices=PYTHON_MODES),
+    Param("java_clients", ["3.9.1", "4.3.1"], "kafka-clients versions of the lone Java producer",
+          check=lambda vs: [clients_classpath(v) for v in vs]),
+    Param("streams_versions", ["3.7.0", "3.8.0"], "Kafka Streams versions (WordCountDemo, exactly-once), one "
+          "idle round each (its topics are fixed)", check=lambda vs: [_streams_examples(v) for v in vs]),
+    *part_c.PARAMS,
+    Param("mitigate", True, "also run python-crash and the Java clients on a broker whose expiration is derived "
+          "from the idle time (2 x idle + 10 s)"),
+    rules=(lambda p: None if len(p["python_modes"]) + len(p["java_clients"]) <= 8 else
+           "At most 8 Python and Java clients in one round (2 cores).",),
+)
 
 
-def start_in_background(cluster) -> BackgroundStart:
-    return BackgroundStart(cluster)
+def broker_config(p: dict) -> dict:
+    """The fast recipe: ids expire after EXPIRATION_MS, swept every CLEANUP_INTERVAL_MS; retention checked every
+    second (part C runs here too); idle producer state kept 5 s (KIP-854, 3.4+)."""
+    v = parse_version(p["broker_version"])
+    config = {"transactional.id.expiration.ms": p["expiration_ms"],
+              "transaction.remove.expired.transaction.cleanup.interval.ms": p["cleanup_interval_ms"],
+              "log.retention.check.interval.ms": 1000, **({"producer.id.expiration.ms": 5000} if v >= (3, 4) else {}),
+              **({"log.initial.task.delay.ms": 1000} if v >= (4, 0) else {})}
+    return {k: str(v) for k, v in config.items()}
 
 
-# ------------------------------------------------------------------ validation
-
-@dataclass(frozen=True)
-class ClientSpec:
-    name: str       # "python-crash", "java-3.9.1", "streams-3.7.0"
-    kind: str       # python | java | streams
-    option: str     # python mode, or a version
+def needs(p: dict) -> dict:
+    return {"nodes": 1, "version": p["broker_version"], "broker_config": broker_config(p)}
 
 
-def parse_client(spec: str) -> ClientSpec:
-    m = re.fullmatch(r"(python|java|streams)-(.+)", str(spec).strip())
-    if not m:
-        raise LabError(f"A client is 'python-<mode>', 'java-<version>' or 'streams-<version>', not {spec!r}.")
-    kind, option = m.groups()
-    if kind == "python" and option not in PYTHON_MODES:
-        raise LabError(f"Python client modes are {', '.join(PYTHON_MODES)}; got {option!r}.")
-    if kind == "java":
-        if parse_version(option) < (2, 0, 0):
-            raise LabError(f"The Java producer program needs kafka-clients 2.0+, not {option}.")
-    if kind == "streams" and option not in STREAMS_EXAMPLES:
-        raise LabError(f"Kafka Streams versions with a published kafka-streams-examples WordCountDemo: "
-                       f"{', '.join(STREAMS_EXAMPLES)}; got {option!r}.")
-    return ClientSpec(f"{kind}-{option}", kind, option)
+def mitigation_expiration_ms(idle_s: float) -> int:
+    """Derived, not demanded: twice the idle period plus 10 s, so no sweep can catch the idle id."""
+    return int(2 * idle_s * 1000) + 10000
 
 
-def validate_expiry(*, expiration_ms, cleanup_interval_ms, idle_s, observe_s, clients,
-                    broker_version=KAFKA_VERSION) -> dict:
-    def number(name, value, lo, hi, integer=True):
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and lo <= value <= hi
-        if not ok or (integer and int(value) != value):
-            raise LabError(f"{name} must be {'an integer' if integer else 'a number'} in {lo}..{hi}, not {value!r}.")
-        return int(value) if integer else float(value)
-    p = {"expiration_ms": number("expiration_ms", expiration_ms, 1000, 7 * 24 * 3600 * 1000),
-         "cleanup_interval_ms": number("cleanup_interval_ms", cleanup_interval_ms, 100, 3600 * 1000),
-         "idle_s": number("idle_s", idle_s, 0, 600, integer=False),
-         "observe_s": number("observe_s", observe_s, 5, 600, integer=False)}
-    parse_version(broker_version)
-    if is_zookeeper_version(broker_version):
-        raise LabError("expiry_run uses a KRaft broker (3.3+); ZooKeeper-era brokers are for unknown_producer_run.")
-    if isinstance(clients, str):
-        clients = [c for c in re.split(r"[,\s]+", clients) if c]
-    specs = [parse_client(c) for c in clients]
-    if not specs:
-        raise LabError("Give at least one client, e.g. ['python-crash'].")
-    if len({s.name for s in specs}) != len(specs):
-        raise LabError(f"Each client at most once per run: {[s.name for s in specs]}.")
-    if sum(s.kind == "streams" for s in specs) > 1:
-        raise LabError("At most one Kafka Streams client per run: WordCountDemo's topic names are fixed.")
-    if len(specs) > 8:
-        raise LabError("At most 8 clients per run (2 cores).")
-    p.update(clients=specs, broker_version=broker_version)
-    return p
+def quick(p: dict) -> dict:
+    """One round of plain clients: no Kafka Streams, no part C, no mitigation (the panel)."""
+    return {**p, "streams_versions": [], "old_brokers": [], "check_pinned_zookeeper": False, "mitigate": False}
 
 
-def check_cluster_config(cluster, expiration_ms: int, cleanup_interval_ms: int) -> None:
-    """A cluster passed in must have the expiration the run is about (static broker configs)."""
-    have = getattr(cluster, "broker_config", None)
-    if have is None:
-        return  # external: lab.cluster already checked what it could
-    want = broker_config(expiration_ms, cleanup_interval_ms)
-    wrong = {k: (v, have.get(k)) for k, v in want.items()
-             if k != "log.retention.check.interval.ms" and have.get(k) != v}
-    if wrong:
-        lines = ", ".join(f"{k}={w} (cluster has {h})" for k, (w, h) in wrong.items())
-        raise LabError(f"This run needs {lines}: start the cluster with txn_expiry.broker_config(...) "
-                       "or leave cluster=None to start one.")
+def rounds(p: dict) -> list[list[str]]:
+    """Client names per idle round: WordCountDemo's topics are fixed, so one Streams version a round."""
+    streams = [f"streams-{v}" for v in p["streams_versions"]]
+    first = [f"python-{m}" for m in p["python_modes"]] + [f"java-{v}" for v in p["java_clients"]] + streams[:1]
+    return [r for r in [first, *[[s] for s in streams[1:]]] if r]
 
 
-# ------------------------------------------------------------------ clients
+def run(cluster=None, progress: bool = True, **params) -> "TxnExpiryResult":
+    """Clients commit, sit idle IDLE_S, get one input each: what does each one do, and the data?"""
+    p = SPEC.validate(**params)
+    with Run("txn-expiry", cluster=cluster, progress=progress, **needs(p)) as lab:
+        old = lab.background(part_c.old_brokers, lab, p) if p["old_brokers"] or p["check_pinned_zookeeper"] else None
+        clients = {}
+        for names in rounds(p):
+            clients.update(_round(lab, p, [CLIENTS[n.split("-")[0]](lab, p, n) for n in names]))
+        upid = old.result(900) if old else {}
+        if p["old_brokers"]:
+            upid[p["broker_version"]] = part_c.unknown_producer(lab, p, lab.timeline)
+        lab.phase("auditing the output topics on Spark (read_committed and read_uncommitted)")
+        audits = {n: c.audit().counts for n, c in clients.items() if c.kind != "java"}
+        result = TxnExpiryResult("txn_expiry", p, lab.id, lab.timeline, clients={n: c.summary for n, c in
+                                                                                 clients.items()}, audits=audits,
+                                 part_c={v: r for v, r in upid.items() if v != "pinned"}, pinned=upid.get("pinned"),
+                                 logs={n: c.log for n, c in clients.items()})
+    if p["mitigate"]:
+        mp = {**quick(p), "python_modes": ["crash"], "expiration_ms": mitigation_expiration_ms(p["idle_s"])}
+        result.mitigation = run(None, progress, **mp)
+    return result
+
+
+def _round(lab: Run, p: dict, clients: list) -> dict:
+    """Warm up, go idle IDLE_S, one input each, watch until every client settled (or OBSERVE_S)."""
+    lab.topics(*dict.fromkeys(t for c in clients for t in c.topics()))
+    for c in sorted(clients, key=lambda c: c.kind == "python"):   # slow starters (JVMs) first
+        c.start()
+    lab.phase(f"started {', '.join(c.name for c in clients)}")
+    fed: dict = {}
+
+    def warm():   # each started client gets a record every feed interval until it has committed
+        for c in clients:
+            c.check()
+            if c.started() and time.time() - fed.get(c.name, 0) >= c.feed_interval:
+                fed[c.name] = time.time()
+                c.feed()
+        return all(c.warm() for c in clients)
+    lab.wait(warm, 240, "every client to commit a first transaction",
+             evidence=lambda: f"not yet: {[c.name for c in clients if not c.warm()]}")
+    for c in clients:
+        c.quiesce()
+    lab.wait(lambda: all(c.quiet() for c in clients), 60, "the last traffic to be committed")
+    idle_start = time.time()
+    lab.phase(f"idle {p['idle_s']:g} s (expiration {p['expiration_ms'] / 1000:g} s, swept every "
+              f"{p['cleanup_interval_ms'] / 1000:g} s)")
+    lab.countdown("idle", seconds=p["idle_s"])
+    input_at = time.time()
+    lab.timeline.band("idle", idle_start, input_at)
+    for c in clients:
+        c.feed("x")
+    lab.phase("input sent to every client; watching")
+    lab.countdown("watching the clients", seconds=p["observe_s"],
+                  done=lambda: [c.supervise() for c in clients] and all(c.settled(input_at) for c in clients))
+    time.sleep(0.5)   # the last log lines
+    for c in clients:
+        c.stop()
+    sweeps = expired_at(_transaction_state(lab.bootstrap), {c.name: c.txn_id for c in clients}, idle_start)
+    for c in clients:
+        c.summarise(idle_start, input_at, sweeps[c.name])
+    lab.say("expired: " + ", ".join(f"{c.name} {'yes' if sweeps[c.name] else 'no'}" for c in clients))
+    return {c.name: c for c in clients}
+
+
+# ------------------------------------------------------------------ the clients under test
+
+SHOWN = {"commit": "info", "committed": "info", "heartbeat": "info", "error": "failure", "abort": "mitigation",
+         "aborted": "mitigation", "recreate": "mitigation", "recreated": "mitigation", "rewind": "mitigation",
+         "exit": "fault", "InvalidPidMappingException": "failure", "TaskMigratedException": "mitigation",
+         "thread died": "failure"}
+FOLLOW = ("abort", "aborted", "recreate", "recreated", "rewind", "exit", "thread died", "TaskMigratedException")
+
 
 class _Client:
-    """One app under test in a run: start, warm up, go idle, get input, settle."""
+    kind, READY, COMMIT = "", "", ""
 
-    def __init__(self, run: "_Run", spec: ClientSpec):
-        self.run, self.spec, self.name = run, spec, spec.name
-        self.txn_prefix = f"{run.tag}-{self.name}"
-        self.incarnation = 0
-        self.restarts: list[float] = []
+    def __init__(self, lab: Run, p: dict, name: str):
+        self.lab, self.p, self.name, self.option = lab, p, name, name.split("-", 1)[1]
+        self.txn_id = f"{lab.id}-{name}".replace(".", "_")
+        self.feed_interval = max(0.5, p["expiration_ms"] / 3000)   # traffic well inside the expiration
+        self.log, self.child, self.restarts, self.summary = lab.folder / f"{name}.log", None, [], {}
 
-    def ev(self) -> list[dict]:
-        """Events {ts, event, ...} parsed from the client's log."""
-        raise NotImplementedError
+    def events(self) -> list[dict]:
+        return lab_lines(self.log)
 
-    # defaults
-    def topics(self) -> list[str]:
-        return []
+    def has(self, kind, since=0.0) -> bool:
+        return any(e["kind"] == kind and e["ts"] >= since for e in self.events())
 
-    def quiesce(self) -> None:
-        pass  # traffic stops when the run stops feeding
+    def started(self):
+        return self.has(self.READY)
 
-    def supervise(self) -> None:
-        pass
+    def warm(self):
+        return self.has(self.COMMIT)
 
-    def stop(self) -> None:
-        pass
+    def recovered_at(self, since):
+        return max((e["ts"] for e in self.events() if e["kind"] == self.COMMIT and e["ts"] >= since), default=None)
+
+    def check(self):
+        """A client that exits before the idle period is a broken run, not a result."""
+        if self.child is not None and not self.child.alive() and not self.restarts:
+            raise LabError(f"{self.name} exited early (log {self.log}):\n" + "\n".join(self.child.log().splitlines()[-15:]))
+
+    def restart(self, why):
+        self.child.stop(10)
+        self.restarts.append(time.time())
+        self.lab.event(self.name, "restart", tone="fault", detail=why)
+        self.start()
+
+    def errors(self, after):
+        return [e for e in after if e["kind"] == "error"]
+
+    def summarise(self, idle_start, input_at, sweep):
+        events = self.events()
+        after = [e for e in events if e["ts"] >= input_at]
+        errors = self.errors(after)
+        first, done = errors[0] if errors else {}, self.recovered_at(input_at)
+        then = [e["kind"] for e in after if e["kind"] in FOLLOW and (e["kind"] != "exit" or e.get("code"))]
+        then += ["restarted by the supervisor"] * bool(self.restarts)
+        self.summary = {
+            "kind": self.kind, "expired": sweep is not None, "sweep": sweep, "input_at": input_at,
+            "last_txn": max((e["ts"] for e in events if e["kind"] in (self.COMMIT, "heartbeat")
+                             and e["ts"] <= idle_start + 0.01), default=None),
+            "errors": len(errors), **{k: first.get(k) for k in ("error", "code", "call", "message", "handling")},
+            "then": " -> ".join(dict.fromkeys(then)) if errors else None, "recovered": done is not None,
+            "restarts": len(self.restarts), "first_error": first.get("ts"),
+            "error_after_idle_s": round(first["ts"] - idle_start, 2) if first else None,
+            "recovery_s": round(done - first["ts"], 2) if first and done else None,
+            "reads_per_input": self.reads_per_input()}
+        for e in events:
+            if e["kind"] in SHOWN and e.get("level") != "TRACE":
+                tone = "mitigation" if e["ts"] >= input_at and e["kind"] == self.COMMIT else SHOWN[e["kind"]]
+                self.lab.event(self.name, e["kind"], e["ts"], tone=tone,
+                               detail=str({k: v for k, v in e.items() if k not in ("ts", "kind")})[:300])
+        if sweep:
+            self.lab.event(self.name, "id expired", sweep, tone="fault", detail="tombstone in __transaction_state")
+
+    def _nothing(self, *args):
+        return None
+
+    quiesce = supervise = reads_per_input = _nothing
+
+    def stop(self):
+        if self.child:
+            self.child.stop(20)
 
 
-class _PythonClient(_Client):
-    def __init__(self, run, spec):
-        super().__init__(run, spec)
-        self.mode = spec.option
-        base = f"{run.tag}-{self.name}"
-        self.input, self.output, self.group = f"{base}-in", f"{base}-out", base
-        self.log_path = run.folder / f"{self.name}.log"
-        self.history = History(run.folder / "history" / self.name, f"{run.tag}-{self.name}")
-        self.child: Child | None = None
-        self.inputs = 0
+class _Python(_Client):
+    """lab/apps/eos_app.py: consume-transform-produce with confluent-kafka, one process."""
+    kind, READY, COMMIT = "python", "start", "commit"
+
+    def __init__(self, lab, p, name):
+        super().__init__(lab, p, name)
+        self.input, self.output, self.inputs = f"{self.txn_id}-in", f"{self.txn_id}-out", 0
+        self.history = History(lab.folder / "history" / name, self.txn_id)
+        self.producer = Producer({"bootstrap.servers": lab.bootstrap, "linger.ms": 0, **QUIET})
 
     def topics(self):
         return [self.input, self.output]
 
-    def argv(self) -> list[str]:
-        on_error = {"heartbeat": "recreate", "abort-offsets-first": "abort"}.get(self.mode, self.mode)
-        argv = ["--bootstrap", self.run.bootstrap, "--input", self.input, "--output", self.output,
-                "--group", self.group, "--transactional-id", self.txn_prefix, "--app", self.name,
-                "--incarnation", str(self.incarnation), "--history", str(self.history.folder),
-                "--run-id", self.history.run_id, "--on-error", on_error]
-        if self.mode == "heartbeat":
-            argv += ["--heartbeat-ms", str(max(200, self.run.p["expiration_ms"] // 3))]
-        if self.mode == "abort-offsets-first":
-            argv += ["--offsets-first"]
-        return argv
-
     def start(self):
-        with open(self.log_path, "a") as f:
-            f.write(json.dumps({"ts": time.time(), "event": "spawn", "incarnation": self.incarnation}) + "\n")
-        self.child = spawn_python(f"eos-{self.name}", "lab.apps.eos_app", self.argv(), self.log_path)
+        mode = self.option
+        args = ["--bootstrap", self.lab.bootstrap, "--input", self.input, "--output", self.output, "--group",
+                self.txn_id, "--transactional-id", self.txn_id, "--app", self.name, "--incarnation",
+                len(self.restarts), "--history", self.history.folder, "--run-id", self.history.run_id,
+                "--on-error", {"heartbeat": "recreate", "abort-offsets-first": "abort"}.get(mode, mode)]
+        args += ["--heartbeat-ms", max(200, self.p["expiration_ms"] // 3)] if mode == "heartbeat" else []
+        args += ["--offsets-first"] if mode == "abort-offsets-first" else []
+        self.child = self.lab.spawn_python(self.name, "lab.apps.eos_app", args)
 
-    def ev(self):
-        out = []
-        if self.log_path.exists():
-            for line in self.log_path.read_text(errors="replace").splitlines():
-                if line.startswith("{"):
-                    try:
-                        out.append(json.loads(line))
-                    except ValueError:
-                        pass
-        return out
+    def feed(self, suffix="w"):
+        self.inputs += 1
+        record_id, seq = f"{self.name}-{suffix}{self.inputs}", self.inputs
 
-    def feed(self):
-        self.run.send_record(self, f"{self.name}-w{self.inputs}")
+        def delivered(err, msg):
+            if err is None:
+                self.history.log("produced", id=record_id, key="k0", seq=seq, topic=msg.topic(),
+                                 partition=msg.partition(), offset=msg.offset(), true_value=seq)
+        self.producer.produce(self.input, key="k0", value=json.dumps({"id": record_id, "key": "k0", "seq": seq}),
+                              on_delivery=delivered)
+        self.producer.flush(10)
 
-    def send(self):
-        self.run.send_record(self, f"{self.name}-x0")
+    def quiet(self):
+        return max([0, *(o for e in self.events() if e["kind"] == "commit" for o in e["offsets"].values())]) \
+            >= self.inputs
 
-    def started(self) -> bool:
-        return any(e["event"] == "start" for e in self.ev())
+    def supervise(self):   # the crash app exits 3 on the error; like a deployment, start it again
+        if self.option == "crash" and self.child.returncode() == 3 and len(self.restarts) < 3:
+            self.restart("the supervisor started it again")
 
-    def warm(self) -> bool:
-        return any(e["event"] == "commit" for e in self.ev())
+    def settled(self, since):
+        after = [e["kind"] for e in self.events() if e["ts"] >= since]
+        gave_up = self.option == "naive" and "error" in after and ("abort" in after or "recreate" in after)
+        return self.recovered_at(since) is not None or gave_up or after.count("error") >= SPIN_LIMIT \
+            or (not self.child.alive() and self.option != "crash")
 
-    def quiet(self) -> bool:
-        return self._committed_offset() >= self.inputs
+    def reads_per_input(self):
+        reads = self.history.frame("read")
+        ids = reads[reads["id"].str.contains(r"-x\d+$")] if len(reads) else reads
+        return int(ids["id"].value_counts().max()) if len(ids) else 0
 
-    def supervise(self):
-        # The crash app exits on the error; like a deployment, start it again (next incarnation).
-        if self.mode == "crash" and self.child and not self.child.alive() and self.child.returncode() == 3 \
-                and self.incarnation < 3:
-            self.incarnation += 1
-            self.restarts.append(time.time())
-            self.start()
-
-    def settled(self, since: float) -> bool:
-        """Committed the input (recovered), gave up on it (naive), is stuck, or is gone."""
-        after = [e for e in self.ev() if e["ts"] >= since]
-        if self.recovered(since):
-            return True
-        errors = [e for e in after if e["event"] == "error"]
-        if self.mode == "naive" and errors and any(e["event"] in ("abort", "recreate") for e in after):
-            return True
-        if len(errors) >= SPIN_LIMIT:
-            return True
-        return bool(self.child and not self.child.alive() and self.mode != "crash")
-
-    def recovered(self, since: float) -> bool:
-        return any(e["event"] == "commit" and e["ts"] >= since for e in self.ev()) \
-            and self._committed_offset() >= self.inputs
-
-    def _committed_offset(self) -> int:
-        best = 0
-        for e in self.ev():
-            if e["event"] == "commit":
-                best = max([best, *e.get("offsets", {}).values()])
-        return best
-
-    def stop(self):
-        if self.child:
-            self.child.stop(15)
+    def audit(self):
+        from ..audit import audit
+        expect = "anomalies" if self.option in ("naive", "abort-offsets-first") else "clean"
+        return audit(self.history, bootstrap=self.lab.bootstrap, output_topic=self.output, expect=expect,
+                     kinds=["duplicate", "lost", "aborted_read"])
 
 
-class _JavaClient(_Client):
-    def __init__(self, run, spec):
-        super().__init__(run, spec)
-        self.version = spec.option
-        self.topic = f"{run.tag}-{self.name}".replace(".", "_")
-        self.go = run.folder / f"{self.name}.go"
-        self.idle = run.folder / f"{self.name}.idle"
-        self.program = JavaProgram(
-            self.name, self.version, "IdleTransactionalProducer", ["IdleTransactionalProducer.java"],
-            properties={"bootstrap.servers": run.bootstrap, "transactional.id": self.txn_prefix,
-                        "lab.topic": self.topic, "lab.go.file": str(self.go), "lab.id.prefix": self.name,
-                        "lab.idle.file": str(self.idle), "lab.busy.ms": str(int(run.feed_interval * 1000))},
-            folder=run.folder, streams=False, heap="128m")
+class _Java(_Client):
+    """lab/java/IdleTransactionalProducer.java: one transaction per record, at a kafka-clients version."""
+    kind, READY, COMMIT = "java", "ready", "committed"
+
+    def __init__(self, lab, p, name):
+        super().__init__(lab, p, name)
+        self.go, self.idle = lab.folder / f"{name}.go", lab.folder / f"{name}.idle"
+        self.program = lab.program(JavaProgram(
+            name, self.option, "IdleTransactionalProducer", ["IdleTransactionalProducer.java"],
+            properties={"bootstrap.servers": lab.bootstrap, "transactional.id": self.txn_id, "lab.topic": self.txn_id,
+                        "lab.go.file": self.go, "lab.id.prefix": name, "lab.idle.file": self.idle,
+                        "lab.busy.ms": int(self.feed_interval * 1000)}, streams=False, heap="128m"))
+        self.log = self.program.log_path
 
     def topics(self):
-        return [self.topic]
+        return [self.txn_id]
 
     def start(self):
-        self.program.start()
+        self.child = self.program.start()
 
-    def ev(self):
-        return java_lab_events(self.program.log_path)
-
-    def started(self):
-        return any(e["event"] == "ready" for e in self.ev())
-
-    def feed(self):
-        pass  # the program commits a transaction every lab.busy.ms by itself
-
-    def warm(self):
-        return any(e["event"] == "committed" for e in self.ev())
+    def feed(self, suffix="w"):   # the program commits every lab.busy.ms by itself; "x" ends its idle period
+        self.go.touch() if suffix == "x" else None
 
     def quiesce(self):
         self.idle.touch()
 
     def quiet(self):
-        return any(e["event"] == "idle" for e in self.ev())
-
-    def send(self):
-        self.go.touch()
+        return self.has("idle")
 
     def settled(self, since):
-        return any(e["event"] == "exit" for e in self.ev()) or not self.program.alive()
+        return self.has("exit") or not self.child.alive()
 
-    def stop(self):
-        self.program.stop(15)
+    def errors(self, after):
+        kinds = {e["kind"] for e in after}
+        return [{**e, "error": e["exception"].rsplit(".", 1)[-1], "code": ERROR_CODE if "InvalidPidMapping" in
+                 e["exception"] else None, "handling": "abortable" if "aborted" in kinds else "fatal" if
+                 "recreated" in kinds else "other"} for e in after if e["kind"] == "error"]
 
 
-class _StreamsClient(_Client):
+class _Streams(_Client):
     """kafka-streams-examples' WordCountDemo, exactly_once_v2, configured by a properties file."""
+    kind = "streams"
 
-    def __init__(self, run, spec):
-        super().__init__(run, spec)
-        self.version = spec.option
-        self.app_id = self.txn_prefix.replace(".", "_")
-        self.txn_prefix = self.app_id  # Streams' transactional.id = <application.id>-<process id>-<thread>
-        self.log_path = run.folder / f"{self.name}.log"
-        self.props = run.folder / f"{self.name}.properties"
-        self.child: Child | None = None
-        self.word_prefix = re.sub(r"[^a-z0-9]", "", f"w{run.tag}{self.version}")
-        self.words: list[str] = []
-        self.counts: dict[str, list[int]] = {}
-        self.seen_at: dict[str, float] = {}
-        self.consumer: Consumer | None = None
+    def __init__(self, lab, p, name):
+        super().__init__(lab, p, name)
+        self.consumer, self.words, self.seen, self.end = None, [], {}, -1   # -1: latest
+        self.history = History(lab.folder / "history" / name, self.txn_id)
+        self.prefix = re.sub(r"[^a-z0-9]", "", f"w{lab.id}{self.option}".lower())
 
     def topics(self):
         return [STREAMS_INPUT, STREAMS_OUTPUT]
 
     def start(self):
-        cp = maven.classpath([f"org.apache.kafka:kafka-streams-examples:{self.version}", *LOGGING],
-                             label=f"streams-examples-{self.version}")
-        (self.run.folder / "log4j.properties").write_text(LOG4J)
-        self.props.write_text("".join(f"{k}={v}\n" for k, v in {
-            "bootstrap.servers": self.run.bootstrap, "application.id": self.app_id,
-            "processing.guarantee": "exactly_once_v2", "state.dir": self.run.folder / f"{self.name}-state",
-            "replication.factor": 1}.items()))
-        with open(self.log_path, "a") as f:
-            f.write(f"===== lab: start #{self.incarnation + 1} of {self.name} at {time.time():.3f}\n")
-        self.child = spawn_java(f"streams-{self.name}", cp, WORDCOUNT, [str(self.props)], self.log_path,
-                                heap="256m", jvm_options=[
-                                    f"-Dlog4j.configuration=file:{self.run.folder / 'log4j.properties'}",
-                                    "-Duser.timezone=UTC", "-XX:TieredStopAtLevel=1"])
-        self.running_seen = self._running_count()
+        props, log4j = self.lab.folder / f"{self.name}.properties", self.lab.folder / "log4j.properties"
+        log4j.write_text(LOG4J)
+        props.write_text("".join(f"{k}={v}\n" for k, v in {
+            "bootstrap.servers": self.lab.bootstrap, "application.id": self.txn_id, "replication.factor": 1,
+            "processing.guarantee": "exactly_once_v2", "state.dir": self.lab.folder / f"{self.name}-state"}.items()))
+        self.child = self.lab.spawn_java(self.name, _streams_examples(self.option), WORDCOUNT, [props], heap="256m",
+                                         jvm_options=[f"-Dlog4j.configuration=file:{log4j}", "-Duser.timezone=UTC",
+                                                      "-XX:TieredStopAtLevel=1"])
 
-    def _log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+    def events(self):
+        return [e for e in java_events(self.log) if e["ts"]]
 
-    def _running_count(self) -> int:
-        return len(re.findall(r"stream-client .* State transition from REBALANCING to RUNNING", self._log()))
+    def started(self):
+        return bool(grep(self.log, r"stream-client .* State transition from REBALANCING to RUNNING"))
 
-    def ev(self):
-        out, start = [], 0
-        for e in parse_java_log(self._log()):
-            out.append({"ts": e["ts"], "event": e["kind"], "level": e["level"], "line": e["line"]})
-        for m in re.finditer(r"===== lab: start #(\d+) of \S+ at ([\d.]+)", self._log()):
-            start += 1
-            out.append({"ts": float(m.group(2)), "event": "spawn", "incarnation": start - 1})
-        return sorted((e for e in out if e["ts"]), key=lambda e: e["ts"])
+    def feed(self, suffix="w"):
+        word = f"{self.prefix}{suffix}{len(self.words)}"
+        self.words.append(word)
+        producer = Producer({"bootstrap.servers": self.lab.bootstrap, **QUIET})
+        producer.produce(STREAMS_INPUT, value=word.encode())
+        producer.flush(10)
+        self.history.log("produced", id=word, key=word, seq=1, topic=STREAMS_INPUT, partition=0, offset=None,
+                         true_value=1)
 
-    def _poll_output(self):
+    def warm(self):   # every word so far counted in the read_committed output
         if self.consumer is None:
-            self.consumer = Consumer({"bootstrap.servers": self.run.bootstrap, "group.id": f"{self.app_id}-reader",
+            self.consumer = Consumer({"bootstrap.servers": self.lab.bootstrap, "group.id": f"{self.txn_id}-reader",
                                       "isolation.level": "read_committed", "enable.auto.commit": False, **QUIET})
             self.consumer.assign([TopicPartition(STREAMS_OUTPUT, 0, OFFSET_BEGINNING)])
         for m in self.consumer.consume(500, timeout=0.1):
-            if m.error() or not m.key():
-                continue
-            word = m.key().decode()
-            if word.startswith(self.word_prefix):
-                self.counts.setdefault(word, []).append(int.from_bytes(m.value(), "big", signed=True))
-                self.seen_at.setdefault(word, time.time())
+            if not m.error() and m.key() and m.key().decode().startswith(self.prefix):
+                self.seen.setdefault(m.key().decode(), time.time())
+        return bool(self.words) and all(w in self.seen for w in self.words)
 
-    def send_word(self):
-        word = f"{self.word_prefix}n{len(self.words)}"
-        self.words.append(word)
-        self.run.producer.produce(STREAMS_INPUT, value=word.encode())
-        self.run.producer.flush(10)
-        self.run.streams_history.log("produced", id=word, key=word, seq=1, topic=STREAMS_INPUT,
-                                     partition=0, offset=None, true_value=1)
-
-    def started(self):
-        return self._running_count() > 0
-
-    def feed(self):
-        self.send_word()
-
-    def warm(self):
-        self._poll_output()
-        return bool(self.words) and self.words[0] in self.counts
-
-    def quiet(self):
-        self._poll_output()
-        return all(w in self.counts for w in self.words)
-
-    def send(self):
-        self.send_word()
-
-    def dead(self) -> bool:
-        log = self._log().split("===== lab: start #")[-1]
-        # ERROR comes after the dead thread has left the group: a new instance is assigned at once.
-        return bool(re.search(r"stream-client .* State transition from PENDING_ERROR to ERROR", log))
-
-    def supervise(self):
-        # The seed's operators: "the app to restart". WordCountDemo's JVM stays up in ERROR: replace it.
-        if self.child and self.dead() and self.incarnation < 2:
-            self.child.stop(10)
-            self.incarnation += 1
-            self.restarts.append(time.time())
-            self.start()
+    quiet = warm
 
     def settled(self, since):
-        self._poll_output()
-        return all(w in self.counts for w in self.words)
+        return self.warm()
 
-    def stop(self):
-        if self.child:
-            self.child.stop(20)
+    def recovered_at(self, since):   # (after stop(): what the reader saw)
+        return self.seen[self.words[-1]] if all(w in self.seen for w in self.words) else None
+
+    def supervise(self):   # the seed's operators restarted the app; WordCountDemo's JVM stays up in ERROR
+        if grep(self.log, r"stream-client .* State transition from PENDING_ERROR to ERROR",
+                since=self.restarts[-1] if self.restarts else 0) and len(self.restarts) < 2:
+            self.restart("client in ERROR: a new JVM")
+
+    def errors(self, after):
+        kinds = {e["kind"] for e in after}
+        message = next((m.group(1) for e in after if (m := re.search(r"(The producer attempted.*?transactional "
+                                                                         r"id\.?)", e["line"]))), None)
+        return [{**e, "error": e["kind"], "code": ERROR_CODE, "message": message,
+                 "call": "producer send (repartition topic)", "handling": "task migrated" if "TaskMigratedException"
+                 in kinds else "thread died" if "thread died" in kinds else "other"}
+                for e in after if e["kind"] == "InvalidPidMappingException" and e["level"] != "TRACE"]
+
+    def stop(self):   # the audit reads the output up to here: a later round's app re-counts these words
+        super().stop()
         if self.consumer:
+            self.end = self.consumer.get_watermark_offsets(TopicPartition(STREAMS_OUTPUT, 0), timeout=10)[1]
             self.consumer.close()
-            self.consumer = None
 
-
-def java_lab_events(path: Path) -> list[dict]:
-    """The "LAB {json}" lines of lab/java/IdleTransactionalProducer.java, plus client log events."""
-    out = []
-    text = path.read_text(errors="replace") if path.exists() else ""
-    for line in text.splitlines():
-        i = line.find("LAB {")
-        if i >= 0:
-            try:
-                body = line[i + 4:]
-                out.append(json.loads(body[:body.rindex("}") + 1]))
-            except ValueError:
-                pass
-    for e in parse_java_log(text):
-        if e["kind"] in ("InvalidPidMappingException", "UnknownProducerIdException") and e["level"] != "TRACE":
-            out.append({"ts": e["ts"], "event": "client log", "detail": e["line"]})
-        m = re.search(r"ProducerId set to (-?\d+) with epoch (-?\d+)", e["line"])
-        if m and int(m.group(1)) >= 0:
-            out.append({"ts": e["ts"], "event": "producer id", "detail": f"pid {m.group(1)} epoch {m.group(2)}"})
-    return sorted(out, key=lambda e: e["ts"])
-
-
-# ------------------------------------------------------------------ the expiry run
-
-@dataclass
-class ExpiryRun:
-    """What one expiry run measured. Times are epoch seconds; `t` columns are seconds since t0."""
-
-    params: dict
-    t0: float
-    idle_start: float | None
-    input_at: float | None
-    end: float
-    clients: dict                      # name -> summary dict (see _summarise)
-    events: object                     # pandas DataFrame: client, ts, t, event, detail
-    sweeps: dict                       # name -> epoch seconds the coordinator expired its id (None: not expired)
-    verdicts: dict = field(default_factory=dict)   # name -> lab.audit.Verdict (python / streams clients)
-    folder: Path | None = None
-
-    def errors(self):
-        """One row per client: the first error after the idle period and what happened next."""
-        import pandas as pd
-        rows = []
-        for name, c in self.clients.items():
-            rows.append({"client": name, "error": c["error"], "code": c["code"], "call": c["call"],
-                         "handling": c["handling"], "then": c["then"], "errors": c["errors"],
-                         "recovered": c["recovered"],
-                         "error after idle start (s)": c["error_after_idle_s"],
-                         "recovery (s)": c["recovery_s"], "message": c["message"]})
-        return pd.DataFrame(rows)
-
-    def figure(self, title: str | None = None):
-        return timeline_figure(self, title)
-
-    def expiry(self):
-        """Per client: its last transaction before the idle period, when the coordinator expired
-        its id, and when the input hit the error."""
-        import pandas as pd
-        rows = []
-        for name, c in self.clients.items():
-            ev = self.events[(self.events["client"] == name) & (self.events["ts"] <= self.idle_start + 0.01)]
-            last = ev[ev["event"].isin(["commit", "committed", "heartbeat"])]["ts"].max() if len(ev) else None
-            sweep = self.sweeps.get(name)
-            rows.append({"client": name, "last transaction (s)": _t(last, self.t0), "input (s)": _t(self.input_at, self.t0),
-                         "expired at (s)": _t(sweep, self.t0),
-                         "idle when expired (s)": round(sweep - last, 2) if sweep and last == last else None,
-                         "first error (s)": None if c["error_after_idle_s"] is None
-                         else _t(self.idle_start + c["error_after_idle_s"], self.t0)})
-        return pd.DataFrame(rows)
-
-    def audit_table(self):
-        """Per audited client: the audit counts plus how often the input record was read."""
-        import pandas as pd
-        rows = []
-        for name, v in self.verdicts.items():
-            c = self.clients[name]
-            rows.append({"client": name, "recovered": c["recovered"], "input read (times)": c["reads_per_input"],
-                         **{k: v.counts.get(k) for k in ("duplicate", "lost", "aborted_read")},
-                         "verdict": v.summary()})
-        return pd.DataFrame(rows)
-
-    def log_lines(self, client: str, pattern: str, limit: int = 8) -> list[str]:
-        """Lines of a client's own log (librdkafka, Java client, Kafka Streams) matching a regex."""
-        rx = re.compile(pattern)
-        path = self.folder / f"{client}.log"
-        lines = path.read_text(errors="replace").splitlines() if path.exists() else []
-        # long bracketed thread / client names ([app-uuid-StreamThread-1]) say nothing here
-        return [re.sub(r"\[[^\]]{40,}\] ?", "", l)[:400] for l in lines if rx.search(l)][:limit]
-
-    def as_record(self) -> dict:
-        return {"params": {k: (v if k != "clients" else [s.name for s in v]) for k, v in self.params.items()},
-                "clients": {n: {k: c[k] for k in ("error", "code", "call", "handling", "recovered", "expired",
-                                                  "errors", "restarts", "error_after_idle_s", "recovery_s",
-                                                  "message", "reads_per_input")}
-                            for n, c in self.clients.items()},
-                "audit": {n: v.as_dict() for n, v in self.verdicts.items()}}
-
-
-def expiry_run(cluster=None, *, expiration_ms: int = 10000, cleanup_interval_ms: int = 1000,
-               idle_s: float = 15, observe_s: float = 40, clients=("python-crash",),
-               broker_version: str = KAFKA_VERSION, audit=True, spark=None,
-               progress: bool = True) -> ExpiryRun:
-    """Start the clients, let each commit one transaction, leave them idle `idle_s` seconds,
-    then give each one input and watch for up to `observe_s` seconds what they do.
-
-    clients: "python-<mode>" (lab/apps/eos_app.py: crash | abort | recreate | naive | heartbeat |
-    abort-offsets-first), "java-<kafka-clients version>" (lab/java/IdleTransactionalProducer.java),
-    "streams-<version>" (kafka-streams-examples' WordCountDemo, exactly_once_v2).
-    cluster: a running cluster started with broker_config(expiration_ms, cleanup_interval_ms), or
-    None to start one for this run. audit: run lab.audit (Spark) on the python and streams clients
-    (True), on the clients named in a list, or not at all (False).
-    """
-    p = validate_expiry(expiration_ms=expiration_ms, cleanup_interval_ms=cleanup_interval_ms, idle_s=idle_s,
-                        observe_s=observe_s, clients=clients, broker_version=broker_version)
-    if not isinstance(audit, bool):
-        unknown = set(audit) - {s.name for s in p["clients"]}
-        if unknown:
-            raise LabError(f"audit names clients that are not in this run: {sorted(unknown)}.")
-    own = cluster is None
-    if own:
-        cluster = open_cluster(broker_version, {**broker_config(p["expiration_ms"], p["cleanup_interval_ms"]),
-                                                **modern_extra_config(broker_version)}, name="nb02-expiry")
-        cluster.start()
-    else:
-        check_cluster_config(cluster, p["expiration_ms"], p["cleanup_interval_ms"])
-    try:
-        run = _Run(cluster, p, progress)
-        result = run.go()
-        if audit:
-            names = [c.name for c in run.clients] if audit is True else list(audit)
-            result.verdicts = run.audits(names, spark)
-            run.say("audit done")
-        return result
-    finally:
-        if own:
-            cluster.stop()
-
-
-class _Run:
-    def __init__(self, cluster, p: dict, progress: bool):
-        self.cluster, self.p, self.progress = cluster, p, progress
-        self.bootstrap = cluster.bootstrap
-        self.tag = f"nb02{uuid.uuid4().hex[:5]}"
-        self.folder = WORK_DIR / "nb02" / self.tag
-        self.folder.mkdir(parents=True, exist_ok=True)
-        # traffic before the idle period: well inside the expiration
-        self.feed_interval = max(0.5, p["expiration_ms"] / 3000)
-        self.clients: list[_Client] = []
-        for spec in p["clients"]:
-            cls = {"python": _PythonClient, "java": _JavaClient, "streams": _StreamsClient}[spec.kind]
-            self.clients.append(cls(self, spec))
-        self.producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 0, "enable.idempotence": True,
-                                  **QUIET})
-        self.streams_history = History(self.folder / "history" / "streams", f"{self.tag}-streams")
-        self.t0 = time.time()
-        self.idle_start = self.input_at = None
-
-    def send_record(self, client, record_id: str) -> None:
-        """One input record {"id", "key", "seq"}; logged as "produced" once Kafka acknowledged it."""
-        client.inputs += 1
-        seq = client.inputs
-        value = json.dumps({"id": record_id, "key": "k0", "seq": seq})
-
-        def delivered(err, msg):
-            if err is None:
-                client.history.log("produced", id=record_id, key="k0", seq=seq, topic=msg.topic(),
-                                   partition=msg.partition(), offset=msg.offset(), true_value=seq)
-        self.producer.produce(client.input, key="k0", value=value, on_delivery=delivered)
-        self.producer.flush(10)
-
-    def say(self, text: str) -> None:
-        if self.progress:
-            print(f"[{time.time() - self.t0:5.1f} s] {text}", flush=True)
-
-    def go(self) -> ExpiryRun:
-        try:
-            self.create_topics()
-            # Slow starters first (javac, JVMs): a python app's id must not wait long before its traffic.
-            for c in sorted(self.clients, key=lambda c: c.spec.kind == "python"):
-                c.start()
-            self.say(f"started {', '.join(c.name for c in self.clients)}")
-            # Traffic until every client has committed at least once: each started client gets a
-            # record every feed_interval, so no transactional id can expire before the idle period.
-            fed: dict[str, float] = {}
-
-            def warm(c):
-                if c.started() and time.time() - fed.get(c.name, 0) >= self.feed_interval:
-                    fed[c.name] = time.time()
-                    c.feed()
-                return c.warm()
-            self.wait(warm, 240, "to start and commit a first transaction")
-            for c in self.clients:
-                c.quiesce()
-            self.wait(lambda c: c.quiet(), 60, "to commit the last traffic")
-            self.idle_start = time.time()
-            self.say(f"every client committed; now idle for {self.p['idle_s']:.0f} s "
-                     f"(transactional.id.expiration.ms={self.p['expiration_ms']})")
-            self.countdown(self.idle_start + self.p["idle_s"])
-            self.input_at = time.time()
-            for c in self.clients:
-                c.send()
-            self.say("input sent to every client; watching")
-            deadline = time.time() + self.p["observe_s"]
-            while time.time() < deadline:
-                for c in self.clients:
-                    c.supervise()
-                if all(c.settled(self.input_at) for c in self.clients):
-                    break
-                time.sleep(0.2)
-            time.sleep(0.5)  # last log lines
-            end = time.time()
-        finally:
-            for c in self.clients:
-                c.stop()
-            self.producer.flush(5)
-        sweeps = expiry_sweeps(self.bootstrap, {c.name: c.txn_prefix for c in self.clients}, self.idle_start)
-        self.say("done: " + ", ".join(f"{c.name} {'expired' if sweeps.get(c.name) else 'kept'}" for c in self.clients))
-        return self.result(end, sweeps)
-
-    def wait(self, predicate, timeout: float, what: str) -> None:
-        """Until predicate(client) holds for every client; a client that exits is an error."""
-        deadline = time.time() + timeout
-        while True:
-            waiting = [c for c in self.clients if not predicate(c)]
-            if not waiting:
-                return
-            for c in waiting:
-                child = getattr(c, "child", None) or getattr(getattr(c, "program", None), "process", None)
-                if child is not None and not child.alive():
-                    tail = "\n".join(child.log().splitlines()[-15:])
-                    raise LabError(f"{c.name} exited while waiting for it {what}:\n{tail}")
-            if time.time() > deadline:
-                raise LabError(f"Timed out after {timeout:.0f} s waiting for {', '.join(c.name for c in waiting)} "
-                               f"{what} (logs in {self.folder}).")
-            time.sleep(0.2)
-
-    def countdown(self, until: float) -> None:
-        last = None
-        while True:
-            left = until - time.time()
-            if left <= 0:
-                return
-            shown = int(left // 5 * 5)
-            if shown != last and self.progress:
-                print(f"    idle: {left:4.0f} s left", flush=True)
-                last = shown
-            time.sleep(min(0.5, left))
-
-    def create_topics(self) -> None:
-        admin = AdminClient({"bootstrap.servers": self.bootstrap, **QUIET})
-        existing = set(admin.list_topics(timeout=10).topics)
-        wanted = [t for c in self.clients for t in c.topics() if t not in existing]
-        if wanted:
-            for topic, f in admin.create_topics([NewTopic(t, 1, 1) for t in dict.fromkeys(wanted)]).items():
-                try:
-                    f.result(30)
-                except KafkaException as exc:
-                    if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                        raise
-
-    # ---------------------------------------------------------------- results
-    def result(self, end: float, sweeps: dict) -> ExpiryRun:
-        import pandas as pd
-        rows, summaries = [], {}
-        for c in self.clients:
-            evs = c.ev()
-            for e in evs:
-                rows.append({"client": c.name, "ts": e["ts"], "t": e["ts"] - self.t0, "event": e["event"],
-                             "detail": _detail(e)})
-            if sweeps.get(c.name):
-                rows.append({"client": c.name, "ts": sweeps[c.name], "t": sweeps[c.name] - self.t0,
-                             "event": "expiry sweep", "detail": "coordinator wrote a tombstone for the id"})
-            for r in c.restarts:
-                rows.append({"client": c.name, "ts": r, "t": r - self.t0, "event": "restart",
-                             "detail": "supervisor started a new incarnation"})
-            summaries[c.name] = _summarise(c, evs, self.idle_start, self.input_at, sweeps.get(c.name))
-        events = pd.DataFrame(rows, columns=["client", "ts", "t", "event", "detail"]).sort_values("ts")
-        return ExpiryRun(params=self.p, t0=self.t0, idle_start=self.idle_start, input_at=self.input_at, end=end,
-                         clients=summaries, events=events.reset_index(drop=True), sweeps=sweeps, folder=self.folder)
-
-    def audits(self, names, spark=None) -> dict:
+    def audit(self):
+        """WordCountDemo's output: key = word, value = 8-byte count. Every input word is unique, so a committed
+        count of 2 is a double count (duplicate) and a missing word is lost."""
+        from pyspark.sql import functions as F
         from ..audit import audit
-        verdicts = {}
-        self.say("auditing the output topics on Spark (read_committed and read_uncommitted)")
-        for c in self.clients:
-            if c.name not in names:
-                continue
-            if isinstance(c, _PythonClient):
-                # what exactly-once promises, except where the app skips the rewind (or cannot recover)
-                expect = "anomalies" if c.mode in ("naive", "abort-offsets-first") else "clean"
-                # (no input_topic: the history holds exactly this client's inputs, and reading the
-                # input topic twice more would only slow Spark down)
-                verdicts[c.name] = audit(c.history, bootstrap=self.bootstrap, output_topic=c.output,
-                                         expect=expect, spark=spark, kinds=["duplicate", "lost", "aborted_read"])
-            elif isinstance(c, _StreamsClient):
-                verdicts[c.name] = streams_audit(self.bootstrap, self.streams_history, c.word_prefix, spark=spark)
-        return verdicts
+        from ..spark import spark_session
+        spark = spark_session()
+
+        def frame(isolation):
+            raw = (spark.read.format("kafka").option("kafka.bootstrap.servers", self.lab.bootstrap)
+                   .option("subscribe", STREAMS_OUTPUT).option("startingOffsets", "earliest")
+                   .option("endingOffsets", json.dumps({STREAMS_OUTPUT: {"0": self.end}}))
+                   .option("kafka.isolation.level", isolation).load())
+            word, count = F.col("key").cast("string"), F.conv(F.hex("value"), 16, 10).cast("long")
+            return raw.filter(word.startswith(self.prefix)).select(word.alias("key"), F.to_json(F.struct(
+                word.alias("id"), word.alias("key"), count.alias("value"))).alias("value"), "topic", "partition",
+                "offset", "timestamp")
+        return audit(self.history, output_df=frame("read_committed"), output_uncommitted_df=frame("read_uncommitted"),
+                     expect="clean", spark=spark, kinds=["duplicate", "lost"])
 
 
-def _t(ts, t0):
-    return None if ts is None or ts != ts else round(ts - t0, 2)
+CLIENTS = {"python": _Python, "java": _Java, "streams": _Streams}
 
 
-def _detail(e: dict) -> str:
-    skip = {"ts", "event"}
-    if e["event"] == "error":
-        return f"{e.get('call')}: {e.get('name') or e.get('exception')} — {e.get('message')}"[:300]
-    return ", ".join(f"{k}={v}" for k, v in e.items() if k not in skip)[:300]
-
-
-def _summarise(c: _Client, evs: list[dict], idle_start: float, input_at: float, sweep: float | None) -> dict:
-    after = [e for e in evs if input_at and e["ts"] >= input_at]
-    s = {"kind": c.spec.kind, "expired": sweep is not None, "error": None, "code": None, "call": None,
-         "handling": None, "then": None, "recovered": False, "errors": 0, "restarts": len(c.restarts),
-         "error_after_idle_s": None, "recovery_s": None, "message": None, "reads_per_input": None}
-    first = None
-    if isinstance(c, _PythonClient):
-        errors = [e for e in after if e["event"] == "error"]
-        s["errors"] = len(errors)
-        if errors:
-            first = errors[0]
-            s.update(error=first["name"], code=first["code"], call=first["call"], message=first["message"],
-                     handling="fatal" if first["fatal"] else ("abortable" if first["txn_requires_abort"]
-                                                              else "retriable" if first["retriable"] else "other"))
-            follow = [e["event"] for e in after if e["event"] in ("abort", "recreate", "rewind")
-                      or (e["event"] == "exit" and e.get("code"))]
-            s["then"] = {"crash": "exit 3, restarted by the supervisor"}.get(c.mode) or " -> ".join(dict.fromkeys(follow))
-        commits = [e for e in after if e["event"] == "commit"]
-        s["recovered"] = c.recovered(input_at)
-        if s["recovered"] and first:
-            s["recovery_s"] = round(commits[-1]["ts"] - first["ts"], 2)
-        reads = c.history.frame("read")
-        if len(reads):
-            ids = reads[reads["id"].str.contains(r"-x\d+$")]
-            s["reads_per_input"] = int(ids["id"].value_counts().max()) if len(ids) else 0
-    elif isinstance(c, _JavaClient):
-        errors = [e for e in after if e["event"] == "error"]
-        s["errors"] = len(errors)
-        if errors:
-            first = errors[0]
-            s.update(error=first["exception"].rsplit(".", 1)[-1], call=first["call"], message=first["message"],
-                     code=ERROR_CODE if "InvalidPidMapping" in first["exception"] else None)
-            aborted = any(e["event"] == "aborted" for e in after)
-            recreated = any(e["event"] == "recreated" for e in after)
-            s["handling"] = "abortable" if aborted else ("fatal" if recreated else "other")
-            s["then"] = "abortTransaction() worked" if aborted else \
-                ("abortTransaction() threw; new producer" if recreated else None)
-        commits = [e for e in after if e["event"] == "committed"]
-        s["recovered"] = bool(commits)
-        if commits and first:
-            s["recovery_s"] = round(commits[-1]["ts"] - first["ts"], 2)
-    else:  # streams
-        errors = [e for e in after if e["event"] == "InvalidPidMappingException"]
-        s["errors"] = len([e for e in errors if e["level"] != "TRACE"])
-        if errors:
-            first = errors[0]
-            text = next((e["line"] for e in errors if "The producer attempted" in e["line"]), first["line"])
-            s.update(error="InvalidPidMappingException", code=ERROR_CODE, call="producer send (repartition topic)",
-                     message=_java_message(text))
-            died = [e for e in after if e["event"] == "thread died" and e["ts"] < (c.restarts[0] if c.restarts else 1e12)]
-            migrated = any(e["event"] == "TaskMigratedException" for e in after)
-            s["handling"] = "task migrated" if migrated else ("thread died" if died else "other")
-            s["then"] = ("rebalance, new producer, RUNNING again" if migrated else
-                         "client ERROR; supervisor restarted the JVM" if c.restarts else None)
-        s["recovered"] = all(w in c.counts for w in c.words)
-        if s["recovered"] and first and c.words:
-            s["recovery_s"] = round(c.seen_at[c.words[-1]] - first["ts"], 2)
-        s["reads_per_input"] = None
-    if first:
-        s["error_after_idle_s"] = round(first["ts"] - idle_start, 2)
-    return s
-
-
-def _java_message(line: str) -> str:
-    m = re.search(r"(The producer attempted.*?transactional id\.?)", line)
-    return m.group(1) if m else line[:200]
-
-
-def expiry_sweeps(bootstrap: str, prefixes: dict, since: float | None) -> dict:
-    """When the coordinator expired each transactional id: its tombstone in __transaction_state.
-
-    prefixes: name -> transactional.id (or its prefix, for Kafka Streams). Keys there are
-    (int16 version, int16 length, id bytes); an expired id gets a record with a null value.
-    """
-    found = {name: None for name in prefixes}
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"nb02-sweeps-{uuid.uuid4().hex[:6]}",
-                         "enable.partition.eof": True, "enable.auto.commit": False, **QUIET})
+def _transaction_state(bootstrap: str) -> list[tuple]:
+    """Every record of __transaction_state as (key, value, timestamp in epoch seconds)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "txn-expiry-sweeps", "enable.partition.eof": True,
+                         "enable.auto.commit": False, **QUIET})
     try:
-        md = consumer.list_topics("__transaction_state", timeout=10)
-        parts = list(md.topics["__transaction_state"].partitions) if "__transaction_state" in md.topics else []
+        md = consumer.list_topics("__transaction_state", timeout=10).topics.get("__transaction_state")
+        parts = list(md.partitions) if md else []
         consumer.assign([TopicPartition("__transaction_state", p, OFFSET_BEGINNING) for p in parts])
-        eof, deadline = set(), time.time() + 20
+        records, eof, deadline = [], set(), time.time() + 20
         while len(eof) < len(parts) and time.time() < deadline:
             for m in consumer.consume(500, timeout=0.5):
-                if m.error():
-                    if m.error().code() == -191:  # _PARTITION_EOF
-                        eof.add(m.partition())
-                    continue
-                if m.value() is not None or not m.key() or len(m.key()) < 4:
-                    continue
-                txn_id = m.key()[4:].decode(errors="replace")
-                ts = m.timestamp()[1] / 1000
-                for name, prefix in prefixes.items():
-                    if txn_id.startswith(prefix) and (since is None or ts >= since) and found[name] is None:
-                        found[name] = ts
+                if not m.error():
+                    records.append((m.key(), m.value(), m.timestamp()[1] / 1000))
+                elif m.error().code() == -191:   # _PARTITION_EOF
+                    eof.add(m.partition())
+        return records
     finally:
         consumer.close()
+
+
+def expired_at(records, prefixes: dict, since: float | None = None) -> dict:
+    """name -> when the coordinator expired its transactional id (a tombstone), or None. Keys of
+    __transaction_state are (int16 version, int16 length, id bytes); prefixes: name -> transactional.id
+    (Kafka Streams: its application.id, which starts the id)."""
+    found = {name: None for name in prefixes}
+    for key, value, ts in records:
+        if value is None and key and len(key) >= 4 and (since is None or ts >= since):
+            txn_id = key[4:].decode(errors="replace")
+            for name, prefix in prefixes.items():
+                if txn_id.startswith(prefix) and found[name] is None:
+                    found[name] = ts
     return found
 
 
-# ------------------------------------------------------------------ Kafka Streams audit
+# ------------------------------------------------------------------ the result
 
-def streams_audit(bootstrap: str, history: History, word_prefix: str, spark=None):
-    """lab.audit on WordCountDemo's output: key = word, value = 8-byte count. Each input word is
-    unique, so a committed count of 2 is a double count (duplicate) and a missing word is lost."""
-    from pyspark.sql import functions as F
-    from ..audit import audit
-    from ..spark import spark_session
-    spark = spark or spark_session()
+def _frame(rows):
+    import pandas as pd
+    return pd.DataFrame(rows)
 
-    def frame(isolation):
-        raw = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-               .option("subscribe", STREAMS_OUTPUT).option("startingOffsets", "earliest")
-               .option("endingOffsets", "latest").option("kafka.isolation.level", isolation).load())
-        word = F.col("key").cast("string")
-        count = F.conv(F.hex("value"), 16, 10).cast("long")
-        return (raw.filter(word.startswith(word_prefix))
-                .select(word.alias("key"),
-                        F.to_json(F.struct(word.alias("id"), word.alias("key"), count.alias("value"))).alias("value"),
-                        "topic", "partition", "offset", "timestamp"))
-    return audit(history, output_df=frame("read_committed"), output_uncommitted_df=frame("read_uncommitted"),
-                 expect="clean", spark=spark, kinds=["duplicate", "lost"])
-
-
-# ------------------------------------------------------------------ part C: UnknownProducerIdException
 
 @dataclass
-class UnknownProducerRun:
-    broker_version: str
-    client_version: str
-    zookeeper: str | None
-    t0: float
-    events: object              # pandas DataFrame: ts, t, source, event, detail
-    broker_errors: list         # broker log lines with UnknownProducerIdException
-    client_errors: list         # client log lines naming UNKNOWN_PRODUCER_ID
-    deleted_at: float | None    # when retention had removed every record of the producer
-    committed_after: bool       # the transaction after the deletion committed
-    log_start_offset: int | None
+class TxnExpiryResult(Result):
+    clients: dict = field(default_factory=dict)      # name -> summary (see _Client.summarise)
+    audits: dict = field(default_factory=dict)       # name -> audit counts
+    part_c: dict = field(default_factory=dict)       # broker version -> part C record
+    pinned: dict | None = None
+    logs: dict = field(default_factory=dict)
+    mitigation: "TxnExpiryResult | None" = None
+    title: ClassVar[str] = "Clients idle, then one input each"
 
     @property
-    def reproduced(self) -> bool:
-        return bool(self.broker_errors or self.client_errors)
+    def failed(self) -> bool:
+        return any(c["code"] == ERROR_CODE for c in self.clients.values())
 
-    @property
-    def broker_message(self) -> str | None:
-        for line in self.broker_errors:
-            m = re.search(r"(Found no record of producerId=.*)", line)
-            if m:
-                return m.group(1)
-        return None
+    def head(self) -> str:
+        idle, exp, sweep = self.params["idle_s"], self.params["expiration_ms"] / 1000, \
+            self.params["cleanup_interval_ms"] / 1000
+        return f"idle {idle:g} s {'<' if idle < exp + sweep else '>='} expiration {exp:g} s + one sweep"
 
-    def as_record(self) -> dict:
-        return {"broker_version": self.broker_version, "client_version": self.client_version,
-                "zookeeper": self.zookeeper, "reproduced": self.reproduced,
-                "broker_message": self.broker_message, "broker_errors": len(self.broker_errors),
-                "client_errors": len(self.client_errors), "committed_after": self.committed_after,
-                "log_start_offset": self.log_start_offset}
+    def verdict(self) -> str:
+        cs = self.clients
+        expired, stuck = [n for n in cs if cs[n]["expired"]], [n for n in cs if not cs[n]["recovered"]]
+        hit = [n for n in cs if cs[n]["code"] == ERROR_CODE]
+        if not expired and not hit:
+            return f"{self.head()}: the id was never expired, " + (
+                "the commit succeeded" if not stuck else f"yet {', '.join(stuck)} did not commit the input")
+        return (f"{self.head()}: the coordinator expired {len(expired)} of {len(cs)} ids; {len(hit)} client(s) got "
+                f"INVALID_PRODUCER_ID_MAPPING (error 49); {len(cs) - len(stuck)} of {len(cs)} committed the input")
 
+    def explain(self) -> str:
+        exp, sweep = self.params["expiration_ms"] / 1000, self.params["cleanup_interval_ms"] / 1000
+        lines = [f"- `{n}`: id expired at {c['sweep'] - self.timeline.t0:.1f} s; `{c['error']}` ({c['code']}) from "
+                 f"`{c['call']}`, {c['handling']}; then {c['then']}; {'recovered' if c['recovered'] else 'NOT recovered'}"
+                 for n, c in self.clients.items() if c["error"] and c["sweep"]]
+        lines += [f"- part C, broker {v}: " + ("`UnknownProducerIdException`: the broker dropped the producer with its "
+                  "last records (before 2.4)" if r["reproduced"] else "no error: the broker kept the producer's state "
+                  "after retention deleted its records") for v, r in self.part_c.items()]
+        why = "" if self.failed else ("\n\nEvery id was still mapped to its producer id when the input came: "
+                                      "AddPartitionsToTxn, AddOffsetsToTxn and EndTxn were answered normally.")
+        return (f"The coordinator forgets an id idle longer than {exp:g} s at its next sweep (every {sweep:g} s): idle "
+                f"up to {exp:g} s never, from {exp + sweep:g} s always, in between the sweep decides. **This run: "
+                f"{self.verdict()}.**{why}\n\n" + "\n".join(lines))
 
-def validate_unknown_producer(broker_version, client_version, retention_ms, zookeeper=None) -> None:
-    parse_version(broker_version)
-    if parse_version(client_version) < (2, 0, 0):
-        raise LabError(f"The Java producer program needs kafka-clients 2.0+, not {client_version}.")
-    if not isinstance(retention_ms, int) or not 500 <= retention_ms <= 600000:
-        raise LabError(f"retention_ms must be an integer in 500..600000, not {retention_ms!r}.")
-    if zookeeper not in (None, "auto") and not is_zookeeper_version(broker_version):
-        raise LabError(f"zookeeper= only applies to ZooKeeper-era brokers (< 3.3), not {broker_version}.")
+    def table(self):
+        """One row per client: the first error after the idle period and what happened next."""
+        return _frame([{"client": n, **{k: c[k] for k in ("error", "code", "call", "handling", "then", "errors",
+                        "recovered", "error_after_idle_s", "recovery_s", "message")}} for n, c in self.clients.items()])
 
+    def expiry(self):
+        """Per client: its last transaction before the idle period, when its id expired, its first error."""
+        def t(ts):
+            return None if ts is None else round(ts - self.timeline.t0, 2)
+        return _frame([{"client": n, "last transaction (s)": t(c["last_txn"]), "input (s)": t(c["input_at"]),
+                        "expired at (s)": t(c["sweep"]), "first error (s)": t(c["first_error"]),
+                        "idle when expired (s)": round(c["sweep"] - c["last_txn"], 2) if c["sweep"] and c["last_txn"]
+                        else None} for n, c in self.clients.items()])
 
-def unknown_producer_run(cluster=None, *, broker_version: str = "2.0.1", client_version: str = "2.0.1",
-                         zookeeper: str | None = "auto", retention_ms: int = 3000, observe_s: float = 20,
-                         progress: bool = True) -> UnknownProducerRun:
-    """A transactional Java producer commits one record to a topic with retention.ms=`retention_ms`,
-    waits until retention has deleted every segment holding it (log start offset = end offset),
-    then commits again with the same producer. Before 2.4 the broker has forgotten the producer:
-    UnknownProducerIdException. cluster: a running cluster (its version is used), or None to start
-    `broker_version` (ZooKeeper mode before 3.3; zookeeper= replaces the ZooKeeper jar it pins).
-    """
-    if cluster is not None:
-        broker_version = getattr(cluster, "version", broker_version)
-        zookeeper = getattr(cluster, "zookeeper", None)
-    validate_unknown_producer(broker_version, client_version, retention_ms,
-                              zookeeper if cluster is None else None)
-    own = cluster is None
-    if own:
-        config = {"log.retention.check.interval.ms": "1000"}
-        if not is_zookeeper_version(broker_version):
-            config.update(modern_extra_config(broker_version))
-        cluster = open_cluster(broker_version, config, name=f"nb02-upid-{broker_version}", zookeeper=zookeeper)
-        cluster.start()
-    say = (lambda text: print(f"[{time.time() - t0:5.1f} s] {text}", flush=True)) if progress else (lambda text: None)
-    t0 = time.time()
-    tag = f"nb02u{uuid.uuid4().hex[:5]}"
-    folder = WORK_DIR / "nb02" / tag
-    folder.mkdir(parents=True, exist_ok=True)
-    topic, go = f"{tag}-retained", folder / "go"
-    program = JavaProgram(f"producer-{client_version}", client_version, "IdleTransactionalProducer",
-                          ["IdleTransactionalProducer.java"],
-                          properties={"bootstrap.servers": cluster.bootstrap, "transactional.id": tag,
-                                      "lab.topic": topic, "lab.go.file": str(go), "lab.id.prefix": tag},
-                          folder=folder, streams=False, heap="128m")
-    consumer = None
-    log_mark = _log_sizes(cluster)
-    deleted_at = None
-    start_offset = None
-    try:
-        admin = AdminClient({"bootstrap.servers": cluster.bootstrap, **QUIET})
-        admin.create_topics([NewTopic(topic, 1, 1, config={"retention.ms": str(retention_ms)})])[topic].result(30)
-        program.start()
-        _wait(lambda: any(e["event"] == "idle" for e in java_lab_events(program.log_path)), 120,
-              "the producer to commit its first transaction", program)
-        say(f"committed one record to {topic} (retention.ms={retention_ms}); waiting for retention to delete it")
-        consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"{tag}-watch", **QUIET})
+    def audit_table(self):
+        return _frame([{"client": n, "recovered": self.clients[n]["recovered"],
+                        "input read (times)": self.clients[n]["reads_per_input"], **a} for n, a in self.audits.items()])
 
-        def deleted():
-            lo, hi = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=5)
-            return (lo, hi) if hi > 0 and lo == hi else None
-        # Old brokers start their retention task 30 s after boot (LogManager.InitialTaskDelayMs).
-        lo_hi = _wait(deleted, 90 + retention_ms / 1000, "retention to delete the producer's segment", program)
-        deleted_at, start_offset = time.time(), lo_hi[0]
-        say(f"log start offset is now {start_offset}: nothing of the producer is left; it sends again")
-        go.touch()
-        _wait(lambda: any(e["event"] == "exit" for e in java_lab_events(program.log_path)) or not program.alive(),
-              observe_s, "the producer's second transaction", None)
-        time.sleep(0.5)
-    finally:
-        program.stop(15)
-        if consumer:
-            consumer.close()
-        broker_lines = _grep_since(cluster, log_mark, r"UnknownProducerIdException|Found no record of producerId")
-        if own:
-            cluster.stop()
-    import pandas as pd
-    evs = java_lab_events(program.log_path)
-    text = program.log_path.read_text(errors="replace")
-    client_errors = [l for l in text.splitlines() if "UNKNOWN_PRODUCER_ID" in l or "UnknownProducerId" in l]
-    rows = [{"ts": e["ts"], "source": f"client {client_version}", "event": e["event"], "detail": _detail(e)}
-            for e in evs]
-    for l in client_errors:
-        m = re.match(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]", l)
-        if m:
-            rows.append({"ts": _java_ts(m.group(1)), "source": f"client {client_version}",
-                         "event": "UNKNOWN_PRODUCER_ID", "detail": l[l.find("Got error"):][:200]})
-    for l in broker_lines:
-        ts = _broker_ts(l)
-        if ts:
-            rows.append({"ts": ts, "source": f"broker {broker_version}", "event": "broker error", "detail": l[:300]})
-    if deleted_at:
-        rows.append({"ts": deleted_at, "source": f"broker {broker_version}", "event": "segments deleted",
-                     "detail": f"log start offset {start_offset}"})
-    events = pd.DataFrame(rows, columns=["ts", "source", "event", "detail"]).sort_values("ts")
-    events.insert(1, "t", events["ts"] - t0)
-    committed_after = any(e["event"] == "committed" and e.get("phase", "").startswith("after-idle") for e in evs)
-    broker_errors = [l for l in broker_lines if "Found no record" in l or "UnknownProducerIdException" in l]
-    return UnknownProducerRun(broker_version, client_version, zookeeper, t0, events.reset_index(drop=True),
-                              broker_errors, client_errors, deleted_at, committed_after, start_offset)
+    def mitigation_table(self):
+        return _frame(self.mitigations())
+
+    def part_c_table(self):
+        return _frame(list(self.part_c.values()))
+
+    def part_c_figure(self):
+        return self.timeline.figure("Part C: retention deletes the producer's records, then it commits again",
+                                    lanes=[f"broker {v}" for v in self.part_c])
+
+    def figure(self):
+        return self.timeline.figure(f"{self.head()}: {'failure' if self.failed else 'no failure'}",
+                                    lanes=["run", *self.clients])
+
+    def log_lines(self, client: str, pattern: str, limit: int = 6) -> list[str]:
+        """Lines of a client's own log (librdkafka, Java client, Kafka Streams) matching a regex."""
+        return [re.sub(r"\[[^\]]{40,}\] ?", "", line)[:300] for _, line in grep(Path(self.logs[client]), pattern)][:limit]
+
+    def mitigations(self) -> list[dict]:
+        m = self.mitigation
+        rows = [(f"expiration {m.params['expiration_ms'] // 1000} s = 2 x idle + 10 s", m, "python-crash")] if m else []
+        rows += [("heartbeat transaction every expiration/3", self, "python-heartbeat"),
+                 ("new producer on INVALID_PRODUCER_ID_MAPPING", self, "python-recreate"),
+                 *[(f"Kafka Streams {v}", self, f"streams-{v}") for v in self.params["streams_versions"]
+                   if parse_version(v) >= (3, 8)]]
+        return [{"mitigation": label, "client": n, **{k: r.clients[n][k] for k in ("errors", "expired", "recovered")},
+                 **{k: r.audits.get(n, {}).get(k) for k in ("duplicate", "lost")}}
+                for label, r, n in rows if n in r.clients]
+
+    def record_fields(self) -> dict:
+        cs, m = self.clients, self.mitigation
+
+        def keep(names, *keys):
+            return {n: {k: cs[n][k] for k in keys} for n in names}
+        jvm = [n for n in cs if n.startswith(("java", "streams"))]
+        return {
+            "part_a": keep(cs, "error", "code", "call", "handling", "recovered", "expired", "errors", "restarts",
+                           "reads_per_input"),
+            "part_a_audit": {n: a for n, a in self.audits.items() if n.startswith("python")},
+            "part_b": keep(jvm, "error", "code", "handling", "recovered", "errors", "expired", "message"),
+            "part_b_audit": {n: a for n, a in self.audits.items() if n.startswith("streams")},
+            "stuck_abort": keep(["python-abort-offsets-first"], "errors", "recovered", "error", "expired")
+            ["python-abort-offsets-first"] if "python-abort-offsets-first" in cs else None,
+            "part_c": {v: {k: x for k, x in r.items() if k != "evidence"} for v, r in self.part_c.items()},
+            "pinned_zookeeper": self.pinned, "mitigations": self.mitigations(),
+            "mitigation_run": m and {n: {k: c[k] for k in ("error", "errors", "expired", "recovered")}
+                                     for n, c in m.clients.items()},
+            "mitigation_audit": m and m.audits, "mitigation_verdict": m and m.verdict(), "mitigation_failed": m and m.failed,
+            "time_to_error_s": {n: c["error_after_idle_s"] for n, c in cs.items() if c["error"]},
+            "seed_message_seen": any(SEED_MESSAGE in (c["message"] or "") for c in cs.values()),
+            "idle_when_expired_s": self.expiry()["idle when expired (s)"].dropna().tolist()}
 
 
-def _wait(predicate, timeout, what, program):
-    deadline = time.time() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if program is not None and not program.alive():
-            tail = "\n".join(program.log_path.read_text(errors="replace").splitlines()[-15:])
-            raise LabError(f"{program.name} exited while waiting for {what}:\n{tail}")
-        if time.time() > deadline:
-            raise LabError(f"Timed out after {timeout:.0f} s waiting for {what}.")
-        time.sleep(0.25)
+def _exercise_1(r: TxnExpiryResult, idle_bounds) -> None:
+    exp, sweep = r.params["expiration_ms"] / 1000, r.params["cleanup_interval_ms"] / 1000
+    lo, hi = idle_bounds(r.params["expiration_ms"], r.params["cleanup_interval_ms"])
+    assert lo <= exp + 0.5, f"an id idle {lo} s may already be gone: it expires after {exp:g} s, at a sweep"
+    assert hi >= exp + sweep - 0.5, f"an id idle {hi} s may still be there: the sweep runs every {sweep:g} s"
+    assert hi - lo <= sweep + 0.5, "bounds too loose"
+    measured = r.expiry()["idle when expired (s)"].dropna()   # client clocks differ by a few 100 ms
+    assert all(lo - 0.5 <= x <= hi + 0.5 for x in measured), ((lo, hi), measured.tolist())
 
 
-def _log_sizes(cluster) -> dict:
-    try:
-        return {n: cluster.log_path(n).stat().st_size for n in cluster.node_ids}
-    except (LabError, OSError, AttributeError):
-        return {}
+def _exercise_2(r: TxnExpiryResult, heartbeat_ms) -> None:
+    for exp, clean in [(r.params["expiration_ms"], r.params["cleanup_interval_ms"]), (604800000, 3600000), (60000, 5000)]:
+        hb = heartbeat_ms(exp, clean)
+        assert 0 < hb and 2 * hb < exp, f"one missed heartbeat ({2 * hb} ms without a transaction) expires the id"
+    beat = r.clients.get("python-heartbeat")
+    assert beat is None or (beat["errors"] == 0 and not beat["expired"]), beat
 
 
-def _grep_since(cluster, mark: dict, pattern: str) -> list[str]:
-    """Broker log lines (plus the exception line after an ERROR) written since `mark`."""
-    rx, out = re.compile(pattern), []
-    for node, size in mark.items():
-        with open(cluster.log_path(node), "rb") as f:
-            f.seek(size)
-            lines = f.read().decode(errors="replace").splitlines()
-        for i, line in enumerate(lines):
-            if rx.search(line):
-                prev = lines[i - 1] if i and lines[i - 1].startswith("[") else ""
-                out.append(f"{prev[:25]} {line}".strip() if not line.startswith("[") else line)
-    return out
+def _exercise_3(r: TxnExpiryResult, needed_new_producer) -> None:
+    truth = {n for n, c in r.clients.items() if c["handling"] in ("fatal", "thread died")
+             or (c["then"] or "").startswith(("recreate", "exit"))}
+    answer = set(needed_new_producer(r.table()))
+    assert answer == truth, (sorted(answer), sorted(truth))
 
 
-def _java_ts(text: str) -> float:
-    from datetime import datetime, timezone
-    return datetime.strptime(text, "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=timezone.utc).timestamp()
-
-
-def _broker_ts(line: str) -> float | None:
-    m = re.match(r"^\[(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d),(\d{3})\]", line)
-    if not m:
-        return None
-    from datetime import datetime
-    # broker logs are in the machine's local time zone
-    return datetime.strptime(f"{m.group(1)} {m.group(2)},{m.group(3)}", "%Y-%m-%d %H:%M:%S,%f").timestamp()
-
-
-def pinned_zookeeper_check(version: str = "2.0.1", timeout_s: float = 8) -> dict:
-    """Start `version` with the ZooKeeper jar it pins; return whether it came up and the failing lines.
-
-    ZooKeeper 3.4.x clients cannot connect on Java 14+ (the address stays unresolved:
-    ZOOKEEPER-3779, fixed in 3.5.8/3.6.1): brokers before 2.4 need another ZooKeeper jar here.
-    """
-    cluster = ZooKeeperKafkaCluster(version=version, name=f"nb02-pinned-{version}", zookeeper=None,
-                                    broker_config={"zookeeper.connection.timeout.ms": str(int(timeout_s * 1000))})
-    try:
-        cluster.start(timeout=timeout_s + 30)
-        return {"version": version, "started": True, "lines": []}
-    except LabError:
-        lines = [l for l in cluster.log_path(1).read_text(errors="replace").splitlines()
-                 if re.search(r"UnresolvedAddress|Unable to canonicalize|Timed out waiting for connection|"
-                              r"zookeeper.version=|Opening socket connection", l)]
-        keep = list(dict.fromkeys(lines))[:6]
-        return {"version": version, "started": False, "lines": keep}
-    finally:
-        cluster.stop()
-
-
-# ------------------------------------------------------------------ figures
-
-COLOURS = {"commit": "#2ca02c", "committed": "#2ca02c", "error": "#d62728", "InvalidPidMappingException": "#d62728",
-           "expiry sweep": "#7f7f7f", "restart": "#ff7f0e", "spawn": "#ff7f0e", "abort": "#9467bd",
-           "aborted": "#9467bd", "recreate": "#8c564b", "recreated": "#8c564b", "heartbeat": "#17becf",
-           "thread died": "#000000", "TaskMigratedException": "#bcbd22", "rewind": "#e377c2",
-           "UNKNOWN_PRODUCER_ID": "#d62728", "broker error": "#d62728", "segments deleted": "#7f7f7f"}
-SHOWN = set(COLOURS) | {"idle", "read", "exit", "start", "ready", "producer id"}
-
-
-def timeline_figure(run: ExpiryRun, title: str | None = None):
-    """Lanes per client: transactions, the idle period, the expiry sweep, errors and recovery."""
-    import plotly.graph_objects as go
-    ev = run.events[run.events["event"].isin(SHOWN)]
-    fig = go.Figure()
-    if run.idle_start and run.input_at:
-        fig.add_vrect(x0=run.idle_start - run.t0, x1=run.input_at - run.t0, fillcolor="#dddddd", opacity=0.4,
-                      line_width=0, annotation_text="idle", annotation_position="top left")
-        fig.add_vline(x=run.input_at - run.t0, line_dash="dot", annotation_text="input",
-                      annotation_position="top right")
-    for event, part in ev.groupby("event"):
-        fig.add_trace(go.Scatter(
-            x=part["t"], y=part["client"], mode="markers", name=event,
-            marker=dict(size=12 if event in ("error", "expiry sweep", "InvalidPidMappingException") else 9,
-                        color=COLOURS.get(event, "#1f77b4"),
-                        symbol="x" if event in ("error", "InvalidPidMappingException") else
-                        "diamond" if event == "expiry sweep" else "circle"),
-            text=part["detail"], hovertemplate="%{y} %{x:.2f} s: " + event + "<br>%{text}<extra></extra>"))
-    exp = run.params["expiration_ms"] / 1000
-    fig.update_layout(title=title or f"transactional.id.expiration.ms = {exp:.0f} s, idle {run.params['idle_s']:.0f} s",
-                      xaxis_title="seconds since the run began", height=140 + 55 * len(run.clients),
-                      margin=dict(l=10, r=10, t=60, b=40), legend_title="event")
-    return fig
-
-
-def unknown_producer_figure(runs: list[UnknownProducerRun]):
-    import plotly.graph_objects as go
-    fig = go.Figure()
-    for r in runs:
-        lane = f"broker {r.broker_version}"
-        ev = r.events
-        for event, part in ev.groupby("event"):
-            fig.add_trace(go.Scatter(x=part["t"], y=[lane] * len(part), mode="markers", name=f"{event}",
-                                     legendgroup=event, showlegend=not any(t.name == event for t in fig.data),
-                                     marker=dict(size=11, color=COLOURS.get(event, "#1f77b4"),
-                                                 symbol="x" if "error" in event.lower() or "UNKNOWN" in event else "circle"),
-                                     text=part["detail"], hovertemplate="%{x:.2f} s<br>%{text}<extra></extra>"))
-    fig.update_layout(title="Same producer, same steps: retention deletes its records, then it sends again",
-                      xaxis_title="seconds since the producer started", height=160 + 60 * len(runs),
-                      margin=dict(l=10, r=10, t=60, b=40))
-    return fig
+TxnExpiryResult.exercises = {1: _exercise_1, 2: _exercise_2, 3: _exercise_3}

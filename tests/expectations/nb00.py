@@ -13,3 +13,6 @@ def check(r):
     assert counts["aborted_read"] == 5
     assert counts["lost"] == 0
     assert r["audit"]["passed"] is True
+    # the injected faults, and only those, were found; the parameters injected are the ones recorded
+    assert r["failure_reproduced"] is True, r["verdict"]
+    assert r["param_messages"] == 120 and r["param_aborted"] == 5 == r["aborted_injected"]

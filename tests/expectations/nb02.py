@@ -2,8 +2,14 @@
 import re
 
 # Small idle times: ids expire after 5 s, the apps idle 8 s. One old broker (2.0.1) instead of two.
+# (The mitigation's expiration is derived from the idle time: 2 x 8 s + 10 s.)
 PARAMETERS = {"EXPIRATION_MS": 5000, "CLEANUP_INTERVAL_MS": 1000, "IDLE_S": 8, "OBSERVE_S": 40,
-              "OLD_BROKERS": ["2.0.1"], "MITIGATION_EXPIRATION_MS": 30000}
+              "OLD_BROKERS": ["2.0.1"]}
+
+# The control: the same clients idle 3 s, well short of the 10 s expiration. One round of the failure's own
+# clients (every Python mode, both Java producers); no Streams round, no part C, no mitigation broker.
+CONTROL = {"EXPIRATION_MS": 10000, "CLEANUP_INTERVAL_MS": 1000, "IDLE_S": 3, "OBSERVE_S": 30,
+           "STREAMS_VERSIONS": [], "OLD_BROKERS": [], "CHECK_PINNED_ZOOKEEPER": False, "MITIGATE": False}
 
 SEED = "The producer attempted to use a producer id which is not currently assigned to its transactional id"
 
@@ -63,3 +69,24 @@ def check(r):
     assert rows["python-heartbeat"]["duplicate"] == 0 and rows["python-heartbeat"]["lost"] == 0, rows
     assert rows["python-recreate"]["recovered"] and rows["python-recreate"]["lost"] == 0, rows
     assert rows["streams-3.8.0"]["recovered"], rows
+    assert r["failure_reproduced"] and r["mitigation_failed"] is False, (r["verdict"], r["mitigation_verdict"])
+
+
+def check_control(r):
+    assert r["failure_reproduced"] is False, r["verdict"]
+    assert r["param_idle_s"] < r["param_expiration_ms"] / 1000, r["verdict"]
+    a = r["part_a"]
+    # the run really happened: every client of the failing run, each with its post-idle input
+    assert {f"python-{m}" for m in ("crash", "abort", "recreate", "naive")} | {"java-3.9.1", "java-4.3.1"} <= set(a), a
+    for name, c in a.items():
+        assert c["error"] is None and c["code"] != 49 and c["errors"] == 0, (name, c)   # no INVALID_PRODUCER_ID_MAPPING
+        assert not c["expired"], (name, c)
+        assert c["recovered"], (name, c)   # the post-idle commit succeeded
+        assert c["restarts"] == 0, (name, c)
+        if name.startswith("python"):
+            assert c["reads_per_input"] == 1, (name, c)   # read once, committed once
+    assert not any("InvalidPidMapping" in str(c["error"]) for c in r["part_b"].values()), r["part_b"]
+    assert r["part_a_audit"] and set(r["part_a_audit"]) == {n for n in a if n.startswith("python")}, r["part_a_audit"]
+    for name, counts in r["part_a_audit"].items():
+        assert counts == {"duplicate": 0, "lost": 0, "aborted_read": 0}, (name, counts)
+    assert not r["seed_message_seen"] and r["idle_when_expired_s"] == [], r

@@ -1,11 +1,13 @@
 """Notebook 03: quota-driven fencing of Kafka Streams EOS (seed 000, KAFKA-17455).
 
-What was measured when this was written (see the notebook's step 9): under a 35000 B/s quota at the
+What was measured when this was written (see the notebook's step 7): under a 35000 B/s quota at the
 seed's load, Kafka Streams 3.8.1 stalls a transactional request for ~request.timeout.ms (30 s), the
 coordinator aborts the 10 s transaction and the app is fenced (first incident ~40 s after the load
-started); 4.3.1 under the same quota, 3.8.1 without a quota and 3.8.1 with transaction.timeout.ms
+started), and the backlog that stall leaves then fences it again and again by oversized transactions
+(the result names both mechanisms, per incident); 4.3.1 under the same quota, 3.8.1 without a quota and 3.8.1 with transaction.timeout.ms
 = 60 s are not fenced; read_committed output never holds a duplicate. (On a heavily loaded machine
-4.3.1 was once fenced too, by an oversized transaction: see the notebook's step 9.)
+4.3.1 was once fenced too, by an oversized transaction: the result names that mechanism.)
+CONTROL: the same app at ~0.7x the quota, alone (no comparisons, mitigations or sweep).
 """
 PARAMETERS = {
     "DURATION_S": 75,
@@ -14,6 +16,15 @@ PARAMETERS = {
     "SWEEP_VERSIONS": ["3.9.1"],
     "SWEEP_SECONDS": 45,
     "SWEEP_PARALLEL": 1,
+}
+
+# 33 rec/s x (1024 + 140) B is ~38,400 B/s: a 55,000 B/s quota puts the load at ~0.7x.
+CONTROL = {
+    "QUOTA": 55000,
+    "DURATION_S": 30,
+    "COMPARE": [],
+    "MITIGATIONS": [],
+    "SWEEP_RATIOS": [],
 }
 
 
@@ -25,6 +36,9 @@ def check(r):
     assert any(r["affected_events"].get(k, 0) for k in (
         "InvalidProducerEpochException", "ProducerFencedException", "TaskMigratedException",
         "TaskCorruptedException", "AddOffsetsToTxn timeout")), r["affected_events"]
+    # The verdict names the mechanism of each run: the affected client's is the stuck request.
+    assert "stuck transactional request" in affected["mechanism"], affected["mechanism"]
+    assert r["failure_reproduced"] is True and affected["mechanism"] in r["verdict"], r["verdict"]
     # Neither the fixed client under the same quota nor the affected client without a quota.
     assert fixed["crashes"] == 0, f"{r['fixed_version']} was fenced too: {fixed}"
     assert no_quota["crashes"] == 0, f"{r['affected_version']} without a quota was fenced: {no_quota}"
@@ -45,3 +59,20 @@ def check(r):
     assert r["fix_in_bytecode"][r["affected_version"]] is False
     assert r["fix_in_bytecode"][r["fixed_version"]] is True
     assert len(r["sweep"]) == len(PARAMETERS["SWEEP_RATIOS"]) * len(PARAMETERS["SWEEP_VERSIONS"])
+
+
+def check_control(r):
+    affected = r["affected"]
+    assert affected["load_ratio"] < 0.8, affected       # the control really ran under the quota
+    # Not fenced, not aborted, and the verdict says so.
+    assert r["failure_reproduced"] is False, r["verdict"]
+    assert affected["crashes"] == 0 and affected["fencing_events"] == 0, affected
+    assert r["affected_coordinator_aborts"] == 0 and affected["mechanism"] == "not fenced", affected
+    assert "not fenced" in r["verdict"], r["verdict"]
+    # The load really ran through the app: input produced, records in the read_committed output.
+    assert affected["produced"] > 0 and 0 < affected["output_records"] <= affected["produced"], affected
+    # The audit is clean.
+    assert r["audit"]["passed"] is True and r["audit"]["counts"]["duplicate"] == 0, r["audit"]
+    assert r["duplicates"] == {affected["variant"]: 0}, r["duplicates"]
+    assert r["fix_in_bytecode"][r["affected_version"]] is False
+    assert r["sweep"] == [] and r["mitigations"] == {}

@@ -11,7 +11,12 @@ PARAMETERS = {
     "PARTITIONS": 6,
     "KEYS": 30,
     "RATE": 50,
+    "INTERACTIVE": False,
 }
+
+# The control: a fixed version (PR #13369 is in 3.4.1 and 3.5.0) in the affected slot, caching on, the
+# same program. The mitigation runs are skipped: the control is the one run, kept short.
+CONTROL = {**PARAMETERS, "AFFECTED_VERSION": "3.5.2", "MITIGATIONS": False}
 
 
 def check(results):
@@ -38,4 +43,22 @@ def check(results):
         assert run["missing"] == 0 and run["duplicates"] == 0, (label, run)
         assert run["round_trips"] > 0, (label, "no task came back to an instance: the run proves nothing", run)
 
+    assert results["exercises_ok"] == [True, True], results["exercises_ok"]
+
+
+def check_control(results):
+    failing = results["failing_counts"]
+    assert results["failure_reproduced"] is False, results["verdict"]
+    assert results["affected_version"] == "3.5.2", results["affected_version"]
+    # Clean: no read went stale, no value wrong, the Spark audit agrees; exactly-once held.
+    assert failing["stale_reads"] == 0 and failing["wrong_values"] == 0 and failing["backwards"] == 0, failing
+    assert results["failing_audit"]["counts"]["stale_value"] == 0 and results["failing_audit"]["passed"], \
+        results["failing_audit"]
+    assert failing["missing"] == 0 and failing["duplicates"] == 0, failing
+    assert results["first_stale"] is None, results["first_stale"]
+    # And it really tested the conditions: records flowed, and tasks made the same
+    # active -> standby -> active round trip on one instance that breaks the affected version.
+    assert failing["produced"] > 0 and failing["outputs"] == failing["produced"], failing
+    assert failing["round_trips"] > 0, ("no task came back to an instance: the control proves nothing", failing)
+    assert results["mitigations"] == {}, list(results["mitigations"])
     assert results["exercises_ok"] == [True, True], results["exercises_ok"]

@@ -11,30 +11,19 @@ versions run with ZooKeeper 3.5.7 instead (see zookeeper_for); the broker code i
 from __future__ import annotations
 
 import socket
-import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import maven
-from .cluster import (BASE_BROKER_CONFIG, LOG4J1, KafkaCluster, Node, _distance, free_port,
-                      known_broker_configs, parse_version)
-from .config import WORK_DIR
-from .errors import LabError
-from .processes import Child, require_java, spawn_java, wait_until
+from .. import maven
+from ..errors import LabError
+from ..processes import Child, require_java, spawn_java, wait_until
+from .kraft import BASE_BROKER_CONFIG, LOG4J1, KafkaCluster, Node, _distance, free_port, known_broker_configs
+from .versions import OLDEST_ZOOKEEPER as OLDEST, is_zookeeper_version, parse_version
 
-JAVA_DIR = Path(__file__).parent / "java"
 
 # Kafka 2.4+ exists for Scala 2.13, older releases only up to 2.12: 2.12 covers every ZK-era version.
 ZK_SCALA_BINARY = "2.12"
-# The oldest Kafka this launcher was tried with (2.0.1, with ZooKeeper 3.5.7).
-OLDEST = (2, 0, 0)
 LOGGING = ["org.slf4j:slf4j-reload4j:1.7.36", "ch.qos.reload4j:reload4j:1.2.25"]
-
-
-def is_zookeeper_version(version: str) -> bool:
-    """True for the versions this launcher is for: everything before KRaft combined mode (3.3)."""
-    return parse_version(version) < (3, 3, 0)
 
 
 def zookeeper_for(version: str, replacement: str = "3.5.7") -> str | None:
@@ -88,15 +77,12 @@ class ZooKeeperKafkaCluster(KafkaCluster):
             raise LabError(f"nodes must be 1 or 3, not {self.nodes}.")
         if not is_zookeeper_version(self.version) or parse_version(self.version) < OLDEST:
             raise LabError(f"The ZooKeeper launcher runs Kafka {'.'.join(map(str, OLDEST))} to 3.2.x, "
-                           f"not {self.version} (3.3+ runs in KRaft mode: lab.cluster.KafkaCluster).")
+                           f"not {self.version} (3.3+ runs in KRaft mode: lab.cluster.kraft.KafkaCluster).")
         if self.zookeeper == "auto":
             self.zookeeper = zookeeper_for(self.version)
         elif self.zookeeper is not None:
             parse_version(self.zookeeper)
-        self.broker_config = {k: str(v) for k, v in self.broker_config.items()}
-        self.folder = WORK_DIR / f"{self.name}-{time.strftime('%H%M%S')}-{uuid.uuid4().hex[:6]}"
-        self._nodes: list[Node] = []
-        self.cluster_id = None
+        self._init_common()
         self.zk_process: Child | None = None
         self.zk_port: int | None = None
 
@@ -137,7 +123,8 @@ class ZooKeeperKafkaCluster(KafkaCluster):
             jvm_options=[f"-Dlog4j.configuration=file:{zk_dir / 'log4j.properties'}",
                          "-Dzookeeper.admin.enableServer=false",
                          # reload4j has no log4j JMX classes; ZooKeeper only registers them for JMX.
-                         "-Dzookeeper.jmx.log4j.disable=true", "-XX:TieredStopAtLevel=1"])
+                         "-Dzookeeper.jmx.log4j.disable=true", "-XX:TieredStopAtLevel=1",
+                         "-Duser.timezone=UTC"])
 
         def ruok():
             try:

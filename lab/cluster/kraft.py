@@ -1,9 +1,5 @@
-"""A real Apache Kafka cluster for a scenario: embedded (default) or external.
-
-Embedded: KRaft combined-mode nodes (broker + controller in one JVM) launched
+"""Embedded KRaft Kafka: combined-mode nodes (broker + controller in one JVM) launched
 from Maven Central jars, listening on 127.0.0.1 only, data in a fresh folder.
-External: set KAFKA_LAB_BOOTSTRAP to a bootstrap server (e.g. the
-docker-compose broker); operations that need to own the JVM then say so.
 """
 from __future__ import annotations
 
@@ -20,12 +16,13 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
-from . import maven
-from .config import BOOTSTRAP_ENV, CACHE_DIR, KAFKA_VERSION, SCALA_BINARY, WORK_DIR
-from .errors import LabError
-from .processes import Child, java_executable, require_java, spawn_java, wait_until
+from .. import maven
+from ..config import CACHE_DIR, KAFKA_VERSION, SCALA_BINARY, WORK_DIR
+from ..errors import LabError
+from ..processes import Child, java_executable, require_java, spawn_java, wait_until
+from .versions import KRAFT_COMBINED, parse_version
 
-JAVA_DIR = Path(__file__).parent / "java"
+JAVA_DIR = Path(__file__).parent.parent / "java"
 
 # Sensible fast defaults for a laptop; scenario overrides win.
 BASE_BROKER_CONFIG = {
@@ -37,12 +34,6 @@ BASE_BROKER_CONFIG = {
     "auto.create.topics.enable": "true",
     "log.flush.interval.messages": "9223372036854775807",
 }
-
-
-def parse_version(version: str) -> tuple[int, ...]:
-    if not re.fullmatch(r"\d+\.\d+\.\d+", version):
-        raise LabError(f"Kafka version {version!r} is not of the form MAJOR.MINOR.PATCH (e.g. {KAFKA_VERSION}).")
-    return tuple(int(p) for p in version.split("."))
 
 
 def kafka_classpath(version: str = KAFKA_VERSION) -> list[Path]:
@@ -141,15 +132,21 @@ class KafkaCluster:
     name: str = "cluster"
     ports: list[int] | None = None  # broker ports; chosen automatically when None
     heap: str = "512m"
+    folder: Path | None = None       # data and logs; a fresh folder under the work dir when None
+
+    owns_broker = True   # the lab launched it: it can kill, restart, read logs, set quotas
 
     def __post_init__(self):
         if self.nodes not in (1, 3):
             raise LabError(f"nodes must be 1 or 3, not {self.nodes}.")
-        if parse_version(self.version) < (3, 3, 0):
+        if parse_version(self.version) < KRAFT_COMBINED:
             raise LabError(f"Kafka {self.version} predates KRaft combined mode: use kafka_cluster(), "
-                           "which launches ZooKeeper-era versions with lab.zookeeper.")
+                           "which launches ZooKeeper-era versions with lab.cluster.zookeeper.")
+        self._init_common()
+
+    def _init_common(self) -> None:
         self.broker_config = {k: str(v) for k, v in self.broker_config.items()}
-        self.folder = WORK_DIR / f"{self.name}-{time.strftime('%H%M%S')}-{uuid.uuid4().hex[:6]}"
+        self.folder = Path(self.folder or WORK_DIR / f"{self.name}-{time.strftime('%H%M%S')}-{uuid.uuid4().hex[:6]}")
         self._nodes: list[Node] = []
         self.cluster_id: str | None = None
 
@@ -168,8 +165,11 @@ class KafkaCluster:
         ports = self.ports or [free_port() for _ in range(self.nodes)]
         self._nodes = [Node(i + 1, ports[i], free_port(), self.folder / f"node-{i + 1}")
                        for i in range(self.nodes)]
-        # Kafka's Uuid text form: 16 random bytes, url-safe base64 without padding.
-        self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        # Kafka's Uuid text form: 16 random bytes, url-safe base64 without padding; like Uuid.randomUuid(),
+        # never one starting with "-" (1 in 64: the storage tool would read it as an option and fail).
+        self.cluster_id = "-"
+        while self.cluster_id.startswith("-"):
+            self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         for node in self._nodes:
             self._write_config(node)
         formats = [subprocess.Popen(self._java_argv("kafka.tools.StorageTool",
@@ -242,6 +242,16 @@ class KafkaCluster:
 
     # -------------------------------------------------------------- facts
     @property
+    def running(self) -> bool:
+        return any(n.process and n.process.alive() for n in self._nodes)
+
+    def fits(self, nodes: int, version: str, broker_config: dict) -> bool:
+        """Whether a scenario asking for this can run here (same size, version and broker settings)."""
+        effective = {**BASE_BROKER_CONFIG, **self.broker_config}   # what the nodes actually run with
+        return (nodes == self.nodes and version == self.version
+                and all(effective.get(k) == str(v) for k, v in broker_config.items()))
+
+    @property
     def bootstrap(self) -> str:
         return ",".join(n.address for n in self._nodes if n.process and n.process.alive()) or \
             ",".join(n.address for n in self._nodes)
@@ -264,7 +274,7 @@ class KafkaCluster:
                 for line in n.log_path.read_text(errors="replace").splitlines() if rx.search(line)]
 
     def admin(self) -> AdminClient:
-        return AdminClient({"bootstrap.servers": self.bootstrap})
+        return AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
 
     def leader_of(self, topic: str, partition: int = 0) -> int:
         md = self.admin().list_topics(topic, timeout=10)
@@ -350,7 +360,8 @@ class KafkaCluster:
         node.process = spawn_java(
             f"kafka-{self.name}-node{node.node_id}", self.classpath, "kafka.Kafka",
             [str(node.folder / "server.properties")], node.log_path, heap=self.heap,
-            jvm_options=[*logging, f"-Dkafka.logs.dir={node.folder / 'logs'}",
+            # UTC: lab.experiment.evidence reads every log stamp as UTC.
+            jvm_options=[*logging, f"-Dkafka.logs.dir={node.folder / 'logs'}", "-Duser.timezone=UTC",
                          "-XX:TieredStopAtLevel=1", "-Xshare:auto"])
 
     def remove_data(self) -> None:
@@ -382,83 +393,3 @@ log4j.appender.out.layout.ConversionPattern=[%d{ISO8601}] %p %m (%c{1})%n
 log4j.logger.org.apache.kafka.raft=WARN
 log4j.logger.org.apache.kafka.image=WARN
 """
-
-
-class ExternalCluster:
-    """A cluster the lab does not own (KAFKA_LAB_BOOTSTRAP or docker-compose)."""
-
-    def __init__(self, bootstrap: str, version: str = "external"):
-        self.bootstrap, self.version = bootstrap, version
-        try:
-            md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10)
-        except Exception as exc:
-            raise LabError(f"The Kafka bootstrap server {bootstrap} ({BOOTSTRAP_ENV}) does not answer: "
-                           f"start it (e.g. `docker compose up -d`) or unset {BOOTSTRAP_ENV} to use the "
-                           f"embedded broker. ({exc})") from None
-        self.node_ids = sorted(md.brokers)
-
-    def start(self, timeout: float = 60):
-        return self
-
-    def stop(self):
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        pass
-
-    def admin(self) -> AdminClient:
-        return AdminClient({"bootstrap.servers": self.bootstrap})
-
-    def require_broker_config(self, wanted: dict) -> None:
-        """The lab cannot change static broker configs here; check the cluster already has them."""
-        if not wanted:
-            return
-        from confluent_kafka.admin import ConfigResource
-        resource = ConfigResource(ConfigResource.Type.BROKER, str(self.node_ids[0]))
-        admin = self.admin()  # keep the client alive until the future resolves
-        actual = admin.describe_configs([resource])[resource].result(timeout=10)
-        wrong = {k: (str(v), actual[k].value if k in actual else None)
-                 for k, v in wanted.items() if k not in actual or actual[k].value != str(v)}
-        if wrong:
-            lines = ", ".join(f"{k}={want} (cluster has {have})" for k, (want, have) in wrong.items())
-            raise LabError(f"This scenario needs broker configs the external cluster at {self.bootstrap} "
-                           f"does not have: {lines}. Static broker configs cannot be changed from the lab: "
-                           f"restart that cluster with them, or unset {BOOTSTRAP_ENV} to use the embedded broker.")
-
-    def _cannot(self, what: str):
-        raise LabError(f"This scenario needs to {what}, which the lab can only do on the embedded "
-                       f"broker it launches. Unset {BOOTSTRAP_ENV} to use it.")
-
-    def kill_node(self, node_id):
-        self._cannot("kill a broker")
-
-    stop_node = start_node = restart_node = kill_node
-
-    def grep_log(self, pattern, node_id=None):
-        self._cannot("read the broker's log")
-
-    def set_quota(self, client_id, **rates):
-        self._cannot("set client quotas (use kafka-configs.sh on your cluster)")
-
-    remove_quota = quotas = set_quota
-
-
-def kafka_cluster(nodes: int = 1, version: str = KAFKA_VERSION, broker_config: dict | None = None,
-                  name: str = "cluster", **kwargs):
-    """The cluster a scenario runs on: external when KAFKA_LAB_BOOTSTRAP is set, else embedded.
-
-    An external cluster cannot take static broker configs: asking for them is an error.
-    """
-    bootstrap = os.environ.get(BOOTSTRAP_ENV)
-    if bootstrap:
-        cluster = ExternalCluster(bootstrap)
-        cluster.require_broker_config(broker_config or {})
-        return cluster
-    if parse_version(version) < (3, 3, 0):  # before KRaft combined mode: a ZooKeeper-era cluster
-        from .zookeeper import ZooKeeperKafkaCluster
-        return ZooKeeperKafkaCluster(nodes=nodes, version=version, broker_config=broker_config or {},
-                                     name=name, **kwargs)
-    return KafkaCluster(nodes=nodes, version=version, broker_config=broker_config or {}, name=name, **kwargs)

@@ -1,0 +1,50 @@
+"""A real Apache Kafka cluster for a scenario: embedded (default) or external.
+
+- kraft.KafkaCluster              KRaft combined-mode nodes (3.3+) from Maven Central jars
+- zookeeper.ZooKeeperKafkaCluster ZooKeeper-era brokers (2.0 - 3.2) for failures only old brokers show
+- external.ExternalCluster        KAFKA_LAB_BOOTSTRAP: a cluster the lab does not own
+- versions                        version parsing, importable without a launcher
+
+Every cluster says what it can do: `owns_broker` (kill, restart, logs, quotas, static
+configs), `running`, and `fits(nodes, version, broker_config)`.
+"""
+from __future__ import annotations
+
+import os
+
+import importlib
+
+from ..config import BOOTSTRAP_ENV, KAFKA_VERSION
+from .versions import is_zookeeper_version, parse_version
+
+# The launchers load on first use, so `lab.cluster.versions` (lab.streams needs it) stays light.
+_LAZY = {"KafkaCluster": "kraft", "BASE_BROKER_CONFIG": "kraft", "free_port": "kraft",
+         "kafka_classpath": "kraft", "known_broker_configs": "kraft",
+         "ZooKeeperKafkaCluster": "zookeeper", "zookeeper_for": "zookeeper", "ExternalCluster": "external"}
+__all__ = ["kafka_cluster", "parse_version", "is_zookeeper_version", *_LAZY]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def kafka_cluster(nodes: int = 1, version: str = KAFKA_VERSION, broker_config: dict | None = None,
+                  name: str = "cluster", **kwargs):
+    """The one factory: external when KAFKA_LAB_BOOTSTRAP is set, else an embedded cluster of the
+    right era for `version` (KRaft from 3.3, ZooKeeper before). Not started: call start().
+
+    An external cluster cannot take static broker configs: asking for ones it lacks is an error.
+    """
+    bootstrap = os.environ.get(BOOTSTRAP_ENV)
+    if bootstrap:
+        from .external import ExternalCluster
+        cluster = ExternalCluster(bootstrap)
+        cluster.require_broker_config(broker_config or {})
+        return cluster
+    if is_zookeeper_version(version):
+        from .zookeeper import ZooKeeperKafkaCluster as era
+    else:
+        from .kraft import KafkaCluster as era
+    return era(nodes=nodes, version=version, broker_config=broker_config or {}, name=name, **kwargs)

@@ -1,0 +1,76 @@
+"""A cluster the lab does not own: KAFKA_LAB_BOOTSTRAP, e.g. the docker-compose broker."""
+from __future__ import annotations
+
+from confluent_kafka.admin import AdminClient, ConfigResource
+
+from ..config import BOOTSTRAP_ENV
+from ..errors import LabError
+
+
+class ExternalCluster:
+    owns_broker = False   # no kill, restart, broker log, quotas or static configs from the lab
+
+    def __init__(self, bootstrap: str, version: str = "external"):
+        self.bootstrap, self.version = bootstrap, version
+        try:
+            md = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0}).list_topics(timeout=10)
+        except Exception as exc:
+            raise LabError(f"The Kafka bootstrap server {bootstrap} ({BOOTSTRAP_ENV}) does not answer: "
+                           f"start it (e.g. `docker compose up -d`) or unset {BOOTSTRAP_ENV} to use the "
+                           f"embedded broker. ({exc})") from None
+        self.node_ids = sorted(md.brokers)
+        self.broker_config: dict = {}
+
+    running = True
+
+    def fits(self, nodes: int, version: str, broker_config: dict) -> bool:
+        return True
+
+    def start(self, timeout: float = 60):
+        return self
+
+    def stop(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+    def admin(self) -> AdminClient:
+        return AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+
+    def require_broker_config(self, wanted: dict) -> None:
+        """The lab cannot change static broker configs here; check the cluster already has them."""
+        if not wanted:
+            return
+        resource = ConfigResource(ConfigResource.Type.BROKER, str(self.node_ids[0]))
+        admin = self.admin()  # keep the client alive until the future resolves
+        actual = admin.describe_configs([resource])[resource].result(timeout=10)
+        wrong = {k: (str(v), actual[k].value if k in actual else None)
+                 for k, v in wanted.items() if k not in actual or actual[k].value != str(v)}
+        if wrong:
+            lines = ", ".join(f"{k}={want} (cluster has {have})" for k, (want, have) in wrong.items())
+            raise LabError(f"This scenario needs broker configs the external cluster at {self.bootstrap} "
+                           f"does not have: {lines}. Static broker configs cannot be changed from the lab: "
+                           f"restart that cluster with them, or unset {BOOTSTRAP_ENV} to use the embedded broker.")
+
+    def _cannot(self, what: str):
+        raise LabError(f"This scenario needs to {what}, which the lab can only do on the embedded "
+                       f"broker it launches. Unset {BOOTSTRAP_ENV} to use it.")
+
+    def kill_node(self, node_id):
+        self._cannot("kill a broker")
+
+    stop_node = start_node = restart_node = kill_node
+
+    def grep_log(self, pattern, node_id=None):
+        self._cannot("read the broker's log")
+
+    log_path = grep_log
+
+    def set_quota(self, client_id, **rates):
+        self._cannot("set client quotas (use kafka-configs.sh on your cluster)")
+
+    remove_quota = quotas = set_quota

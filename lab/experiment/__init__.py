@@ -1,0 +1,17 @@
+"""The shared experiment toolbox every scenario is written on.
+
+- run.Run          one experiment: id, folder, t0, cluster, children, waits, countdowns, topics
+- params.Spec      a scenario's parameters: validation, panel controls, docs
+- evidence         `LAB {json}` lines from programs under test; one log-timestamp rule
+- timeline         one event schema, one figure, one colour vocabulary
+- result.Result    what every scenario returns: as_record(), table(), figure(), verdict()
+- panel.panel      the tune-and-re-run panel, generated from a Spec
+"""
+from .evidence import emit, grep, java_events, lab_lines, log_time
+from .params import Param, Spec
+from .result import Result
+from .run import Run, RunStopped, Task, prune
+from .timeline import TONES, Event, Timeline
+
+__all__ = ["Run", "RunStopped", "Task", "prune", "Param", "Spec", "Result", "Event", "Timeline", "TONES",
+           "emit", "grep", "java_events", "lab_lines", "log_time"]

@@ -1,0 +1,112 @@
+"""Notebook 02, part C: UnknownProducerIdException needs a broker before 2.4.
+
+A transactional Java producer commits one record to a topic with a short retention.ms, waits until
+retention deleted every record it wrote (log start offset = end offset), then commits again. Brokers
+before 2.4 dropped a producer's state with its last records (ProducerStateManager.truncateHead):
+"Found no record of producerId=N on the broker...". 2.4.0 keeps it (KAFKA-7190), 2.5 accepts unknown
+producers (KIP-360). Brokers before 2.4 pin a ZooKeeper 3.4 client that cannot connect on Java 14+:
+lab.cluster runs them with ZooKeeper 3.5.7, and `pinned_zookeeper()` shows why.
+"""
+from __future__ import annotations
+
+import time
+
+from confluent_kafka import Consumer, TopicPartition
+
+from ..cluster import kafka_cluster, parse_version
+from ..errors import LabError
+from ..experiment import Param, Run, grep, lab_lines
+from ..streams import JavaProgram, clients_classpath
+
+BROKER_ERROR = r"Found no record of producerId=.*|UnknownProducerIdException"
+
+
+def _old_broker(version):
+    from ..cluster.zookeeper import zk_kafka_classpath, zookeeper_for
+    if parse_version(version) >= (3, 3, 0):
+        raise LabError(f"OLD_BROKERS: {version} is not a ZooKeeper-era broker (< 3.3); the modern broker "
+                       "runs part C's steps anyway.")
+    zk_kafka_classpath(version, zookeeper_for(version))
+
+
+PARAMS = (
+    Param("old_brokers", ["2.0.1", "2.4.1"], "ZooKeeper-era brokers for UnknownProducerIdException; empty "
+          "skips part C", check=lambda vs: [_old_broker(v) for v in vs]),
+    Param("old_client", "2.0.1", "kafka-clients version of part C's producer", check=clients_classpath),
+    Param("retention_ms", 3000, "retention.ms of part C's topic", lo=1, hi=600000, unit="ms"),
+    Param("check_pinned_zookeeper", True, "show that the first old broker cannot start with the ZooKeeper "
+          "it pins"),
+)
+
+
+def old_brokers(parent: Run, p: dict) -> dict:
+    """Part C on each old broker, one after the other (in a background task: each its own Run)."""
+    found = {}
+    for version in p["old_brokers"]:
+        with Run(f"txn-upid-{version}", version=version, broker_config={"log.retention.check.interval.ms": "1000"},
+                 progress=False) as run:
+            found[version] = unknown_producer(run, p, parent.timeline, parent)
+    if p["check_pinned_zookeeper"]:
+        found["pinned"] = pinned_zookeeper((p["old_brokers"] or ["2.0.1"])[0], parent)
+    return found
+
+
+def unknown_producer(run: Run, p: dict, timeline, parent: Run | None = None) -> dict:
+    """The steps on run's cluster; events on `timeline`'s lane "broker <version>"."""
+    version, lane, since = run.cluster.version, f"broker {run.cluster.version}", time.time()
+    topic = f"{run.id}-retained".replace(".", "_")
+    run.topics(topic, config={"retention.ms": p["retention_ms"]})
+    go = run.folder / f"{topic}.go"
+    program = run.program(JavaProgram(
+        f"producer-{version}", p["old_client"], "IdleTransactionalProducer", ["IdleTransactionalProducer.java"],
+        properties={"bootstrap.servers": run.bootstrap, "transactional.id": topic, "lab.topic": topic,
+                    "lab.go.file": go, "lab.id.prefix": topic}, streams=False, heap="128m"))
+    child = program.start()
+    watch = Consumer({"bootstrap.servers": run.bootstrap, "group.id": f"{topic}-watch", "log_level": 0})
+
+    def deleted():   # every record of the producer is gone: log start offset = end offset
+        (parent or run).check()
+        lo, hi = watch.get_watermark_offsets(TopicPartition(topic, 0), timeout=5)
+        return (lo, hi) if hi > 0 and lo == hi else None
+    try:
+        run.wait(lambda: lab_lines(program.log_path, kind="idle"), 120, "the producer's first commit", child=child)
+        timeline.add(lane, "committed, idle", detail=f"retention.ms={p['retention_ms']}")
+        # brokers before 4.0 start their retention task 30 s after boot (log.initial.task.delay.ms)
+        start_offset = run.wait(deleted, 90 + p["retention_ms"] / 1000, "retention to delete the producer's records",
+                                child=child)[0]
+        timeline.add(lane, "segments deleted", tone="wait", detail=f"log start offset {start_offset}")
+        go.touch()
+        run.wait(lambda: lab_lines(program.log_path, kind="exit") or not program.alive(), 60,
+                 "the producer's second transaction")
+    finally:
+        watch.close()
+        program.stop(15)
+    broker = [line for _, line in grep(run.cluster.log_path(1), BROKER_ERROR, since=since)] \
+        if run.cluster.owns_broker else []
+    client = [line for _, line in grep(program.log_path, r"UNKNOWN_PRODUCER_ID|UnknownProducerId")]
+    for ts, line in grep(run.cluster.log_path(1), r"Found no record of producerId", since=since)[:1]:
+        timeline.add(lane, "UnknownProducerIdException", ts, tone="failure", detail=line[:300])
+    after = [e for e in lab_lines(program.log_path, kind="committed") if e["phase"].startswith("after-idle")]
+    for e in after[:1]:
+        timeline.add(lane, "committed again", e["ts"], tone="mitigation")
+    message = next((m for line in broker for m in [line[line.find("Found no record"):]] if "Found no" in line), None)
+    return {"broker_version": version, "client_version": p["old_client"], "reproduced": bool(broker or client),
+            "broker_message": message, "broker_errors": len(broker), "client_errors": len(client),
+            "committed_after": bool(after), "log_start_offset": start_offset, "evidence": (broker + client)[:3]}
+
+
+def pinned_zookeeper(version: str, parent: Run) -> dict:
+    """Start `version` with the ZooKeeper jar it pins: does it come up? (3.4.x clients leave 127.0.0.1
+    unresolved on Java 14+, ZOOKEEPER-3779.)"""
+    cluster = kafka_cluster(version=version, zookeeper=None, name=f"pinned-{version}",
+                            folder=parent.folder / f"pinned-{version}",
+                            broker_config={"zookeeper.connection.timeout.ms": "8000"})
+    try:
+        cluster.start(timeout=38)
+        return {"version": version, "started": True, "lines": []}
+    except LabError:
+        lines = grep(cluster.log_path(1), r"UnresolvedAddress|Unable to canonicalize|Timed out waiting for "
+                                          r"connection|zookeeper.version=|Opening socket connection")
+        return {"version": version, "started": False, "lines": list(dict.fromkeys(l for _, l in lines))[:6]}
+    finally:
+        cluster.stop()

@@ -1,0 +1,382 @@
+"""The experiment toolbox (lab.experiment): pure parts without a broker, then Run against a real one."""
+import calendar
+import importlib
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from lab.errors import LabError
+from lab.experiment import (TONES, Param, Result, Run, RunStopped, Spec, Task, Timeline, evidence, grep,
+                            java_events, lab_lines, log_time)
+from lab.experiment import run as run_module
+from lab.processes import wait_until
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SPEC = Spec(
+    Param("downtime_s", 90, "how long the apps stay down", lo=1, hi=3600, unit="s",
+          why="offsets.retention.minutes is at least 1"),
+    Param("reset", "earliest", "auto.offset.reset after expiry", choices=("earliest", "latest")),
+    Param("ratio", 1.0, "load over the quota", lo=0.1, hi=3.0),
+    Param("limit", None, "how many records", lo=1, none="no limit"),
+    Param("caching", True, "cache the store"),
+    rules=(lambda p: "RATIO above 2 needs CACHING" if p["ratio"] > 2 and not p["caching"] else None,),
+)
+
+
+# ---------------------------------------------------------------- params
+
+def test_spec_fills_defaults_and_coerces():
+    assert SPEC.validate() == {"downtime_s": 90, "reset": "earliest", "ratio": 1.0, "limit": None, "caching": True}
+    p = SPEC.validate(downtime_s=20.0, ratio=1, limit=5)
+    assert p["downtime_s"] == 20 and type(p["downtime_s"]) is int and type(p["ratio"]) is float
+    assert SPEC.validate(downtime_s=1)["downtime_s"] == 1 and SPEC.validate(downtime_s=3600)["downtime_s"] == 3600
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"downtime_s": 0}, r"DOWNTIME_S=0 is outside 1\.\.3600 s: offsets.retention.minutes is at least 1"),
+    ({"downtime_s": 2.5}, r"DOWNTIME_S=2.5 must be int \(how long the apps stay down\)"),
+    ({"downtime_s": True}, r"DOWNTIME_S=True must be int"),
+    ({"reset": "none"}, r"RESET='none' is not one of \['earliest', 'latest'\]"),
+    ({"ratio": "x"}, r"RATIO='x' must be float \(load over the quota\)"),
+    ({"limit": 0}, r"LIMIT=0(\.0)? is outside >= 1"),
+    ({"caching": "yes"}, r"CACHING='yes' must be bool"),
+    ({"downtime_s": None}, r"DOWNTIME_S needs a value"),
+    ({"ratio": 2.5, "caching": False}, r"RATIO above 2 needs CACHING"),
+])
+def test_refusals_name_the_parameter_its_range_and_why(values, message):
+    with pytest.raises(LabError, match=message):
+        SPEC.validate(**values)
+
+
+def test_unknown_names_get_a_suggestion():
+    with pytest.raises(LabError, match=r"'downtime' \(did you mean 'downtime_s'\?\).*takes \['downtime_s'"):
+        SPEC.validate(downtime=5)
+    with pytest.raises(LabError, match=r"Unknown parameter\(s\) 'zzz';"):
+        SPEC.validate(zzz=1)
+
+
+def test_none_is_allowed_only_where_it_means_something():
+    assert SPEC.validate(limit=None)["limit"] is None
+
+
+def test_from_notebook_reads_upper_case_names_it_knows():
+    namespace = {"DOWNTIME_S": 30, "RESET": "latest", "INTERACTIVE": False, "downtime_s": 999, "In": []}
+    assert SPEC.from_notebook(namespace) == {**SPEC.defaults, "downtime_s": 30, "reset": "latest"}
+    with pytest.raises(LabError, match="DOWNTIME_S=0"):
+        SPEC.from_notebook({"DOWNTIME_S": 0})
+
+
+def test_markdown_table_lists_every_parameter():
+    table = SPEC.markdown().splitlines()
+    assert table[0] == "| parameter | default | range | meaning |" and len(table) == 2 + len(SPEC.params)
+    assert "| `DOWNTIME_S` | `90` | 1..3600 s | how long the apps stay down |" in table
+    assert "| `RESET` | `'earliest'` | earliest, latest | auto.offset.reset after expiry |" in table
+    assert "| `LIMIT` | `None` | >= 1 | how many records (None: no limit) |" in table
+
+
+def test_param_check_hook_refuses():
+    def no_99(v):
+        if v == 99:
+            raise LabError("Maven Central has no 99")
+    spec = Spec(Param("n", 1, "n", check=no_99))
+    with pytest.raises(LabError, match="no 99"):
+        spec.validate(n=99)
+
+
+# ---------------------------------------------------------------- evidence
+
+STAMP = calendar.timegm((2026, 11, 23, 12, 3, 14)) + 0.123
+
+
+def test_lab_lines_parses_python_and_log4j_prefixed_lines_and_skips_cut_ones(tmp_path):
+    text = "\n".join([
+        'LAB {"kind": "commit", "ts": 1.5, "offset": 3}',
+        '[2026-11-23 12:03:14,123] INFO [main] LAB {"kind": "read", "ts": 2.0, "id": "a"} (IdleProducer)',
+        'LAB {"kind": "read", "ts": 3.0, "id": "b"',            # cut short by a kill -9
+        'noise LAB not json', 'LAB ["not", "a", "dict"]', "",
+        'LAB {"kind": "read", "ts": 4.0, "id": "c"}',
+    ])
+    rows = lab_lines(text)
+    assert [r["kind"] for r in rows] == ["commit", "read", "read"]
+    assert lab_lines(text, kind="read", id="c") == [{"kind": "read", "ts": 4.0, "id": "c"}]
+    log = tmp_path / "app.log"
+    log.write_text(text)
+    assert lab_lines(log) == rows
+    assert lab_lines(tmp_path / "missing.log") == []
+
+
+def test_emit_writes_a_line_lab_lines_reads(capsys):
+    row = evidence.emit("restart", app="a1", incarnation=2)
+    assert lab_lines(capsys.readouterr().out) == [row]
+
+
+@pytest.mark.parametrize("line", [
+    "[2026-11-23 12:03:14,123] INFO started (kafka.server.KafkaServer)",      # log4j 1 pattern
+    "[2026-11-23T12:03:14,123] INFO started (KafkaRaftServer)",               # log4j2 %d{ISO8601}
+    "[2026-11-23 12:03:14.123] WARN x",
+])
+def test_log_time_reads_both_stamp_formats_as_utc(line):
+    assert log_time(line) == pytest.approx(STAMP)
+
+
+def test_log_time_without_a_stamp_is_none():
+    assert log_time("\tat org.apache.kafka.Foo.bar(Foo.java:1)") is None
+    assert log_time("LAB {}") is None
+
+
+LOG = textwrap.dedent("""\
+    [2026-11-23 12:03:14,123] INFO [t1] State transition from RUNNING to REBALANCING (KafkaStreams)
+    [2026-11-23 12:03:20,000] ERROR [t1] Encountered the following exception during processing and the registered exception handler opted to SHUTDOWN_CLIENT (StreamThread)
+    org.apache.kafka.common.errors.InvalidPidMappingException: The producer attempted to use a producer id which is not currently assigned to its transactional id.
+    \tat org.apache.kafka.clients.producer.internals.Sender.run(Sender.java:1)
+    Caused by: org.apache.kafka.common.errors.ProducerFencedException: fenced
+    [2026-11-23 12:03:25,500] INFO [t1] Request joining group due to: rebalance (ConsumerCoordinator)
+    an unstamped line about ProducerFencedException that is not a stack trace
+""")
+
+
+def test_grep_with_since_and_stack_trace_lines(tmp_path):
+    log = tmp_path / "streams.log"
+    log.write_text(LOG)
+    found = grep(log, r"Exception")
+    # stack-trace (and other unstamped) lines take the last stamp seen
+    assert [round(ts - STAMP, 3) for ts, _ in found] == [5.877, 5.877, 11.377]
+    assert found[0][1].startswith("org.apache.kafka.common.errors.InvalidPidMappingException")
+    assert grep(log, r"State transition|joining", since=STAMP + 1) == [
+        (STAMP + 11.377, LOG.splitlines()[5])]
+    assert grep(log, r"nothing like this") == []
+
+
+def test_java_events_classifies_lines_most_specific_first(tmp_path):
+    log = tmp_path / "streams.log"
+    log.write_text(LOG)
+    events = java_events(log)
+    assert [e["kind"] for e in events] == ["state transition", "thread died", "InvalidPidMappingException",
+                                           "ProducerFencedException", "rebalance"]
+    assert events[0]["level"] == "INFO" and events[1]["level"] == "ERROR" and events[2]["level"] == "TRACE"
+    assert events[2]["ts"] == pytest.approx(STAMP + 5.877)
+    assert java_events(LOG, patterns=[("joins", r"joining group")])[0]["kind"] == "joins"
+
+
+def test_java_program_reads_its_log_through_evidence(tmp_path):
+    from lab.streams import JavaProgram
+    program = JavaProgram("app", "3.9.1", "Main", [], folder=tmp_path)
+    program.log_path.write_text(LOG + '[2026-11-23 12:03:26,000] INFO [main] LAB {"kind": "stale", "ts": 1} (W)\n')
+    assert [e["kind"] for e in program.events()][:2] == ["state transition", "thread died"]
+    assert program.events()[0]["program"] == "app" and program.events()[0]["version"] == "3.9.1"
+    assert program.lab_lines(kind="stale") == [{"kind": "stale", "ts": 1}]
+    program.stop()   # never started: nothing to stop, no error
+
+
+# ---------------------------------------------------------------- timeline
+
+def test_timeline_add_band_frame_and_figure_with_every_tone():
+    t0 = 1000.0
+    tl = Timeline(t0)
+    for i, tone in enumerate(TONES):
+        tl.add("app-1" if i % 2 else "app-2", f"{tone} event", t0 + i, tone=tone, detail="evidence line")
+    tl.add("broker", "down", t0 + 1, end=t0 + 4, tone="fault")
+    tl.band("idle", t0 + 2, t0 + 5)
+    assert tl.first("broker").end == 4.0 and tl.first(kind="failure event").t == 0.0
+    assert len(tl.rows(lane="app-1")) == len(TONES) // 2
+    tl.add("control", "commit", t0 + 11, tone="control")
+    tl.band("retention", t0 + 10, t0 + 12, tone="wait")
+    assert tl.first("control").t == 11.0 and [b.t for b in tl.bands] == [2.0, 10.0]
+    frame = tl.frame()
+    assert list(frame.columns) == ["t", "lane", "kind", "detail", "tone", "end"]
+    assert len(frame) == len(TONES) + 2 and frame["t"].is_monotonic_increasing
+    fig = tl.figure("every tone")
+    assert fig.layout.title.text == "every tone"
+    colours = {trace.marker.color for trace in fig.data}
+    assert colours == set(TONES.values())
+    assert len(fig.layout.shapes) == 2   # the two bands
+
+
+def test_timeline_refuses_an_unknown_tone():
+    with pytest.raises(ValueError, match="tone 'red' is not one of"):
+        Timeline(0).add("x", "y", 1, tone="red")
+
+
+# ---------------------------------------------------------------- tasks, waits, stop (no broker needed)
+
+def test_task_hands_its_exception_back():
+    def boom():
+        raise RuntimeError("the background producer failed")
+    task = Task("producer", boom, (), {})
+    with pytest.raises(RuntimeError, match="background producer failed"):
+        task.result(5)
+    assert Task("ok", lambda x: x * 2, (21,), {}).result(5) == 42
+    slow = Task("slow", time.sleep, (2,), {})
+    with pytest.raises(LabError, match="slow did not finish within 0 s"):
+        slow.result(0.1)
+
+
+def test_wait_returns_the_value_and_its_timeout_names_what_and_the_last_evidence():
+    run = Run("unit", progress=False)
+    assert run.wait(lambda: 7, 1, "a seven") == 7
+    seen = iter(range(100))
+    with pytest.raises(LabError, match=r"Timed out after 1 s waiting for app-1 to commit.*Last seen: \d+ commits"):
+        run.wait(lambda: False, 1, "app-1 to commit", evidence=lambda: f"{next(seen)} commits", interval=0.05)
+
+
+def test_a_failed_background_task_ends_the_wait():
+    run = Run("unit", progress=False)
+    task = run.background(lambda: 1 / 0, name="divider")
+    task._thread.join(5)
+    with pytest.raises(ZeroDivisionError):
+        run.wait(lambda: False, 5, "never")
+
+
+def test_stop_makes_the_next_wait_raise_run_stopped():
+    run = Run("unit", progress=False)
+    threading_stop = Task("stopper", lambda: (time.sleep(0.3), run.stop()), (), {})
+    with pytest.raises(RunStopped, match=f"run {run.id} was stopped"):
+        run.wait(lambda: False, 30, "something that never comes")
+    threading_stop.result(5)
+    with pytest.raises(RunStopped):
+        run.countdown("the retention", seconds=10)
+
+
+# ---------------------------------------------------------------- result
+
+def _count_exercise(result, answer):
+    assert answer == result.duplicates, "count the duplicates again"
+
+
+@dataclass
+class CountResult(Result):
+    duplicates: int = 0
+    exercises = {1: _count_exercise}
+
+    @property
+    def failed(self):
+        return self.duplicates > 0
+
+    def verdict(self):
+        return f"{self.duplicates} duplicate(s)"
+
+    def record_fields(self):
+        return {"duplicates": self.duplicates}
+
+
+def test_result_as_record_and_check(capsys):
+    r = CountResult("demo", {"downtime_s": 20, "reset": "earliest"}, "demo-1", Timeline(0), duplicates=3)
+    assert r.as_record() == {"scenario": "demo", "run_id": "demo-1", "failure_reproduced": True,
+                             "verdict": "3 duplicate(s)", "param_downtime_s": 20, "param_reset": "earliest",
+                             "duplicates": 3}
+    assert CountResult("demo", {}, "demo-2", Timeline(0)).as_record()["failure_reproduced"] is False
+    assert r.check(1, None) is False and "not answered yet" in capsys.readouterr().out
+    assert r.check(1, 3) is True and "correct" in capsys.readouterr().out
+    with pytest.raises(AssertionError, match="count the duplicates again"):
+        r.check(1, 2)
+    assert r.table().empty and r.figure().layout.title.text == Result.title
+
+
+# ---------------------------------------------------------------- prune (no broker: a fake work folder)
+
+def test_prune_keeps_the_newest_and_never_one_in_use(tmp_path, monkeypatch):
+    monkeypatch.setattr(run_module, "WORK_DIR", tmp_path)
+    monkeypatch.setattr(run_module, "PRUNE_AFTER_S", 0)
+    now = time.time()
+    folders = []
+    for i in range(6):  # run-0 is the oldest
+        folder = tmp_path / "runs" / f"run-{i}"
+        (folder / "sub").mkdir(parents=True)
+        (folder / "sub" / "app.log").write_text("x")
+        for path in (folder, folder / "sub", folder / "sub" / "app.log"):
+            os.utime(path, (now - 1000 + i, now - 1000 + i))
+        folders.append(folder)
+
+    class InUse:
+        folder = folders[0]
+    run_module._active_runs.add(InUse)
+    # another process (a broker of another kernel) names run-2 on its command line
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)",
+                               str(folders[2] / "cluster" / "server.properties")])
+    wait_until(lambda: str(folders[2]).encode() in Path(f"/proc/{holder.pid}/cmdline").read_bytes(), 10,
+               "the holder process to exec")
+    try:
+        removed = run_module.prune(keep=2)
+    finally:
+        run_module._active_runs.discard(InUse)
+        holder.kill()
+        holder.wait()
+    assert sorted(p.name for p in removed) == ["run-1", "run-3"]
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["run-0", "run-2", "run-4", "run-5"]
+
+
+def test_prune_command(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(run_module, "WORK_DIR", tmp_path)
+    from lab import __main__ as cli
+    monkeypatch.setattr(sys, "argv", ["python -m lab", "prune", "--keep", "3"])
+    cli.main()
+    assert "0 folder(s) removed" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- README parameters tables
+
+def _scenario_names():
+    from lab.__main__ import SCENARIOS
+    return SCENARIOS
+
+
+@pytest.mark.parametrize("name", _scenario_names())
+def test_readme_parameters_table_matches_the_spec(name):
+    spec = getattr(importlib.import_module(f"lab.scenarios.{name}"), "SPEC", None)
+    if spec is None:
+        pytest.skip(f"lab.scenarios.{name} has no SPEC yet (being rewritten): regenerate README's table "
+                    "with `python -m lab params` once it has one")
+    from lab.__main__ import params_markdown
+    readme = (ROOT / "README.md").read_text()
+    assert params_markdown({name: spec}) in readme, (
+        f"README's parameters table for {name} differs from its SPEC: paste `python -m lab params` into README")
+
+
+# ---------------------------------------------------------------- against a real broker
+
+@pytest.fixture(scope="module")
+def borrowed():
+    from lab.cluster import kafka_cluster
+    with kafka_cluster(name="test-experiment") as cluster:
+        yield cluster
+
+
+def test_run_starts_its_own_cluster_and_stops_it():
+    with Run("own", progress=False) as run:
+        assert run.owns_cluster and run.cluster.running and run.cluster.owns_broker
+        assert run.folder.is_dir() and run.bootstrap == run.cluster.bootstrap
+        cluster = run.cluster
+    assert not cluster.running
+
+
+def test_run_borrows_a_running_cluster_that_fits_and_readies_topics(borrowed, tmp_path):
+    (tmp_path / "sleeper.py").write_text("import time\nprint('up', flush=True)\ntime.sleep(600)\n")
+    with Run("borrow", cluster=borrowed, progress=False,
+             broker_config={"group.initial.rebalance.delay.ms": 0}) as run:
+        assert run.cluster is borrowed and not run.owns_cluster
+        assert run.topics("exp-a", "exp-b", partitions=3) == ["exp-a", "exp-b"]
+        md = borrowed.admin().list_topics(timeout=10)
+        assert all(md.topics[t].partitions[p].leader >= 0 for t in ("exp-a", "exp-b") for p in range(3))
+        run.topics("exp-a", partitions=3)   # an existing topic is kept
+        child = run.spawn_python("sleeper", "sleeper", [], env={"PYTHONPATH": str(tmp_path)})
+        run.wait(lambda: "up" in child.log(), 30, "the sleeper to start", child=child)
+    assert not child.alive(), "a child spawned through the run outlived it"
+    assert borrowed.running, "a borrowed cluster must not be stopped by the run"
+
+
+def test_run_starts_its_own_when_the_given_cluster_does_not_fit_or_is_stopped(borrowed):
+    from lab.cluster import kafka_cluster
+    with Run("misfit", cluster=borrowed, progress=False, broker_config={"offsets.retention.minutes": 1}) as run:
+        assert run.cluster is not borrowed and run.owns_cluster
+        assert run.cluster.fits(1, borrowed.version, {"offsets.retention.minutes": 1})
+    stopped = kafka_cluster(name="never-started")
+    with Run("stopped", cluster=stopped, progress=False) as run:
+        assert run.cluster is not stopped and run.owns_cluster and run.cluster.running
+    assert borrowed.running

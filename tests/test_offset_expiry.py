@@ -1,0 +1,105 @@
+"""Notebook 01's pure parts, no broker: evidence extraction, expiry clocks, the SPEC, the result's branches."""
+import time
+
+import pytest
+
+from lab.errors import LabError
+from lab.experiment import Timeline, lab_lines
+from lab.scenarios import offset_expiry as oe
+
+APP_LOG = """earliest-0 starting
+LAB {"kind": "start", "ts": 100.0, "app": "earliest", "incarnation": 0, "group": "g", "reset": "earliest"}
+LAB {"kind": "commit", "ts": 101.0, "app": "earliest", "incarnation": 0, "records": 40, "offsets": {"0": 20, "1": 20}}
+LAB {"kind": "commit", "ts": 102.0, "app": "earliest", "incarnation": 0, "records": 5, "offsets": {"1": 25}}
+LAB {"kind": "commit", "ts": 103
+"""
+
+
+def test_commit_lines_give_the_highest_offset_per_partition():
+    rows = lab_lines(APP_LOG, kind="commit")
+    assert len(rows) == 2  # the line cut short by a kill is not a commit
+    assert oe.committed_offsets(rows) == {0: 20, 1: 25}
+    assert oe.committed_offsets([]) == {}
+
+
+@pytest.mark.parametrize("idle, seen, clock", [
+    (15, 61.0, "group empty"),        # classic: one retention after the group emptied
+    (15, 46.5, "last commit"),        # KIP-848: retention after the last commit
+    (1, 60.0, "either (idle too short to tell)"),
+    (30, 50.0, "neither (closer to group empty)"),
+])
+def test_expiry_clock(idle, seen, clock):
+    assert oe.clock_for(idle, seen, 60, 2) == clock
+
+
+def test_expires_after_stop():
+    week, day = 7 * 86400, 86400
+    assert oe.expires_after_stop("classic", 8 * day, week) == week
+    assert oe.expires_after_stop("consumer", 3 * day, week) == 4 * day
+    assert oe.expires_after_stop("consumer", 8 * day, week) == 0
+
+
+def test_spec_accepts_a_downtime_shorter_than_the_retention_and_refuses_what_kafka_cannot_take():
+    p = oe.SPEC.validate(downtime_s=20, variants=["earliest"], spark=False)
+    assert p["downtime_s"] == 20 and p["retention_minutes"] == 1
+    assert oe.SPEC.validate(control_downtime_s=600)["control_downtime_s"] == 600   # a control that expires: valid
+    assert oe.needs(p)["broker_config"]["offsets.retention.minutes"] == "1"
+    for bad in (dict(retention_minutes=0), dict(variants=["nope"]), dict(group_protocol="x"),
+                dict(variants=[], spark=False), dict(partitions=4), dict(downtime_s=0), dict(retension_minutes=1)):
+        with pytest.raises(LabError):
+            oe.SPEC.validate(**bad)
+
+
+class _Verdict:
+    def __init__(self, **counts):
+        self.counts, self.examples = counts, {}
+
+    def summary(self):
+        return str(self.counts)
+
+
+def _result(expired: bool) -> oe.OffsetExpiryResult:
+    t0 = time.time() - 100
+    timeline = Timeline(t0)
+    down = 65.0 if expired else 20.0
+    facts = {n: {"protocol": "classic", "reset": oe.VARIANTS[n].reset, "idle_before_stop_s": 0.5,
+                 "expired_after_stop_s": 61.0 if expired else None, "downtime_s": down, "read_after_restart": 40,
+                 "committed_before_restart": not expired}
+             for n in ("earliest", "latest")}
+    facts["idle-consumer"] = dict(facts["earliest"], protocol="consumer", idle_before_stop_s=15.0,
+                                  expired_after_stop_s=46.0 if expired else None)
+    n = 60 if expired else 0
+    verdicts = {"earliest": _Verdict(reprocessed_after_reset=n, skipped_after_reset=0, duplicate=n, lost=0),
+                "latest": _Verdict(reprocessed_after_reset=0, skipped_after_reset=30 if expired else 0)}
+    snapshots = [{"moment": "before the restart", "variant": v, "partition": p,
+                  "committed_offset": None if expired else 30} for v in facts for p in (0, 1)]
+    params = oe.SPEC.validate(downtime_s=None if expired else 20, variants=list(facts), spark=False)
+    return oe.OffsetExpiryResult(scenario="offset-expiry", params=params, run_id="r", timeline=timeline,
+                                 topic="events", stop_t=10.0, facts=facts, verdicts=verdicts, snapshots=snapshots)
+
+
+def test_control_branch_says_nothing_expired():
+    r = _result(expired=False)
+    assert not r.failed
+    assert r.verdict() == "downtime 20 s < retention 60 s: the offsets were still there, nothing re-read"
+    assert "never applied" in r.explain() and "Down 20 s < 60 s" in r.explain(), r.explain()
+    assert r.clock().empty and "offsets still there" in r.explain_clock()
+    rec = r.as_record()
+    assert rec["failure_reproduced"] is False and rec["earliest_reprocessed"] == 0
+    assert rec["earliest_committed_before_restart"] is True and rec["latest_read_after_restart"] == 40
+    assert "idle_consumer_clock" not in rec
+    r.figure(), r.audit_table(), r.offsets_table(), r.table(), r.broker_lines()
+    r.check(1, 0)
+    assert r.as_record()["exercise_1"] == 0
+
+
+def test_failure_branch_names_what_each_group_did():
+    r = _result(expired=True)
+    assert r.failed
+    assert "earliest re-read 60, skipped 0, duplicates 60" in r.verdict(), r.verdict() and "latest re-read 0, skipped 30" in r.verdict()
+    assert "found nothing" in r.explain()
+    rec = r.as_record()
+    assert rec["idle_consumer_clock"] == "last commit" and rec["earliest_committed_before_restart"] is False
+    r.check(2, oe.expires_after_stop)
+    with pytest.raises(AssertionError):
+        r.check(1, 29)

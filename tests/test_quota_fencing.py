@@ -1,0 +1,183 @@
+"""Notebook 03's scenario (lab.scenarios.quota_fencing): its pure parts, without a broker.
+
+Logs are written the way the programs write them (log4j stamps in UTC, `LAB {json}` lines), and the
+mechanism of an incident is derived from them: a stuck transactional request vs an oversized transaction.
+"""
+import json
+from datetime import datetime, timezone
+
+import pandas as pd
+import pytest
+
+from lab.errors import LabError
+from lab.experiment import Param, Spec
+from lab.scenarios import quota_fencing as qf
+
+T0 = datetime(2026, 11, 23, 12, 0, 0, tzinfo=timezone.utc).timestamp()
+
+
+def stamp(t: float) -> str:
+    """A log4j stamp `t` seconds after T0, as QuotaStateApp logs it (UTC)."""
+    at = datetime.fromtimestamp(T0 + t, tz=timezone.utc)
+    return at.strftime("[%Y-%m-%d %H:%M:%S,") + f"{at.microsecond // 1000:03d}]"
+
+
+def debug(t, what, request):
+    return (f"{stamp(t)} DEBUG [kafka-producer-network-thread | x] [Producer clientId=x, transactionalId=x] "
+            f"{what} transactional request {request}RequestData(transactionalId='x') (Sender)")
+
+
+def metrics(t, processed, commits, throttle=0.0, client="app-StreamThread-1-producer"):
+    row = {"kind": "metrics", "ts": T0 + t, "state": "RUNNING",
+           "producers": {client: {"produce-throttle-time-max": throttle}},
+           "threads": {"app-StreamThread-1": {"process-total": processed, "commit-total": commits,
+                                              "commit-latency-max": 50.0}}}
+    return f"{stamp(t)} INFO [lab-metrics] LAB {json.dumps(row)} (QuotaStateApp)"
+
+
+def fenced(t):
+    return (f"{stamp(t)} ERROR [StreamThread-1] stream-thread [x] Failed to commit: "
+            "org.apache.kafka.common.errors.InvalidProducerEpochException: Producer attempted to produce with an "
+            "old epoch. (TaskManager)")
+
+
+# ---------------------------------------------------------------- parsers
+
+def test_txn_waits_pair_enqueue_and_send_and_count_from_the_first_enqueue():
+    text = "\n".join([debug(1, "Enqueuing", "AddOffsetsToTxn"), debug(2, "Enqueuing", "AddOffsetsToTxn"),
+                      debug(31, "Sending", "AddOffsetsToTxn"), debug(32, "Enqueuing", "EndTxn"),
+                      debug(32.25, "Sending", "EndTxn"), debug(40, "Sending", "EndTxn")])
+    waits = qf.txn_waits(text)
+    assert [(w["request"], w["wait_s"]) for w in waits] == [("AddOffsetsToTxn", 30.0), ("EndTxn", 0.25)]
+    assert waits[0]["t_s"] == pytest.approx(T0 + 31)
+
+
+def test_streams_metrics_read_lab_lines_and_the_open_transaction():
+    text = "\n".join([metrics(1, 30, 10), metrics(2, 60, 20, throttle=800), metrics(3, 400, 20, throttle=1200),
+                      "garbage LAB {not json", metrics(4, 900, 20)])
+    rows, ids = qf.streams_metrics(text)
+    assert ids == {"app-StreamThread-1-producer"}
+    assert [r["open_records"] for r in rows] == [0, 0, 340, 840]   # records since the last commit
+    assert [r["throttle_max_ms"] for r in rows] == [0, 800, 1200, 0]
+    assert rows[0]["t_s"] == pytest.approx(T0 + 1) and rows[0]["commit_latency_ms"] == 50.0
+
+
+def test_incidents_collapse_events_closer_than_the_gap():
+    ev = pd.DataFrame({"t_s": [10.0, 11.0, 14.0, 30.0], "line": list("abcd"),
+                       "kind": ["ProducerFencedException", "TaskMigratedException", "rebalance",
+                                "InvalidProducerEpochException"]})
+    found = qf.incidents(ev)
+    assert list(found["t_s"]) == [10.0, 30.0]
+    assert found["kinds"].iloc[0] == "ProducerFencedException, TaskMigratedException, rebalance"
+    assert qf.incidents(ev.iloc[:0]).empty
+
+
+def test_the_fix_is_read_from_awaitready_s_body():
+    fixed = "public static boolean awaitReady(...);\n  Code:\n  invokeinterface pollDelayMs\n\nother\n"
+    affected = "public static boolean awaitReady(...);\n  Code:\n  invokeinterface poll\n\n  pollDelayMs elsewhere"
+    assert qf.awaitready_polls_delay(fixed) is True
+    assert qf.awaitready_polls_delay(affected) is False
+    assert qf.awaitready_polls_delay("") is False
+
+
+# ---------------------------------------------------------------- mechanism
+
+def measured(tmp_path, log_lines, quota=35000, aborts=()):
+    v = qf.Variant("3.8.1 quota", quota=quota)
+    log = tmp_path / "app.log"
+    log.write_text("\n".join(log_lines) + "\n")
+    aborts = pd.DataFrame([(v.name, t, "Completed rollback ... due to timeout") for t in aborts],
+                          columns=["variant", "t_s", "line"])
+    return qf.Measured([v], 60, T0, 60, {v.name: "qf-x"}, {v.name: log}, {v.name: []}, aborts), v
+
+
+def test_a_stuck_transactional_request_is_named_as_kafka_17455(tmp_path):
+    got, v = measured(tmp_path, [metrics(9, 300, 90, throttle=900), debug(10, "Enqueuing", "AddOffsetsToTxn"),
+                                 metrics(20, 303, 90), debug(40, "Sending", "AddOffsetsToTxn"), fenced(40.1)],
+                       aborts=(21.0, 75.0))   # the second came after the stop: a shutdown, not counted
+    row = got.row(v.name)
+    assert row["coordinator_aborts"] == 1
+    assert row["crashes"] == 1 and row["first_crash_s"] == 40.1
+    assert row["mechanism"].startswith("1x stuck transactional request (KAFKA-17455: AddOffsetsToTxn waited 30.0 s")
+    assert row["longest_txn_wait_s"] == 30.0 and row["throttle_max_ms"] == 900
+
+
+def test_an_oversized_transaction_is_named_as_such(tmp_path):
+    # 1,000 records x 1,164 B open for 10 s against 35,000 B/s: 1.16 MB > 350 KB; requests waited ~1 s each.
+    got, v = measured(tmp_path, [metrics(1, 100, 10, throttle=1200), metrics(2, 1100, 10, throttle=1500),
+                                 debug(3, "Enqueuing", "AddOffsetsToTxn"), debug(4.2, "Sending", "AddOffsetsToTxn"),
+                                 metrics(8, 1100, 10, throttle=1400), fenced(12)])
+    mechanism = got.row(v.name)["mechanism"]
+    assert mechanism.startswith("1x transaction larger than the quota passes within transaction.timeout.ms")
+    assert "KAFKA-17455" not in mechanism
+
+
+def test_after_a_stuck_request_the_backlog_fences_by_an_oversized_transaction(tmp_path):
+    # Measured on 3.8.1 at 1.1x: one 30 s stall, then no commit succeeds again: each retry of the backlog
+    # (906 records x 1,164 B) is more than 35,000 B/s passes in 10 s, and the coordinator aborts it.
+    got, v = measured(tmp_path, [metrics(9, 300, 90), debug(10, "Enqueuing", "AddOffsetsToTxn"),
+                                 debug(40, "Sending", "AddOffsetsToTxn"), fenced(40.1), metrics(41, 303, 90),
+                                 metrics(45, 1206, 90, throttle=2900), metrics(52, 1206, 90, throttle=3400),
+                                 fenced(53.5)])
+    mechanism = got.row(v.name)["mechanism"]
+    assert mechanism.startswith("1x stuck transactional request (KAFKA-17455: AddOffsetsToTxn waited 30.0 s")
+    assert "; 1x transaction larger than the quota passes within transaction.timeout.ms (~1055 KB open" in mechanism
+
+
+def test_a_wait_as_long_as_the_throttle_it_sat_behind_is_not_kafka_17455(tmp_path):
+    got, v = measured(tmp_path, [metrics(1, 100, 10, throttle=6000), debug(2, "Enqueuing", "AddOffsetsToTxn"),
+                                 debug(8, "Sending", "AddOffsetsToTxn"), metrics(9, 120, 10, throttle=6000), fenced(12)])
+    assert "KAFKA-17455" not in got.row(v.name)["mechanism"]
+
+
+def test_an_app_that_was_never_fenced_says_so(tmp_path):
+    got, v = measured(tmp_path, [metrics(1, 30, 10), debug(2, "Enqueuing", "EndTxn"), debug(2.01, "Sending", "EndTxn"),
+                                 metrics(2, 60, 20)])
+    row = got.row(v.name)
+    assert row["crashes"] == 0 and row["mechanism"] == "not fenced" and row["throttle_max_ms"] == 0
+
+
+# ---------------------------------------------------------------- quota arithmetic and SPEC
+
+def test_quota_arithmetic_round_trips():
+    assert qf.quota_for(1.0) == 33 * (1024 + qf.WIRE_OVERHEAD_BYTES)
+    assert qf.quota_for(1 / 1.5, 33, 1024) == round(1.5 * 33 * 1164)
+    assert qf.Variant("x", quota=qf.quota_for(1.3)).load_ratio == pytest.approx(1.3, rel=1e-4)
+    assert qf.Variant("x", quota=None).load_ratio is None
+
+
+def test_the_lineup_follows_the_parameters_and_derives_the_mitigation_values(monkeypatch):
+    monkeypatch.setattr(qf, "streams_classpath", lambda version: [])   # no Maven in a unit test
+    p = qf.SPEC.validate(transaction_timeout_ms=20000)
+    roles = qf.lineup(p)
+    assert list(roles) == ["affected", "fixed", "no_quota", "librdkafka", "headroom", "request_timeout",
+                           "transaction_timeout"]
+    assert roles["request_timeout"].request_timeout_ms == 4000           # a fifth of the transaction timeout
+    assert roles["transaction_timeout"].txn_timeout_ms == 60000
+    assert roles["headroom"].load_ratio == pytest.approx(1 / 1.5, rel=1e-4)
+    control = qf.lineup(qf.SPEC.validate(quota=55000, compare=[], mitigations=[], sweep_ratios=[]))
+    assert list(control) == ["affected"] and control["affected"].load_ratio == pytest.approx(0.698, abs=0.01)
+    assert len(qf.sweep_cells(p)) == 15 and qf.sweep_cells({**p, "sweep_ratios": []}) == []
+
+
+def test_the_spec_accepts_any_load_kafka_takes_and_refuses_what_it_cannot(monkeypatch):
+    monkeypatch.setattr(qf, "streams_classpath", lambda version: [])
+    for quota in (1024, 55000, 100_000_000):      # 0.7x, 37x, 0.0004x the load: all valid experiments
+        assert qf.SPEC.validate(quota=quota)["quota"] == quota
+    for bad, says in [({"quota": 1000}, "QUOTA"), ({"affected_version": "3.2.0"}, "too old"),
+                      ({"mitigations": ["pray"]}, "MITIGATIONS"), ({"compare": "fixed, nope"}, "COMPARE"),
+                      ({"transaction_timeout_ms": 900_001}, "transaction.max.timeout.ms"),
+                      ({"sweep_ratios": [1.1, 50]}, "SWEEP_RATIOS"), ({"sweep_versions": ["2.8.0"]}, "too old"),
+                      ({"sweep_parallel": 13}, "JVM"), ({"quota_bytes": 1}, "did you mean")]:
+        with pytest.raises(LabError, match=says):
+            qf.SPEC.validate(**bad)
+
+
+def test_list_parameters_check_each_item_and_take_text():
+    spec = Spec(Param("ratios", [0.9, 1.1], "ratios", lo=0.05, hi=20), Param("m", ["a"], "m", choices=("a", "b")))
+    assert spec.validate(ratios="1, 2.5", m=("b",)) == {"ratios": [1.0, 2.5], "m": ["b"]}
+    assert spec.validate(ratios=[])["ratios"] == []
+    with pytest.raises(LabError, match="outside"):
+        spec.validate(ratios=[0.01])
+    with pytest.raises(LabError, match="subset"):
+        spec.validate(m=["c"])

@@ -1,0 +1,140 @@
+"""The pure parts of notebook 04's scenario: no broker, no JVM."""
+import pandas as pd
+import pytest
+
+from lab.errors import LabError
+from lab.scenarios import stale_standby as s
+
+T0 = 1_000.0
+
+
+def line(ts, instance, active, standby, state="RUNNING"):
+    """One worker evidence line, as StaleStandbyWorker logs it through log4j."""
+    lst = lambda tasks: "[" + ",".join(f'"{t}"' for t in tasks) + "]"  # noqa: E731
+    return (f'[2026-11-23 12:00:00,000] INFO [main] LAB {{"kind":"assignment","ts":{ts:.3f},"instance":{instance},'
+            f'"state":"{state}","active":{lst(active)},"standby":{lst(standby)}}} (StaleStandbyWorker)')
+
+
+def test_program_parsing():
+    assert s.parse_program("1 2 3") == [1, 2, 3]
+    assert s.parse_program("1,2, 2") == [1, 2, 2]
+    assert s.parse_program([3, 1]) == [3, 1]
+    for bad in ("", "1 x", "0 1", f"1 {s.MAX_INSTANCES + 1}"):
+        with pytest.raises(LabError, match="PROGRAM"):
+            s.parse_program(bad)
+
+
+def test_is_affected():
+    assert s.is_affected("2.6.0") and s.is_affected("3.3.1") and s.is_affected("3.4.0")
+    assert not s.is_affected("2.5.1") and not s.is_affected("3.4.1") and not s.is_affected("3.5.2")
+    assert not s.is_affected("4.3.1")
+
+
+def test_spec_refuses_what_cannot_run_and_accepts_the_control(monkeypatch):
+    monkeypatch.setattr(s, "streams_classpath", lambda v: [])      # no Maven here
+    monkeypatch.setattr(s, "compile_sources", lambda *a, **k: None)
+    assert s.SPEC.validate(affected_version="3.5.2", mitigations=False)["affected_version"] == "3.5.2"
+    assert s.SPEC.validate(program="1 2 2", standby_replicas=0, caching=False)["program"] == "1 2 2"
+    refusals = [(dict(program="1 1"), "every instance stopped"), (dict(step_seconds=1), "STEP_SECONDS"),
+                (dict(affected_version="2.8.2"), "AFFECTED_VERSION.*older"),
+                (dict(fixed_versions=["2.8.2"]), "FIXED_VERSIONS"),
+                (dict(partitions=0), "PARTITIONS"), (dict(standby=1), "did you mean")]
+    for params, message in refusals:
+        with pytest.raises(LabError, match=message):
+            s.SPEC.validate(**params)
+
+
+def test_an_unknown_version_is_refused_when_maven_has_none(monkeypatch):
+    def missing(version):
+        raise LabError(f"Maven Central has no artifact org.apache.kafka:kafka-streams:jar:{version}.")
+    monkeypatch.setattr(s, "streams_classpath", missing)
+    with pytest.raises(LabError, match=r"AFFECTED_VERSION='3.3.99'.*no artifact"):
+        s.SPEC.validate(affected_version="3.3.99")
+
+
+def test_variants_follow_the_parameters():
+    p = dict(affected_version="3.3.1", fixed_versions=["3.5.2"], caching=True, mitigations=True)
+    assert s.variants(p) == [("failing", "3.3.1", True), ("caching off", "3.3.1", False), ("fixed 3.5.2", "3.5.2", True)]
+    assert s.variants({**p, "mitigations": False}) == [("failing", "3.3.1", True)]
+    assert s.variants({**p, "caching": False}) == [("failing", "3.3.1", False), ("fixed 3.5.2", "3.5.2", True)]
+
+
+def test_assignments_and_a_round_trip():
+    logs = {1: "\n".join([line(T0 + 1, 1, ["0_0", "0_1"], []), line(T0 + 10, 1, ["0_0"], ["0_1"]),
+                          line(T0 + 20, 1, ["0_0", "0_1"], [])]),
+            2: "\n".join([line(T0 + 10.2, 2, ["0_1"], []), "noise LAB {cut", line(T0 + 20.1, 2, [], ["0_1"])])}
+    toggles = [{"ts": T0, "instance": 1, "action": "start", "step": 0},
+               {"ts": T0 + 9, "instance": 2, "action": "start", "step": 1}]
+    a = s.parse_assignments(logs, toggles)
+    mine = a[(a.instance == 1) & (a.task == "0_1")]
+    assert list(zip(mine.was, mine.role)) == [("none", "active"), ("active", "standby"), ("standby", "active")]
+    trips = s.round_trips(a)
+    assert trips[["instance", "task", "left_ts", "back_ts"]].values.tolist() == [[1, "0_1", T0 + 10, T0 + 20]]
+
+
+def test_a_stop_in_between_is_no_round_trip():
+    logs = {1: "\n".join([line(T0 + 1, 1, ["0_1"], []), line(T0 + 5, 1, [], ["0_1"]),
+                          line(T0 + 20, 1, ["0_1"], [])])}
+    toggles = [{"ts": T0, "instance": 1, "action": "start", "step": 0},
+               {"ts": T0 + 8, "done_ts": T0 + 9, "instance": 1, "action": "stop", "step": 1},
+               {"ts": T0 + 15, "instance": 1, "action": "start", "step": 2}]
+    assert s.round_trips(s.parse_assignments(logs, toggles)).empty
+
+
+def test_movements_keep_the_return_to_active_logged_just_after_the_read():
+    """The 3.2.3 run: back to active logged at 22.9 s, the stale read at 22.82 s."""
+    a = pd.DataFrame([(T0 + 1, 1, "0_3", "active", "none"), (T0 + 10, 1, "0_3", "standby", "active"),
+                      (T0 + 22.9, 1, "0_3", "active", "standby"), (T0 + 40, 1, "0_3", "standby", "active")],
+                     columns=["ts", "instance", "task", "role", "was"])
+    moved = s.movements(a, "0_3", T0 + 22.82)
+    assert list(zip(moved.was, moved.role)) == [("none", "active"), ("active", "standby"), ("standby", "active")]
+    assert len(s.movements(a, "0_3", T0 + 30)) == 3      # nothing active within the window after: up to the read
+
+
+def test_outputs_find_a_stale_read_and_its_wrong_values():
+    produced = pd.DataFrame({"id": ["a", "b", "c", "d"], "true_value": [1, 2, 3, 4], "seq": [1, 2, 3, 4]})
+    rec = lambda i, value, prev, inst, at, off: dict(id=i, key="k0", value=value, prev=prev, instance=str(inst),  # noqa: E731
+                                                     task="0_0", at=at, partition=0, offset=off)
+    records = [rec("a", 1, None, 1, 1_001_000, 0), rec("b", 2, 1, 1, 1_002_000, 1), rec("c", 3, 2, 2, 1_003_000, 2),
+               rec("d", 3, 2, 1, 1_004_000, 3)]   # instance 1 is back and reads its own old 2, not 3
+    out, truth = s.outputs(records, produced, T0)
+    assert out["stale_read"].tolist() == [False, False, False, True]
+    assert out["wrong_value"].sum() == 1 and out["backwards"].sum() == 0 and len(truth) == 4
+    assert out["t_s"].tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
+def test_analyse_a_round_trip_then_a_stale_read(tmp_path):
+    """Instance 1 has task 0_0, gives it to instance 2 (keeps a standby), gets it back and reads its own old value."""
+    class Worker:
+        def __init__(self, i, lines):
+            self.log_path = tmp_path / f"w{i}.log"
+            self.log_path.write_text("\n".join(lines))
+    workers = {1: Worker(1, [line(T0 + 1, 1, ["0_0"], []), line(T0 + 10, 1, [], ["0_0"]),
+                             line(T0 + 20.1, 1, ["0_0"], [])]),
+               2: Worker(2, [line(T0 + 10.2, 2, ["0_0"], []), line(T0 + 19.9, 2, [], ["0_0"])])}
+    toggles = [{"ts": T0, "instance": 1, "action": "start", "step": 0},
+               {"ts": T0 + 9, "instance": 2, "action": "start", "step": 1}]
+    produced = pd.DataFrame({"id": list("abcd"), "true_value": [1, 2, 3, 4], "seq": [1, 2, 3, 4]})
+    rec = lambda i, value, prev, inst, at, off: dict(id=i, key="k0", value=value, prev=prev, instance=str(inst),  # noqa: E731
+                                                     task="0_0", at=at * 1000, partition=0, offset=off)
+    records = [rec("a", 1, None, 1, T0 + 2, 0), rec("b", 2, 1, 1, T0 + 5, 1), rec("c", 3, 2, 2, T0 + 15, 2),
+               rec("d", 3, 2, 1, T0 + 20.05, 3)]   # read before its return is logged (the worker polls)
+    v = s._analyse("failing", "3.3.1", True, T0, None, "out", workers, toggles, produced, records, {})
+    assert v.counts["stale_reads"] == 1 and v.counts["round_trips"] == 1 and v.counts["missing"] == 0
+    f = v.first_stale
+    assert (f["instance"], f["task"], f["found"], f["expected"]) == (1, "0_0", 2, 3)
+    assert f["last_value_this_instance_wrote"] == 2 and f["after_round_trip"]
+    assert v.movements[v.movements.instance == 1].role.tolist() == ["active", "standby", "active"]
+    assert "the cache outlived the recycle" in v.why()
+    assert {e.tone for e in v.timeline.events} >= {"info", "standby", "failure", "fault", "wait"}
+
+
+def test_why_names_the_branch_of_a_clean_run():
+    counts = dict(stale_reads=0, round_trips=2)
+    clean = lambda version, caching, trips=2: s.Variant("x", version, caching, None, "", None, None,  # noqa: E731
+                                                         {**counts, "round_trips": trips}, None, None, {}, {},
+                                                         None).why()
+    assert "clears the caches" in clean("3.5.2", True)
+    assert "caching off" in clean("3.3.1", False)
+    assert "proves nothing" in clean("3.3.1", True, trips=0)
+    assert "yet no read went stale" in clean("3.3.1", True)

@@ -1,0 +1,126 @@
+"""Notebook 02's pure parts, no broker: the spec, the rounds, evidence lines, the expiry sweep, the verdict."""
+import json
+import struct
+
+import pytest
+
+from lab.errors import LabError
+from lab.experiment import Timeline, lab_lines
+from lab.scenarios import txn_expiry as tx
+
+NO_MAVEN = {"java_clients": [], "streams_versions": [], "old_brokers": [], "check_pinned_zookeeper": False}
+
+
+@pytest.fixture(autouse=True)
+def no_maven(monkeypatch):
+    """Version checks resolve jars on Maven Central; here they only parse the version."""
+    monkeypatch.setattr(tx.maven, "classpath", lambda coords, label="": [])
+    monkeypatch.setattr(tx, "clients_classpath", lambda v: tx.parse_version(v))
+    monkeypatch.setattr(tx, "_kraft", lambda v: None)
+
+
+def test_idle_shorter_than_the_expiration_is_a_valid_experiment():
+    p = tx.SPEC.validate(idle_s=5, expiration_ms=10000, **NO_MAVEN)
+    assert p["idle_s"] == 5.0 and p["expiration_ms"] == 10000
+
+
+def test_long_idle_is_accepted_and_the_mitigation_expiration_is_derived():
+    p = tx.SPEC.validate(idle_s=40, **NO_MAVEN)
+    assert tx.mitigation_expiration_ms(p["idle_s"]) == 90000 > p["idle_s"] * 1000
+
+
+@pytest.mark.parametrize("bad, words", [({"expiration_ms": 0}, "EXPIRATION_MS"),
+                                        ({"cleanup_interval_ms": 2 ** 31}, "CLEANUP_INTERVAL_MS"),
+                                        ({"python_modes": ["crash", "retry"]}, "PYTHON_MODES"),
+                                        ({"observe_s": 1}, "OBSERVE_S"),
+                                        ({"idle": 5}, "did you mean 'idle_s'"),
+                                        ({"python_modes": ["crash"] * 9}, "At most 8")])
+def test_spec_refuses_what_kafka_or_the_machine_cannot_take(bad, words):
+    with pytest.raises(LabError, match=words):
+        tx.SPEC.validate(**{**NO_MAVEN, **bad})
+
+
+def test_lists_may_come_as_text_from_a_panel():
+    assert tx.SPEC.validate(python_modes="crash, naive", **NO_MAVEN)["python_modes"] == ["crash", "naive"]
+
+
+def test_client_spec_parsing_into_rounds():
+    p = tx.SPEC.validate(**{**NO_MAVEN, "python_modes": ["crash"], "java_clients": ["3.9.1"],
+                            "streams_versions": ["3.7.0", "3.8.0"]})
+    assert tx.rounds(p) == [["python-crash", "java-3.9.1", "streams-3.7.0"], ["streams-3.8.0"]]
+    assert tx.rounds({**p, "python_modes": [], "java_clients": []}) == [["streams-3.7.0"], ["streams-3.8.0"]]
+    assert tx.rounds(tx.quick(p)) == [["python-crash", "java-3.9.1"]]
+    assert tx.CLIENTS["java"] is tx._Java and "streams-3.8.0".split("-", 1)[1] == "3.8.0"
+
+
+def test_broker_config_follows_the_version():
+    p = tx.SPEC.validate(expiration_ms=5000, **NO_MAVEN)
+    config = tx.broker_config({**p, "broker_version": "3.9.1"})
+    assert config["transactional.id.expiration.ms"] == "5000" and "log.initial.task.delay.ms" not in config
+    assert tx.broker_config({**p, "broker_version": "4.3.1"})["log.initial.task.delay.ms"] == "1000"
+    assert "producer.id.expiration.ms" not in tx.broker_config({**p, "broker_version": "3.3.2"})
+
+
+def _key(txn_id: str) -> bytes:
+    raw = txn_id.encode()
+    return struct.pack(">hh", 0, len(raw)) + raw
+
+
+def test_expiry_sweep_parsing_takes_the_first_tombstone_after_the_idle_start():
+    records = [(_key("run-python-crash"), b"state", 10.0),      # a live id: not a tombstone
+               (_key("run-python-crash"), None, 5.0),           # before the idle period: ignored
+               (_key("run-python-crash"), None, 12.0),
+               (_key("run-python-crash"), None, 13.0),
+               (_key("run-streams-3_8_0-uuid-1"), None, 14.0),   # Streams: the application.id starts the id
+               (b"\x00", None, 15.0)]
+    found = tx.expired_at(records, {"crash": "run-python-crash", "streams": "run-streams-3_8_0",
+                                    "java": "run-java-4_3_1"}, since=8.0)
+    assert found == {"crash": 12.0, "streams": 14.0, "java": None}
+
+
+def test_event_extraction_from_both_apps():
+    text = "\n".join([
+        '%4|1795436980.1|TXNERR|rdkafka#producer-1| librdkafka noise',
+        'LAB ' + json.dumps({"kind": "error", "ts": 3.0, "call": "send_offsets_to_transaction",
+                             "error": "INVALID_PRODUCER_ID_MAPPING", "code": 49, "handling": "abortable"}),
+        '[2026-11-23 12:29:40,719] INFO LAB {"kind":"error","ts":4.5,"exception":"org.apache.kafka.common.errors.'
+        'InvalidPidMappingException","call":"commitTransaction"} (IdleTransactionalProducer)',
+        '[2026-11-23 12:29:40,935] INFO LAB {"kind":"recreated","ts":4.7,"phase":"after-idle"} (Idle'])
+    rows = lab_lines(text)
+    assert [r["kind"] for r in rows] == ["error", "error", "recreated"]
+    java = tx._Java.errors(None, rows[1:])
+    assert java[0]["error"] == "InvalidPidMappingException" and java[0]["code"] == 49
+    assert java[0]["handling"] == "fatal"
+    assert tx._Client.errors(None, rows)[0]["handling"] == "abortable"
+
+
+def _summary(**kw):
+    base = {"expired": False, "code": None, "recovered": True, "error": None, "sweep": None, "message": None,
+            "handling": None, "then": None, "last_txn": 1.0, "input_at": 9.0, "first_error": None, "errors": 0,
+            "call": None, "restarts": 0, "error_after_idle_s": None, "recovery_s": None, "reads_per_input": 1}
+    return {**base, **kw}
+
+
+def _result(idle_s, clients):
+    p = {"idle_s": idle_s, "expiration_ms": 10000, "cleanup_interval_ms": 1000, "streams_versions": []}
+    return tx.TxnExpiryResult("txn_expiry", p, "r", Timeline(0.0), clients=clients)
+
+
+def test_verdict_for_the_control_names_the_branch():
+    r = _result(5, {"python-crash": _summary()})
+    assert not r.failed
+    assert r.verdict() == "idle 5 s < expiration 10 s + one sweep: the id was never expired, the commit succeeded"
+    assert "answered normally" in r.explain()
+
+
+def test_verdict_for_the_failure():
+    r = _result(15, {"python-crash": _summary(expired=True, sweep=11.0, code=49, error="INVALID_PRODUCER_ID_MAPPING",
+                                              first_error=15.0, then="exit", handling="abortable",
+                                              call="send_offsets_to_transaction")})
+    assert r.failed and r.verdict().startswith("idle 15 s >= expiration 10 s + one sweep: the coordinator expired 1")
+    assert "`python-crash`: id expired at 11.0 s" in r.explain()
+    assert r.expiry()["idle when expired (s)"].tolist() == [10.0]
+    r.check(1, lambda e, c: (e / 1000, (e + c) / 1000))
+    with pytest.raises(AssertionError):
+        r.check(1, lambda e, c: (0, 100))
+    r.check(3, lambda table: {"python-crash"})
