@@ -6,6 +6,7 @@ import pytest
 
 from lab.errors import LabError
 from lab.experiment import Timeline, lab_lines
+from lab.scenarios import txn_clients as tc
 from lab.scenarios import txn_expiry as tx
 
 NO_MAVEN = {"java_clients": [], "streams_versions": [], "old_brokers": [], "check_pinned_zookeeper": False}
@@ -14,7 +15,7 @@ NO_MAVEN = {"java_clients": [], "streams_versions": [], "old_brokers": [], "chec
 @pytest.fixture(autouse=True)
 def no_maven(monkeypatch):
     """Version checks resolve jars on Maven Central; here they only parse the version."""
-    monkeypatch.setattr(tx.maven, "classpath", lambda coords, label="": [])
+    monkeypatch.setattr(tc.maven, "classpath", lambda coords, label="": [])
     monkeypatch.setattr(tx, "clients_classpath", lambda v: tx.parse_version(v))
     monkeypatch.setattr(tx, "_kraft", lambda v: None)
 
@@ -50,7 +51,7 @@ def test_client_spec_parsing_into_rounds():
     assert tx.rounds(p) == [["python-crash", "java-3.9.1", "streams-3.7.0"], ["streams-3.8.0"]]
     assert tx.rounds({**p, "python_modes": [], "java_clients": []}) == [["streams-3.7.0"], ["streams-3.8.0"]]
     assert tx.rounds(tx.quick(p)) == [["python-crash", "java-3.9.1"]]
-    assert tx.CLIENTS["java"] is tx._Java and "streams-3.8.0".split("-", 1)[1] == "3.8.0"
+    assert tx.CLIENTS["java"] is tc._Java and "streams-3.8.0".split("-", 1)[1] == "3.8.0"
 
 
 def test_broker_config_follows_the_version():
@@ -88,10 +89,10 @@ def test_event_extraction_from_both_apps():
         '[2026-11-23 12:29:40,935] INFO LAB {"kind":"recreated","ts":4.7,"phase":"after-idle"} (Idle'])
     rows = lab_lines(text)
     assert [r["kind"] for r in rows] == ["error", "error", "recreated"]
-    java = tx._Java.errors(None, rows[1:])
+    java = tc._Java.errors(None, rows[1:])
     assert java[0]["error"] == "InvalidPidMappingException" and java[0]["code"] == 49
     assert java[0]["handling"] == "fatal"
-    assert tx._Client.errors(None, rows)[0]["handling"] == "abortable"
+    assert tc._Client.errors(None, rows)[0]["handling"] == "abortable"
 
 
 def _summary(**kw):

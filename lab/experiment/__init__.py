@@ -6,6 +6,12 @@
 - timeline         one event schema, one figure, one colour vocabulary
 - result.Result    what every scenario returns: as_record(), table(), figure(), verdict()
 - panel.panel      the tune-and-re-run panel, generated from a Spec
+- admin            where topics and consumer groups stand: end offsets, committed offsets (read, set),
+                   topic configs, a topic read to its end, transactional ids the coordinator expired
+- streaming        Spark jobs: a checkpointed Structured Streaming query, audits side by side
+- apps             programs under test stopped together, Kafka Streams clients watched until RUNNING
+- checks           parameter checks run before anything starts (a version resolved and compiled against)
+- consume          what a run's programs wrote, read back by a read_committed reader or a consumer group
 """
 from .evidence import emit, grep, java_events, lab_lines, log_time
 from .params import Param, Spec

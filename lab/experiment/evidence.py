@@ -117,3 +117,32 @@ def java_events(source: str | Path, patterns=None) -> list[dict]:
                 events.append({"ts": last, "kind": kind, "level": level, "line": body[:400]})
                 break
     return events
+
+
+# The Java producer's transaction manager at DEBUG (org.apache.kafka.clients.producer.internals.TransactionManager
+# and .Sender): when a transactional request (AddOffsetsToTxn, EndTxn, ...) was queued and when it was sent.
+_TXN_LINE = re.compile(r"(Enqueuing|Sending) transactional request (\w+?)(?:RequestData|Request)?\(")
+
+
+def txn_waits(source: str | Path) -> list[dict]:
+    """How long each transactional request sat in a Java producer between enqueue and send (DEBUG lines):
+    {ts (sent), request, wait_s}. A request can be enqueued twice (again after a coordinator lookup): the
+    wait counts from the first."""
+    queued, out = {}, []
+    for ts, line in grep(source, _TXN_LINE.pattern):
+        what, request = _TXN_LINE.search(line).groups()
+        if ts is not None and what == "Enqueuing":
+            queued.setdefault(request, []).append(ts)
+        elif ts is not None and queued.get(request):
+            out.append({"t_s": ts, "request": request, "wait_s": round(ts - queued.pop(request)[0], 3)})
+    return out
+
+
+def incidents(events, gap_s: float = 5.0):
+    """Collapse events (a DataFrame with t_s, kind, line) into incidents: one exception logs several lines,
+    so a new incident starts only after `gap_s` seconds of quiet. Columns t_s (first), kinds, line (first)."""
+    import pandas as pd
+    ev = events.sort_values("t_s")
+    return pd.DataFrame([{"t_s": g.t_s.iloc[0], "kinds": ", ".join(sorted(set(g.kind))), "line": g.line.iloc[0]}
+                         for _, g in ev.groupby((ev["t_s"].diff() > gap_s).cumsum())],
+                        columns=["t_s", "kinds", "line"])

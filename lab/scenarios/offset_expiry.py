@@ -11,23 +11,23 @@ Beside them Spark queries keep offsets in their checkpoint; two show what `failO
 """
 from __future__ import annotations
 
-import json
 import re
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from ..config import KAFKA_VERSION
 from ..errors import LabError
 from ..experiment import Param, Result, Run, Spec, lab_lines
+from ..experiment.admin import committed_offsets, group_offsets, set_group_offsets, topic_offsets
+from ..experiment.apps import stop_together
+from ..experiment.streaming import audit_many
 from ..generator import generate
 from ..history import History
+from .offset_expiry_spark import RESET_KINDS, SPARK_VARIANTS, SparkQueries
 
 APP_MODULE = "lab.apps.consumer_app"
 TRICKLE = 10          # records per batch after the restart (one per key)
-DATA_LOSS_BATCH = 10  # records per step of the failOnDataLoss demo (read / deleted unread / new)
-RESET_KINDS = ["reprocessed_after_reset", "skipped_after_reset"]
 
 
 @dataclass(frozen=True)
@@ -52,11 +52,6 @@ VARIANTS = {v.name: v for v in [
     Variant("idle-classic", "earliest", "classic", "window", "expiry clock of a quiet classic group", idle=True),
     Variant("idle-consumer", "earliest", "consumer", "window", "expiry clock of a quiet KIP-848 group", idle=True),
 ]}
-SPARK_VARIANTS = {
-    "spark-checkpoint": "offsets in the checkpoint: resumes exactly after the same window",
-    "spark-strict": "failOnDataLoss=true: fails when retention deleted data it had not read",
-    "spark-lenient": "failOnDataLoss=false: carries on past the deleted data (skips it)",
-}
 
 SPEC = Spec(
     Param("retention_minutes", 1, "offsets.retention.minutes (the seed: 1440 = 24 h)", lo=1, hi=60, unit="min",
@@ -114,7 +109,7 @@ class _Experiment:
             run.topics(*others)
         run.phase(f"topic {self.topic}: {len(self.variants)} consumer group(s)" + " + Spark" * p["spark"])
         self.produce("before", p["messages_before"])
-        spark = _Spark(self) if p["spark"] else None
+        spark = SparkQueries(self) if p["spark"] else None
         ready = run.background(spark.first_run, name="spark first run") if spark else None
         idle = [v for v in self.variants if v.idle]
         self.start(idle)
@@ -128,10 +123,8 @@ class _Experiment:
 
         run.phase("stop every app at once (a redeploy); the topic keeps receiving data")
         self.snapshot(self.variants, "before the stop")
+        stop_together(self.apps[v.name] for v in self.variants)
         for v in self.variants:
-            self.apps[v.name].terminate()
-        for v in self.variants:
-            self.apps[v.name].stop()
             run.event(v.name, "stop", tone="fault", detail="SIGTERM: commit, leave the group, exit")
         self.stop_at = time.time()
         self.produce("while down", p["messages_while_down"])
@@ -142,7 +135,7 @@ class _Experiment:
         self.wait_caught_up(names, "catch up with the end of the topic")
         if spark:
             loss.result(600)
-            spark.query("spark-checkpoint", self.topic)
+            spark.queries["spark-checkpoint"].once()
         for name in names:
             self.apps[name].stop()
             run.event(name, "end", detail="stopped after catching up")
@@ -155,7 +148,8 @@ class _Experiment:
 
     def spawn(self, v: Variant, inc: int) -> None:
         if inc == 0:  # a position at the start of the topic, like a service that has read it since it was created
-            self.set_offsets(v.name, {part: 0 for part in range(self.p["partitions"])})
+            set_group_offsets(self.run, self.admin, self.group[v.name], self.topic,
+                              {part: 0 for part in range(self.p["partitions"])})
         self.inc[v.name] = inc
         args = ["--bootstrap", self.run.bootstrap, "--topic", self.topic, "--group", self.group[v.name],
                 "--app", v.name, "--history", self.hist[v.name].folder, "--run-id", self.run.id, "--incarnation",
@@ -186,45 +180,12 @@ class _Experiment:
             raise LabError(f"Only {gen.produced} of {n} records reached {topic} ({gen.failed} failed).")
         self.run.event("input" if topic == self.topic else "aged topic", f"produce {n}", detail=phase)
 
-    def end_offsets(self, topic: str | None = None, spec: str = "latest") -> dict[int, int]:
-        from confluent_kafka import TopicPartition
-        from confluent_kafka.admin import OffsetSpec
-        topic = topic or self.topic
-        tps = [TopicPartition(topic, i) for i in range(self.p["partitions"] if topic == self.topic else 1)]
-        futures = self.admin.list_offsets({tp: getattr(OffsetSpec, spec)() for tp in tps}, request_timeout=15)
-        return {tp.partition: f.result().offset for tp, f in futures.items()}
-
-    def set_offsets(self, name: str, offsets: dict[int, int]) -> None:
-        """AdminClient.alter_consumer_group_offsets (a fresh broker creates __consumer_offsets on the first ask)."""
-        from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
-        request = ConsumerGroupTopicPartitions(self.group[name], [TopicPartition(self.topic, part, off)
-                                                                  for part, off in sorted(offsets.items())])
-
-        def accepted() -> bool:
-            try:
-                done = self.admin.alter_consumer_group_offsets([request], request_timeout=5)[request.group_id]
-                return all(tp.error is None for tp in done.result().topic_partitions)
-            except KafkaException:
-                return False
-        self.run.wait(accepted, 60, f"the group coordinator to set {self.group[name]} to {offsets}", interval=1)
+    def end_offsets(self) -> dict[int, int]:
+        return topic_offsets(self.admin, self.topic, self.p["partitions"])
 
     def group_offsets(self, variants) -> dict[str, dict[int, int | None]]:
-        """Committed offsets per group, from the group coordinator (None: no offset for that partition)."""
-        from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException
-        asked = {v.name: self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(self.group[v.name])],
-                                                                request_timeout=10)[self.group[v.name]]
-                 for v in variants}
-        out = {}
-        for name, f in asked.items():
-            try:
-                tps = f.result().topic_partitions or []
-            except KafkaException as exc:
-                if exc.args[0].code() != KafkaError.GROUP_ID_NOT_FOUND:
-                    continue  # a transient coordinator error: no answer for this group this time
-                tps = []      # the group itself is gone, offsets and all
-            if not any(tp.error is not None for tp in tps):
-                out[name] = {tp.partition: tp.offset if tp.offset >= 0 else None for tp in tps if tp.topic == self.topic}
-        return out
+        """Committed offsets per variant's group, from the group coordinator (None: none for that partition)."""
+        return group_offsets(self.admin, {v.name: self.group[v.name] for v in variants}, self.topic)
 
     def snapshot(self, variants, moment: str) -> None:
         seen = self.run.wait(lambda: (s := self.group_offsets(variants)) and len(s) == len(variants) and s, 30,
@@ -285,7 +246,7 @@ class _Experiment:
         self.errors[name] = fatal[0]["error"]
         self.run.event(name, "no committed offset: exit", at=fatal[0]["ts"], tone="failure", detail=fatal[0]["error"])
         self.operator[name] = committed_offsets(self.commits(name, 0))
-        self.set_offsets(name, self.operator[name])
+        set_group_offsets(self.run, self.admin, self.group[name], self.topic, self.operator[name])
         self.run.event(name, "operator reset", tone="mitigation", detail=f"offsets set to {self.operator[name]}")
         self.spawn(VARIANTS[name], 2)
 
@@ -323,7 +284,6 @@ class _Experiment:
 
     def audit(self) -> dict:
         """The Spark audit (lab.audit) of each group from its history; the idle probes measure clocks only."""
-        from ..audit import audit
         jobs = {v.name: dict(history=self.hist[v.name], bootstrap=self.run.bootstrap, output_topic=self.out.get(v.name),
                              kinds=RESET_KINDS + ["duplicate", "lost"] * bool(v.sink),
                              expect="anomalies" if v.name in self.expired and v.reset != "error" else "clean")
@@ -331,97 +291,10 @@ class _Experiment:
         if "spark-checkpoint" in self.hist:
             jobs["spark-checkpoint"] = dict(history=self.hist["spark-checkpoint"], kinds=RESET_KINDS, expect="clean")
         self.run.phase(f"auditing on Spark: {', '.join(jobs)}")
-        with ThreadPoolExecutor(2) as pool:  # small Spark jobs: two at a time keep both cores busy
-            futures = {k: pool.submit(lambda a: audit(a.pop("history"), **a), dict(a)) for k, a in jobs.items()}
-            return {k: f.result() for k, f in futures.items()}
-
-
-class _Spark:
-    """spark-checkpoint: offsets in its checkpoint. spark-strict / -lenient: failOnDataLoss true / false."""
-
-    def __init__(self, x: _Experiment):
-        self.x, self.errors, self.verdicts, self.inc, self.spark = x, {}, {}, {}, None
-        self.aged = History(x.run.folder / "aged", x.run.id)
-
-    def first_run(self) -> None:
-        from ..spark import spark_session
-        self.spark = spark_session()
-        self.query("spark-checkpoint", self.x.topic)
-
-    def data_loss(self) -> None:
-        """Read A, stop; B arrives and topic retention deletes it unread; C arrives; restart; audit both."""
-        from ..audit import audit
-        x, pair = self.x, ("spark-strict", "spark-lenient")
-        x.produce("aged A", DATA_LOSS_BATCH, x.aged, self.aged)
-        for name in pair:
-            self.query(name, x.aged, fail_on_data_loss=name == "spark-strict")
-        x.produce("aged B", DATA_LOSS_BATCH, x.aged, self.aged)
-        end = x.end_offsets(x.aged)[0]
-        self.retention("1000")
-        x.run.wait(lambda: x.end_offsets(x.aged, "earliest")[0] >= end, 60, f"topic retention to delete the "
-                   f"unread records of {x.aged}", evidence=lambda: x.end_offsets(x.aged, "earliest"))
-        self.retention(str(7 * 24 * 3600 * 1000))
-        x.produce("aged C", DATA_LOSS_BATCH, x.aged, self.aged)
-        for name in pair:
-            x.run.event(name, "retention deleted", tone="fault", detail=f"{x.aged}: offsets below {end} deleted")
-            self.query(name, x.aged, fail_on_data_loss=name == "spark-strict")
-        for name in pair:
-            x.hist[name].path("produced").write_bytes(self.aged.path("produced").read_bytes())
-            self.verdicts[name] = audit(x.hist[name], kinds=RESET_KINDS,
-                                        expect="anomalies" if name == "spark-lenient" else "clean")
-
-    def retention(self, ms: str) -> None:
-        from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
-        res = ConfigResource(ConfigResource.Type.TOPIC, self.x.aged, incremental_configs=[
-            ConfigEntry("retention.ms", ms, incremental_operation=AlterConfigOpType.SET)])
-        self.x.admin.incremental_alter_configs([res], request_timeout=15)[res].result()
-
-    def query(self, name: str, topic: str, fail_on_data_loss: bool = True) -> None:
-        """One availableNow run of a checkpointed query; the offsets it ends at are this incarnation's commit."""
-        from pyspark.sql import functions as F
-        x, folder = self.x, self.x.run.folder / name
-        inc = self.inc[name] = self.inc.get(name, -1) + 1
-        x.hist[name].log("restart", app=name, incarnation=inc)
-        x.run.event(name, "start" if inc == 0 else "restart", detail=f"incarnation {inc}")
-        stream = (self.spark.readStream.format("kafka").option("kafka.bootstrap.servers", x.run.bootstrap)
-                  .option("subscribe", topic).option("startingOffsets", "earliest")
-                  .option("failOnDataLoss", str(fail_on_data_loss).lower()).load()
-                  .select(F.get_json_object(F.col("value").cast("string"), "$.id").alias("id"), "partition",
-                          "offset", F.current_timestamp().cast("double").alias("ts"), F.lit(inc).alias("incarnation")))
-        query = (stream.writeStream.format("parquet").option("path", str(folder / "sink"))
-                 .option("checkpointLocation", str(folder / "checkpoint")).trigger(availableNow=True).start())
-        if fail_on_data_loss and inc > 0:  # the expected failure: keep Spark's stack traces out of the output
-            self.spark.sparkContext.setLogLevel("OFF")
-        try:
-            query.awaitTermination()
-        except Exception as exc:  # StreamingQueryException: the query stopped on an error
-            found = re.findall(r"Some data may have been lost[^\n]*|Reason: [^\n]*", str(exc))
-            self.errors[name] = " ".join(found) if found else str(exc).splitlines()[0][:300]
-            x.run.event(name, "error", tone="failure", detail=self.errors[name][:200])
-        finally:
-            self.spark.sparkContext.setLogLevel("ERROR")
-        rows = (self.spark.read.parquet(str(folder / "sink")).filter(F.col("incarnation") == inc).collect()
-                if any((folder / "sink").glob("*.parquet")) else [])
-        who = {"app": name, "incarnation": inc, "group": f"checkpoint:{name}", "topic": topic}
-        x.hist[name].log_many("read", [{**who, **{k: row[k] for k in ("partition", "offset", "id", "ts")}}
-                                       for row in rows])
-        ends = [s["endOffset"] for pr in query.recentProgress for s in json.loads(pr.json)["sources"][:1]]
-        ends = [json.loads(e) if isinstance(e, str) else e for e in ends if e]
-        x.hist[name].log_many("committed", [{**who, "partition": int(part), "offset": int(off)}
-                                            for part, off in (ends[-1].get(topic, {}) if ends else {}).items()])
-        x.run.event(name, "end", detail=f"read {len(rows)} record(s)")
+        return audit_many(jobs)
 
 
 # ------------------------------------------------------------------ pure parts (unit-tested)
-
-def committed_offsets(commits: list[dict]) -> dict[int, int]:
-    """Highest committed offset per partition from an app's `LAB {"kind": "commit", ...}` rows."""
-    out: dict[int, int] = {}
-    for row in commits:
-        for part, off in row.get("offsets", {}).items():
-            out[int(part)] = max(out.get(int(part), -1), int(off))
-    return out
-
 
 def expires_after_stop(protocol: str, idle_s: float, retention_s: float) -> float:
     """Seconds from the stop to the expiry (no sweep): classic from the stop, KIP-848 from the last commit."""

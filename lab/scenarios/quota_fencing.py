@@ -25,6 +25,9 @@ from ..cluster.versions import parse_version
 from ..config import KAFKA_VERSION
 from ..errors import LabError
 from ..experiment import TONES, Param, Result, Run, Spec, grep, java_events, lab_lines
+from ..experiment.apps import stop_together, streams_running
+from ..experiment.evidence import incidents, txn_waits
+from ..experiment.result import expect
 from ..generator import generate
 from ..history import History
 from ..processes import java_executable
@@ -41,10 +44,8 @@ STREAMS_CRASH_KINDS = ("AddOffsetsToTxn timeout", "InvalidProducerEpochException
                        "TaskCorruptedException", "TaskMigratedException", "InvalidTxnStateException",
                        "InvalidPidMappingException", "UnknownProducerIdException", "thread died")
 LOOP_CRASH_KINDS = ("abort", "fatal", "error")
-INCIDENT_GAP_S = 5.0   # events closer than this belong to one incident (one exception logs several lines)
 DEBUG_LOGGERS = ("org.apache.kafka.clients.producer.internals.Sender,"
                  "org.apache.kafka.clients.producer.internals.TransactionManager")
-_TXN_LINE = re.compile(r"(Enqueuing|Sending) transactional request (\w+?)(?:RequestData|Request)?\(")
 _ABORT_LINE = r"Completed rollback of ongoing transaction for transactionalId .* due to timeout"
 
 
@@ -258,9 +259,8 @@ def measure(run: Run, variants: list, duration_s: float, audit: bool) -> Measure
     apps = {v.name: _start(run, v, tags[v.name]) for v in variants}
     for v in variants:
         log = apps[v.name].log_path
-        run.wait(lambda: grep(log, "State transition from REBALANCING to RUNNING") if v.client == "streams"
-                 else lab_lines(log, kind="start"), 180, f"{v.name} to be running",
-                 child=apps[v.name])
+        run.wait(lambda: streams_running(log) if v.client == "streams" else lab_lines(log, kind="start"), 180,
+                 f"{v.name} to be running", child=apps[v.name])
     load_start = time.time()   # one History per generator thread: each appends with its own descriptors
     feeds = {v.name: run.background(generate, cluster.bootstrap, f"{tags[v.name]}-in", int(v.rate * duration_s),
                                     History(run.folder / "history", run.id), rate=v.rate,
@@ -271,10 +271,7 @@ def measure(run: Run, variants: list, duration_s: float, audit: bool) -> Measure
     run.wait(lambda: all(f.done for f in feeds.values()), 60, "the generators to finish")
     run.countdown("the last transactions to commit", seconds=5, done=requota)
     stopped = time.time()
-    for a in apps.values():   # all at once, then wait for each
-        a.terminate()
-    for a in apps.values():
-        a.stop(30)
+    stop_together(apps.values(), timeout=30)
     aborts = [{"variant": n, "t_s": round(ts - load_start, 3), "line": line[:300]}
               for ts, line in grep(cluster.log_path(), _ABORT_LINE, since=load_start)
               for n, tag in tags.items() if f"transactionalId {tag}-" in line]
@@ -337,27 +334,6 @@ def _mark(run: Run, got: Measured) -> None:
             run.event(n, "coordinator aborted (timeout)", at(a["t_s"]), detail=a["line"], tone="fault")
         for _, c in got.crashes(n).iterrows():
             run.event(n, c["kinds"], at(c["t_s"]), detail=c["mechanism"], tone="failure")
-
-
-def incidents(ev: pd.DataFrame) -> pd.DataFrame:
-    """Collapse events into incidents: a new one starts after INCIDENT_GAP_S of quiet."""
-    ev = ev.sort_values("t_s")
-    return pd.DataFrame([{"t_s": g.t_s.iloc[0], "kinds": ", ".join(sorted(set(g.kind))), "line": g.line.iloc[0]}
-                         for _, g in ev.groupby((ev["t_s"].diff() > INCIDENT_GAP_S).cumsum())],
-                        columns=["t_s", "kinds", "line"])
-
-
-def txn_waits(source) -> list[dict]:
-    """How long each transactional request sat in the producer between enqueue and send (DEBUG lines).
-    A request can be enqueued twice (again after a coordinator lookup): the wait counts from the first."""
-    queued, out = {}, []
-    for ts, line in grep(source, _TXN_LINE.pattern):
-        what, request = _TXN_LINE.search(line).groups()
-        if ts is not None and what == "Enqueuing":
-            queued.setdefault(request, []).append(ts)
-        elif ts is not None and queued.get(request):
-            out.append({"t_s": ts, "request": request, "wait_s": round(ts - queued.pop(request)[0], 3)})
-    return out
 
 
 def streams_metrics(source) -> tuple[list[dict], set]:
@@ -486,14 +462,10 @@ class QuotaResult(Result):
                 "sweep": self.sweep_table().to_dict("records")}
 
     exercises = {
-        1: lambda r, a: _check(abs(a - r.main.waits.groupby("variant")["wait_s"].max()[r.roles["affected"].name])
+        1: lambda r, a: expect(abs(a - r.main.waits.groupby("variant")["wait_s"].max()[r.roles["affected"].name])
                                <= 0.01, "look at result.main.waits for the affected app"),
-        2: lambda r, a: _check(abs(a - quota_for(1 / 1.5, r.params["send_rate"], r.params["record_bytes"])) <= 1,
+        2: lambda r, a: expect(abs(a - quota_for(1 / 1.5, r.params["send_rate"], r.params["record_bytes"])) <= 1,
                                "50 % headroom is load / quota = 1 / 1.5: quota_fencing.quota_for(1 / 1.5, ...)"),
-        3: lambda r, a: _check(sorted(a) == sorted(v.name for m, v in r.roles.items() if m in MITIGATIONS
+        3: lambda r, a: expect(sorted(a) == sorted(v.name for m, v in r.roles.items() if m in MITIGATIONS
                                                    and not r.row(m)["crashes"]), "compare the mitigations' crashes"),
     }
-
-
-def _check(ok: bool, hint: str) -> None:
-    assert ok, f"Not quite: {hint}."

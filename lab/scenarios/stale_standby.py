@@ -20,6 +20,8 @@ from ..cluster import parse_version
 from ..config import KAFKA_VERSION
 from ..errors import LabError
 from ..experiment import Param, Result, Run, Spec, Timeline, grep, lab_lines
+from ..experiment.apps import stop_together
+from ..experiment.checks import check_version
 from ..experiment.consume import read_committed
 from ..experiment.memory import child_pids, peak_rss
 from ..generator import generate
@@ -53,14 +55,10 @@ def parse_program(program) -> list[int]:
 
 
 def check_streams_version(version: str, name: str = "AFFECTED_VERSION") -> None:
-    """Resolve (and compile against) the Kafka Streams jars of `version` now, before anything starts."""
-    if parse_version(version) < OLDEST_SUPPORTED:
-        raise LabError(f"{name}: Kafka Streams {version} is older than the worker supports ("
-                       f"{'.'.join(map(str, OLDEST_SUPPORTED))}+; the bug itself exists since 2.6.0).")
-    try:
-        compile_sources([JAVA_DIR / s for s in SOURCES], streams_classpath(version), label=f"{MAIN}-{version}")
-    except LabError as exc:
-        raise LabError(f"{name}={version!r}: {exc}") from None
+    """Resolve (and compile the worker against) the Kafka Streams jars of `version` now, before anything starts."""
+    check_version(version, name, lambda v: compile_sources([JAVA_DIR / s for s in SOURCES], streams_classpath(v),
+                                                           label=f"{MAIN}-{v}"),
+                  oldest=OLDEST_SUPPORTED, why="its TaskMetadata / exactly_once_v2 API; the bug itself exists since 2.6.0")
 
 
 def _leaves_one_running(p: dict) -> str | None:
@@ -167,12 +165,9 @@ def _variant(lab: Run, label: str, version: str, caching: bool, p: dict) -> "Var
                                  what=f"all {len(ids)} inputs in the committed output")
     finally:
         stop.set()
-        running = {i: w for i, w in workers.items() if w.alive()}
-        for w in running.values():
-            w.process.terminate()  # all at once: each closes its Streams client
-        for i, w in running.items():
-            w.stop()
-            toggles.append({"ts": time.time(), "done_ts": time.time(), "instance": i, "action": "stop"})
+        running = [i for i, w in workers.items() if w.alive()]
+        stop_together([workers[i].process for i in running], timeout=30)   # each closes its Streams client
+        toggles += [{"ts": time.time(), "done_ts": time.time(), "instance": i, "action": "stop"} for i in running]
     return _analyse(label, version, caching, t0, history, topics[1], workers, toggles, produced, records,
                     rss.result(10))
 

@@ -11,37 +11,23 @@ Part C (txn_unknown_producer.py): brokers before 2.4 forget a producer once rete
 """
 from __future__ import annotations
 
-import json
 import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
-
-from .. import maven
 from ..cluster import is_zookeeper_version, parse_version
 from ..config import KAFKA_VERSION
 from ..errors import LabError
-from ..experiment import Param, Result, Run, Spec, grep, java_events, lab_lines
-from ..history import History
-from ..streams import LOG4J, LOGGING, JavaProgram, clients_classpath
+from ..experiment import Param, Result, Run, Spec, grep
+from ..experiment.admin import expired_at, read_to_end
+from ..streams import clients_classpath
 from . import txn_unknown_producer as part_c
+from .txn_clients import CLIENTS, ERROR_CODE, streams_examples
 
-ERROR_CODE = 49  # INVALID_PRODUCER_ID_MAPPING
 SEED_MESSAGE = "The producer attempted to use a producer id which is not currently assigned to its transactional id"
 PYTHON_MODES = ("crash", "abort", "recreate", "naive", "heartbeat", "abort-offsets-first")
-WORDCOUNT = "org.apache.kafka.streams.examples.wordcount.WordCountDemo"   # reads a properties file as args[0]
-STREAMS_INPUT, STREAMS_OUTPUT = "streams-plaintext-input", "streams-wordcount-output"  # fixed in WordCountDemo
-QUIET = {"log_level": 0}
-SPIN_LIMIT = 5   # this many errors after the input and no commit: the client is stuck
-
-
-def _streams_examples(version):
-    parse_version(version)
-    return maven.classpath([f"org.apache.kafka:kafka-streams-examples:{version}", *LOGGING],
-                           label=f"streams-examples-{version}")
 
 
 def _kraft(version):
@@ -63,7 +49,7 @@ SPEC = Spec(
     Param("java_clients", ["3.9.1", "4.3.1"], "kafka-clients versions of the lone Java producer",
           check=lambda vs: [clients_classpath(v) for v in vs]),
     Param("streams_versions", ["3.7.0", "3.8.0"], "Kafka Streams versions (WordCountDemo, exactly-once), one "
-          "idle round each (its topics are fixed)", check=lambda vs: [_streams_examples(v) for v in vs]),
+          "idle round each (its topics are fixed)", check=lambda vs: [streams_examples(v) for v in vs]),
     *part_c.PARAMS,
     Param("mitigate", True, "also run python-crash and the Java clients on a broker whose expiration is derived "
           "from the idle time (2 x idle + 10 s)"),
@@ -161,327 +147,12 @@ def _round(lab: Run, p: dict, clients: list) -> dict:
     time.sleep(0.5)   # the last log lines
     for c in clients:
         c.stop()
-    sweeps = expired_at(_transaction_state(lab.bootstrap), {c.name: c.txn_id for c in clients}, idle_start)
+    sweeps = expired_at(read_to_end(lab.bootstrap, "__transaction_state"), {c.name: c.txn_id for c in clients},
+                        idle_start)
     for c in clients:
         c.summarise(idle_start, input_at, sweeps[c.name])
     lab.say("expired: " + ", ".join(f"{c.name} {'yes' if sweeps[c.name] else 'no'}" for c in clients))
     return {c.name: c for c in clients}
-
-
-# ------------------------------------------------------------------ the clients under test
-
-SHOWN = {"commit": "info", "committed": "info", "heartbeat": "info", "error": "failure", "abort": "mitigation",
-         "aborted": "mitigation", "recreate": "mitigation", "recreated": "mitigation", "rewind": "mitigation",
-         "exit": "fault", "InvalidPidMappingException": "failure", "TaskMigratedException": "mitigation",
-         "thread died": "failure"}
-FOLLOW = ("abort", "aborted", "recreate", "recreated", "rewind", "exit", "thread died", "TaskMigratedException")
-
-
-class _Client:
-    kind, READY, COMMIT = "", "", ""
-
-    def __init__(self, lab: Run, p: dict, name: str):
-        self.lab, self.p, self.name, self.option = lab, p, name, name.split("-", 1)[1]
-        self.txn_id = f"{lab.id}-{name}".replace(".", "_")
-        self.feed_interval = max(0.5, p["expiration_ms"] / 3000)   # traffic well inside the expiration
-        self.log, self.child, self.restarts, self.summary = lab.folder / f"{name}.log", None, [], {}
-
-    def events(self) -> list[dict]:
-        return lab_lines(self.log)
-
-    def has(self, kind, since=0.0) -> bool:
-        return any(e["kind"] == kind and e["ts"] >= since for e in self.events())
-
-    def started(self):
-        return self.has(self.READY)
-
-    def warm(self):
-        return self.has(self.COMMIT)
-
-    def recovered_at(self, since):
-        return max((e["ts"] for e in self.events() if e["kind"] == self.COMMIT and e["ts"] >= since), default=None)
-
-    def check(self):
-        """A client that exits before the idle period is a broken run, not a result."""
-        if self.child is not None and not self.child.alive() and not self.restarts:
-            raise LabError(f"{self.name} exited early (log {self.log}):\n" + "\n".join(self.child.log().splitlines()[-15:]))
-
-    def restart(self, why):
-        self.child.stop(10)
-        self.restarts.append(time.time())
-        self.lab.event(self.name, "restart", tone="fault", detail=why)
-        self.start()
-
-    def errors(self, after):
-        return [e for e in after if e["kind"] == "error"]
-
-    def summarise(self, idle_start, input_at, sweep):
-        events = self.events()
-        after = [e for e in events if e["ts"] >= input_at]
-        errors = self.errors(after)
-        first, done = errors[0] if errors else {}, self.recovered_at(input_at)
-        then = [e["kind"] for e in after if e["kind"] in FOLLOW and (e["kind"] != "exit" or e.get("code"))]
-        then += ["restarted by the supervisor"] * bool(self.restarts)
-        self.summary = {
-            "kind": self.kind, "expired": sweep is not None, "sweep": sweep, "input_at": input_at,
-            "last_txn": max((e["ts"] for e in events if e["kind"] in (self.COMMIT, "heartbeat")
-                             and e["ts"] <= idle_start + 0.01), default=None),
-            "errors": len(errors), **{k: first.get(k) for k in ("error", "code", "call", "message", "handling")},
-            "then": " -> ".join(dict.fromkeys(then)) if errors else None, "recovered": done is not None,
-            "restarts": len(self.restarts), "first_error": first.get("ts"),
-            "error_after_idle_s": round(first["ts"] - idle_start, 2) if first else None,
-            "recovery_s": round(done - first["ts"], 2) if first and done else None,
-            "reads_per_input": self.reads_per_input()}
-        for e in events:
-            if e["kind"] in SHOWN and e.get("level") != "TRACE":
-                tone = "mitigation" if e["ts"] >= input_at and e["kind"] == self.COMMIT else SHOWN[e["kind"]]
-                self.lab.event(self.name, e["kind"], e["ts"], tone=tone,
-                               detail=str({k: v for k, v in e.items() if k not in ("ts", "kind")})[:300])
-        if sweep:
-            self.lab.event(self.name, "id expired", sweep, tone="fault", detail="tombstone in __transaction_state")
-
-    def _nothing(self, *args):
-        return None
-
-    quiesce = supervise = reads_per_input = _nothing
-
-    def stop(self):
-        if self.child:
-            self.child.stop(20)
-
-
-class _Python(_Client):
-    """lab/apps/eos_app.py: consume-transform-produce with confluent-kafka, one process."""
-    kind, READY, COMMIT = "python", "start", "commit"
-
-    def __init__(self, lab, p, name):
-        super().__init__(lab, p, name)
-        self.input, self.output, self.inputs = f"{self.txn_id}-in", f"{self.txn_id}-out", 0
-        self.history = History(lab.folder / "history" / name, self.txn_id)
-        self.producer = Producer({"bootstrap.servers": lab.bootstrap, "linger.ms": 0, **QUIET})
-
-    def topics(self):
-        return [self.input, self.output]
-
-    def start(self):
-        mode = self.option
-        args = ["--bootstrap", self.lab.bootstrap, "--input", self.input, "--output", self.output, "--group",
-                self.txn_id, "--transactional-id", self.txn_id, "--app", self.name, "--incarnation",
-                len(self.restarts), "--history", self.history.folder, "--run-id", self.history.run_id,
-                "--on-error", {"heartbeat": "recreate", "abort-offsets-first": "abort"}.get(mode, mode)]
-        args += ["--heartbeat-ms", max(200, self.p["expiration_ms"] // 3)] if mode == "heartbeat" else []
-        args += ["--offsets-first"] if mode == "abort-offsets-first" else []
-        self.child = self.lab.spawn_python(self.name, "lab.apps.eos_app", args)
-
-    def feed(self, suffix="w"):
-        self.inputs += 1
-        record_id, seq = f"{self.name}-{suffix}{self.inputs}", self.inputs
-
-        def delivered(err, msg):
-            if err is None:
-                self.history.log("produced", id=record_id, key="k0", seq=seq, topic=msg.topic(),
-                                 partition=msg.partition(), offset=msg.offset(), true_value=seq)
-        self.producer.produce(self.input, key="k0", value=json.dumps({"id": record_id, "key": "k0", "seq": seq}),
-                              on_delivery=delivered)
-        self.producer.flush(10)
-
-    def quiet(self):
-        return max([0, *(o for e in self.events() if e["kind"] == "commit" for o in e["offsets"].values())]) \
-            >= self.inputs
-
-    def supervise(self):   # the crash app exits 3 on the error; like a deployment, start it again
-        if self.option == "crash" and self.child.returncode() == 3 and len(self.restarts) < 3:
-            self.restart("the supervisor started it again")
-
-    def settled(self, since):
-        after = [e["kind"] for e in self.events() if e["ts"] >= since]
-        gave_up = self.option == "naive" and "error" in after and ("abort" in after or "recreate" in after)
-        return self.recovered_at(since) is not None or gave_up or after.count("error") >= SPIN_LIMIT \
-            or (not self.child.alive() and self.option != "crash")
-
-    def reads_per_input(self):
-        reads = self.history.frame("read")
-        ids = reads[reads["id"].str.contains(r"-x\d+$")] if len(reads) else reads
-        return int(ids["id"].value_counts().max()) if len(ids) else 0
-
-    def audit(self):
-        from ..audit import audit
-        expect = "anomalies" if self.option in ("naive", "abort-offsets-first") else "clean"
-        return audit(self.history, bootstrap=self.lab.bootstrap, output_topic=self.output, expect=expect,
-                     kinds=["duplicate", "lost", "aborted_read"])
-
-
-class _Java(_Client):
-    """lab/java/IdleTransactionalProducer.java: one transaction per record, at a kafka-clients version."""
-    kind, READY, COMMIT = "java", "ready", "committed"
-
-    def __init__(self, lab, p, name):
-        super().__init__(lab, p, name)
-        self.go, self.idle = lab.folder / f"{name}.go", lab.folder / f"{name}.idle"
-        self.program = lab.program(JavaProgram(
-            name, self.option, "IdleTransactionalProducer", ["IdleTransactionalProducer.java"],
-            properties={"bootstrap.servers": lab.bootstrap, "transactional.id": self.txn_id, "lab.topic": self.txn_id,
-                        "lab.go.file": self.go, "lab.id.prefix": name, "lab.idle.file": self.idle,
-                        "lab.busy.ms": int(self.feed_interval * 1000)}, streams=False, heap="128m"))
-        self.log = self.program.log_path
-
-    def topics(self):
-        return [self.txn_id]
-
-    def start(self):
-        self.child = self.program.start()
-
-    def feed(self, suffix="w"):   # the program commits every lab.busy.ms by itself; "x" ends its idle period
-        self.go.touch() if suffix == "x" else None
-
-    def quiesce(self):
-        self.idle.touch()
-
-    def quiet(self):
-        return self.has("idle")
-
-    def settled(self, since):
-        return self.has("exit") or not self.child.alive()
-
-    def errors(self, after):
-        kinds = {e["kind"] for e in after}
-        return [{**e, "error": e["exception"].rsplit(".", 1)[-1], "code": ERROR_CODE if "InvalidPidMapping" in
-                 e["exception"] else None, "handling": "abortable" if "aborted" in kinds else "fatal" if
-                 "recreated" in kinds else "other"} for e in after if e["kind"] == "error"]
-
-
-class _Streams(_Client):
-    """kafka-streams-examples' WordCountDemo, exactly_once_v2, configured by a properties file."""
-    kind = "streams"
-
-    def __init__(self, lab, p, name):
-        super().__init__(lab, p, name)
-        self.consumer, self.words, self.seen, self.end = None, [], {}, -1   # -1: latest
-        self.history = History(lab.folder / "history" / name, self.txn_id)
-        self.prefix = re.sub(r"[^a-z0-9]", "", f"w{lab.id}{self.option}".lower())
-
-    def topics(self):
-        return [STREAMS_INPUT, STREAMS_OUTPUT]
-
-    def start(self):
-        props, log4j = self.lab.folder / f"{self.name}.properties", self.lab.folder / "log4j.properties"
-        log4j.write_text(LOG4J)
-        props.write_text("".join(f"{k}={v}\n" for k, v in {
-            "bootstrap.servers": self.lab.bootstrap, "application.id": self.txn_id, "replication.factor": 1,
-            "processing.guarantee": "exactly_once_v2", "state.dir": self.lab.folder / f"{self.name}-state"}.items()))
-        self.child = self.lab.spawn_java(self.name, _streams_examples(self.option), WORDCOUNT, [props], heap="256m",
-                                         jvm_options=[f"-Dlog4j.configuration=file:{log4j}", "-Duser.timezone=UTC",
-                                                      "-XX:TieredStopAtLevel=1"])
-
-    def events(self):
-        return [e for e in java_events(self.log) if e["ts"]]
-
-    def started(self):
-        return bool(grep(self.log, r"stream-client .* State transition from REBALANCING to RUNNING"))
-
-    def feed(self, suffix="w"):
-        word = f"{self.prefix}{suffix}{len(self.words)}"
-        self.words.append(word)
-        producer = Producer({"bootstrap.servers": self.lab.bootstrap, **QUIET})
-        producer.produce(STREAMS_INPUT, value=word.encode())
-        producer.flush(10)
-        self.history.log("produced", id=word, key=word, seq=1, topic=STREAMS_INPUT, partition=0, offset=None,
-                         true_value=1)
-
-    def warm(self):   # every word so far counted in the read_committed output
-        if self.consumer is None:
-            self.consumer = Consumer({"bootstrap.servers": self.lab.bootstrap, "group.id": f"{self.txn_id}-reader",
-                                      "isolation.level": "read_committed", "enable.auto.commit": False, **QUIET})
-            self.consumer.assign([TopicPartition(STREAMS_OUTPUT, 0, OFFSET_BEGINNING)])
-        for m in self.consumer.consume(500, timeout=0.1):
-            if not m.error() and m.key() and m.key().decode().startswith(self.prefix):
-                self.seen.setdefault(m.key().decode(), time.time())
-        return bool(self.words) and all(w in self.seen for w in self.words)
-
-    quiet = warm
-
-    def settled(self, since):
-        return self.warm()
-
-    def recovered_at(self, since):   # (after stop(): what the reader saw)
-        return self.seen[self.words[-1]] if all(w in self.seen for w in self.words) else None
-
-    def supervise(self):   # the seed's operators restarted the app; WordCountDemo's JVM stays up in ERROR
-        if grep(self.log, r"stream-client .* State transition from PENDING_ERROR to ERROR",
-                since=self.restarts[-1] if self.restarts else 0) and len(self.restarts) < 2:
-            self.restart("client in ERROR: a new JVM")
-
-    def errors(self, after):
-        kinds = {e["kind"] for e in after}
-        message = next((m.group(1) for e in after if (m := re.search(r"(The producer attempted.*?transactional "
-                                                                         r"id\.?)", e["line"]))), None)
-        return [{**e, "error": e["kind"], "code": ERROR_CODE, "message": message,
-                 "call": "producer send (repartition topic)", "handling": "task migrated" if "TaskMigratedException"
-                 in kinds else "thread died" if "thread died" in kinds else "other"}
-                for e in after if e["kind"] == "InvalidPidMappingException" and e["level"] != "TRACE"]
-
-    def stop(self):   # the audit reads the output up to here: a later round's app re-counts these words
-        super().stop()
-        if self.consumer:
-            self.end = self.consumer.get_watermark_offsets(TopicPartition(STREAMS_OUTPUT, 0), timeout=10)[1]
-            self.consumer.close()
-
-    def audit(self):
-        """WordCountDemo's output: key = word, value = 8-byte count. Every input word is unique, so a committed
-        count of 2 is a double count (duplicate) and a missing word is lost."""
-        from pyspark.sql import functions as F
-        from ..audit import audit
-        from ..spark import spark_session
-        spark = spark_session()
-
-        def frame(isolation):
-            raw = (spark.read.format("kafka").option("kafka.bootstrap.servers", self.lab.bootstrap)
-                   .option("subscribe", STREAMS_OUTPUT).option("startingOffsets", "earliest")
-                   .option("endingOffsets", json.dumps({STREAMS_OUTPUT: {"0": self.end}}))
-                   .option("kafka.isolation.level", isolation).load())
-            word, count = F.col("key").cast("string"), F.conv(F.hex("value"), 16, 10).cast("long")
-            return raw.filter(word.startswith(self.prefix)).select(word.alias("key"), F.to_json(F.struct(
-                word.alias("id"), word.alias("key"), count.alias("value"))).alias("value"), "topic", "partition",
-                "offset", "timestamp")
-        return audit(self.history, output_df=frame("read_committed"), output_uncommitted_df=frame("read_uncommitted"),
-                     expect="clean", spark=spark, kinds=["duplicate", "lost"])
-
-
-CLIENTS = {"python": _Python, "java": _Java, "streams": _Streams}
-
-
-def _transaction_state(bootstrap: str) -> list[tuple]:
-    """Every record of __transaction_state as (key, value, timestamp in epoch seconds)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "txn-expiry-sweeps", "enable.partition.eof": True,
-                         "enable.auto.commit": False, **QUIET})
-    try:
-        md = consumer.list_topics("__transaction_state", timeout=10).topics.get("__transaction_state")
-        parts = list(md.partitions) if md else []
-        consumer.assign([TopicPartition("__transaction_state", p, OFFSET_BEGINNING) for p in parts])
-        records, eof, deadline = [], set(), time.time() + 20
-        while len(eof) < len(parts) and time.time() < deadline:
-            for m in consumer.consume(500, timeout=0.5):
-                if not m.error():
-                    records.append((m.key(), m.value(), m.timestamp()[1] / 1000))
-                elif m.error().code() == -191:   # _PARTITION_EOF
-                    eof.add(m.partition())
-        return records
-    finally:
-        consumer.close()
-
-
-def expired_at(records, prefixes: dict, since: float | None = None) -> dict:
-    """name -> when the coordinator expired its transactional id (a tombstone), or None. Keys of
-    __transaction_state are (int16 version, int16 length, id bytes); prefixes: name -> transactional.id
-    (Kafka Streams: its application.id, which starts the id)."""
-    found = {name: None for name in prefixes}
-    for key, value, ts in records:
-        if value is None and key and len(key) >= 4 and (since is None or ts >= since):
-            txn_id = key[4:].decode(errors="replace")
-            for name, prefix in prefixes.items():
-                if txn_id.startswith(prefix) and found[name] is None:
-                    found[name] = ts
-    return found
 
 
 # ------------------------------------------------------------------ the result

@@ -57,10 +57,7 @@ def unknown_producer(run: Run, p: dict, timeline, parent: Run | None = None) -> 
     topic = f"{run.id}-retained".replace(".", "_")
     run.topics(topic, config={"retention.ms": p["retention_ms"]})
     go = run.folder / f"{topic}.go"
-    program = run.program(JavaProgram(
-        f"producer-{version}", p["old_client"], "IdleTransactionalProducer", ["IdleTransactionalProducer.java"],
-        properties={"bootstrap.servers": run.bootstrap, "transactional.id": topic, "lab.topic": topic,
-                    "lab.go.file": go, "lab.id.prefix": topic}, streams=False, heap="128m"))
+    program = idle_producer(run, f"producer-{version}", p["old_client"], topic, go, topic)
     child = program.start()
     watch = Consumer({"bootstrap.servers": run.bootstrap, "group.id": f"{topic}-watch", "log_level": 0})
 
@@ -93,6 +90,15 @@ def unknown_producer(run: Run, p: dict, timeline, parent: Run | None = None) -> 
     return {"broker_version": version, "client_version": p["old_client"], "reproduced": bool(broker or client),
             "broker_message": message, "broker_errors": len(broker), "client_errors": len(client),
             "committed_after": bool(after), "log_start_offset": start_offset, "evidence": (broker + client)[:3]}
+
+
+def idle_producer(run: Run, name: str, version: str, txn_id: str, go, prefix: str, **props):
+    """lab/java/IdleTransactionalProducer.java at kafka-clients `version`, adopted by `run`: one transaction
+    per record to the topic named like its transactional.id, idle until the file `go` exists, then more."""
+    return run.program(JavaProgram(name, version, "IdleTransactionalProducer", ["IdleTransactionalProducer.java"],
+                                   properties={"bootstrap.servers": run.bootstrap, "transactional.id": txn_id,
+                                               "lab.topic": txn_id, "lab.go.file": go, "lab.id.prefix": prefix,
+                                               **props}, streams=False, heap="128m"))
 
 
 def pinned_zookeeper(version: str, parent: Run) -> dict:

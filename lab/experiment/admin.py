@@ -1,0 +1,113 @@
+"""Where topics and consumer groups stand, asked of the cluster the way an operator would.
+
+    ends = topic_offsets(admin, "events", 2)                 # {0: 120, 1: 80}
+    set_group_offsets(run, admin, "g", "events", {0: 0})     # kafka-consumer-groups --reset-offsets
+    gone = group_offsets(admin, {"app": "g"}, "events")      # {"app": {0: None}}: expired
+    set_topic_config(admin, "events", **{"retention.ms": "1000"})
+    records = read_to_end(bootstrap, "__transaction_state")  # raw (key, value, epoch s) to the end
+
+The committed offsets an app reports in its own `LAB {"kind": "commit", "offsets": ...}` lines are
+folded by `committed_offsets()`; `expired_at()` reads transactional-id tombstones.
+"""
+from __future__ import annotations
+
+import time
+
+QUIET = {"log_level": 0}   # librdkafka's own logging stays out of the notebook
+
+
+def topic_offsets(admin, topic: str, partitions: int = 1, spec: str = "latest") -> dict[int, int]:
+    """partition -> offset: "latest" (the end) or "earliest" (the log start, past what retention deleted)."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+    tps = [TopicPartition(topic, i) for i in range(partitions)]
+    futures = admin.list_offsets({tp: getattr(OffsetSpec, spec)() for tp in tps}, request_timeout=15)
+    return {tp.partition: f.result().offset for tp, f in futures.items()}
+
+
+def set_group_offsets(run, admin, group: str, topic: str, offsets: dict[int, int], timeout: float = 60) -> None:
+    """AdminClient.alter_consumer_group_offsets, retried until the coordinator accepts it (a fresh broker
+    creates __consumer_offsets on the first ask). The group must have no active member."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+    request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, part, off)
+                                                   for part, off in sorted(offsets.items())])
+
+    def accepted() -> bool:
+        try:
+            done = admin.alter_consumer_group_offsets([request], request_timeout=5)[group]
+            return all(tp.error is None for tp in done.result().topic_partitions)
+        except KafkaException:
+            return False
+    run.wait(accepted, timeout, f"the group coordinator to set {group} to {offsets}", interval=1)
+
+
+def group_offsets(admin, groups: dict[str, str], topic: str) -> dict[str, dict[int, int | None]]:
+    """name -> {partition: committed offset, None when it has none} for each group (name -> group.id) the
+    coordinator answered for; a group it no longer knows has no offsets left ({})."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException
+    asked = {name: admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)],
+                                                     request_timeout=10)[group] for name, group in groups.items()}
+    out = {}
+    for name, f in asked.items():
+        try:
+            tps = f.result().topic_partitions or []
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.GROUP_ID_NOT_FOUND:
+                continue  # a transient coordinator error: no answer for this group this time
+            tps = []      # the group itself is gone, offsets and all
+        if not any(tp.error is not None for tp in tps):
+            out[name] = {tp.partition: tp.offset if tp.offset >= 0 else None for tp in tps if tp.topic == topic}
+    return out
+
+
+def committed_offsets(commits: list[dict]) -> dict[int, int]:
+    """Highest committed offset per partition from an app's `LAB {"kind": "commit", "offsets": {...}}` rows."""
+    out: dict[int, int] = {}
+    for row in commits:
+        for part, off in row.get("offsets", {}).items():
+            out[int(part)] = max(out.get(int(part), -1), int(off))
+    return out
+
+
+def set_topic_config(admin, topic: str, **config: str) -> None:
+    """incrementalAlterConfigs SET on a topic (kafka-configs --alter --add-config)."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+    res = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
+        ConfigEntry(k, str(v), incremental_operation=AlterConfigOpType.SET) for k, v in config.items()])
+    admin.incremental_alter_configs([res], request_timeout=15)[res].result()
+
+
+def read_to_end(bootstrap: str, topic: str, timeout: float = 20) -> list[tuple]:
+    """Every record of a topic (internal ones too) as raw (key, value, timestamp in epoch seconds), read
+    from the beginning of each partition until its end (or `timeout`)."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"lab-read-{topic}",
+                         "enable.partition.eof": True, "enable.auto.commit": False, **QUIET})
+    try:
+        md = consumer.list_topics(topic, timeout=10).topics.get(topic)
+        parts = list(md.partitions) if md else []
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
+        records, eof, deadline = [], set(), time.time() + timeout
+        while len(eof) < len(parts) and time.time() < deadline:
+            for m in consumer.consume(500, timeout=0.5):
+                if not m.error():
+                    records.append((m.key(), m.value(), m.timestamp()[1] / 1000))
+                elif m.error().code() == KafkaError._PARTITION_EOF:
+                    eof.add(m.partition())
+        return records
+    finally:
+        consumer.close()
+
+
+def expired_at(records, prefixes: dict, since: float | None = None) -> dict:
+    """name -> when the transaction coordinator expired its transactional id (a tombstone in
+    __transaction_state, see read_to_end), or None. Keys there are (int16 version, int16 length, id bytes);
+    prefixes: name -> transactional.id (Kafka Streams: its application.id, which starts the id)."""
+    found = {name: None for name in prefixes}
+    for key, value, ts in records:
+        if value is None and key and len(key) >= 4 and (since is None or ts >= since):
+            txn_id = key[4:].decode(errors="replace")
+            for name, prefix in prefixes.items():
+                if txn_id.startswith(prefix) and found[name] is None:
+                    found[name] = ts
+    return found

@@ -1,0 +1,29 @@
+"""Checks a Spec runs before anything starts, shared by the scenarios that need them.
+
+    Param("affected_version", "3.3.1", "...", check=lambda v: check_version(
+        v, "AFFECTED_VERSION", build, oldest=(3, 0, 0), why="the worker's exactly_once_v2 API"))
+
+A version that Maven Central does not have, or that the program under test cannot be compiled against,
+is refused now, with the parameter's name, instead of minutes later when a cell starts the program.
+"""
+from __future__ import annotations
+
+from ..cluster.versions import parse_version
+from ..errors import LabError
+
+
+def check_version(version: str, name: str, build, oldest: tuple | None = None, why: str = "",
+                  what: str = "Kafka Streams") -> None:
+    """`version` (named by the parameter `name`) is a version, not older than `oldest` (`why`: what needs
+    it), and `build(version)` succeeds (resolve its jars, compile the program under test against them)."""
+    try:
+        too_old = oldest is not None and parse_version(version) < tuple(oldest)
+    except (LabError, ValueError, TypeError):
+        raise LabError(f"{name}={version!r} is not a Kafka version like '4.3.1'.") from None
+    if too_old:
+        raise LabError(f"{name}: {what} {version} is older than the program under test supports "
+                       f"({'.'.join(map(str, oldest))}+: {why}).")
+    try:
+        build(version)
+    except LabError as exc:
+        raise LabError(f"{name}={version!r}: {exc}") from None
