@@ -17,6 +17,7 @@ from confluent_kafka import KafkaException, Producer
 
 from .errors import LabError
 from .history import History
+from .logs import client_config
 
 
 @dataclass
@@ -57,7 +58,7 @@ def generate(bootstrap: str, topic: str, n: int, history: History, *, keys: int 
               "partitioner": "murmur2_random", **(producer_config or {})}
     if transactional:
         config.setdefault("transactional.id", f"lab-generator-{prefix}{topic}")
-    producer = Producer(config)
+    producer = Producer(client_config(config))
     result = Generated()
     pending: list[dict] = []        # delivery reports waiting to be logged
     count: dict[str, int] = {}      # true running count per key (committed records only)

@@ -34,13 +34,20 @@ def course_table() -> str:
     return "\n".join(rows)
 
 
-def setup() -> str:
-    """Figures stay in the saved notebook (offline); print and return the versions in use."""
+def setup(verbose: bool | None = None) -> str:
+    """Figures stay in the saved notebook (offline); print and return the versions in use.
+
+    verbose=True (or KAFKA_LAB_VERBOSE=1) sends Spark's and librdkafka's logs to the cells again
+    (lab.logs), for debugging.
+    """
     import confluent_kafka
     import plotly.io as pio
     import pyspark
 
     from .config import KAFKA_VERSION
+    from .logs import set_verbose
+    if verbose is not None:
+        set_verbose(verbose)
     pio.renderers.default = "plotly_mimetype+notebook"
     line = (f"Kafka broker {KAFKA_VERSION} · confluent-kafka {confluent_kafka.version()[0]} "
             f"(librdkafka {confluent_kafka.libversion()[0]}) · pyspark {pyspark.__version__}")

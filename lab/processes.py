@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -47,6 +48,7 @@ class Child:
                                      env={**os.environ, **(env or {})},
                                      preexec_fn=_die_with_parent(os.getpid()))
         self.pid = self.proc.pid
+        self.thread = threading.get_ident()   # the thread it dies with (PR_SET_PDEATHSIG)
         _children.add(self)
 
     def alive(self) -> bool:
@@ -104,6 +106,11 @@ class Child:
 def stop_all() -> None:
     for child in list(_children):
         child.kill()
+
+
+def children_of_thread(thread: int) -> list[Child]:
+    """The live children a thread started (a panel's run: what its Stop must end)."""
+    return [c for c in list(_children) if c.thread == thread and c.alive()]
 
 
 atexit.register(stop_all)

@@ -8,7 +8,18 @@ from pathlib import Path
 from . import maven
 from .config import SCALA_BINARY, SPARK_VERSION
 from .errors import LabError
+from .logs import log_file, process_output_to, verbose
 from .processes import require_java
+
+# The driver's log4j2 setup: everything to a file (lab.logs), nothing to the notebook.
+LOG4J2 = """rootLogger.level = {level}
+rootLogger.appenderRef.main.ref = main
+appender.main.type = {appender}
+appender.main.name = main
+{target}
+appender.main.layout.type = PatternLayout
+appender.main.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n
+"""
 
 _session = None
 
@@ -41,22 +52,35 @@ def spark_session(cores: int = 2, memory: str = "1g"):
     require_java(17)
     # Python workers must run in this environment (same pandas, pyarrow), not the first python3 on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # A loopback address chosen up front: Spark warns when it has to pick one itself.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
     jars = ",".join(str(j) for j in connector_jars())
-    _session = (SparkSession.builder.master(f"local[{cores}]")
-                .appName("kafka-failure-lab")
-                .config("spark.jars", jars)
-                .config("spark.driver.memory", memory)
-                .config("spark.sql.shuffle.partitions", str(cores * 2))
-                .config("spark.ui.enabled", "false")
-                .config("spark.ui.showConsoleProgress", "false")
-                .config("spark.driver.host", "127.0.0.1")
-                .config("spark.driver.bindAddress", "127.0.0.1")
-                .config("spark.sql.session.timeZone", "UTC")
-                .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC")
-                .getOrCreate())
-    _session.sparkContext.setLogLevel("ERROR")
+    log = log_file("spark.log")
+    builder = (SparkSession.builder.master(f"local[{cores}]")
+               .appName("kafka-failure-lab")
+               .config("spark.jars", jars)
+               .config("spark.driver.memory", memory)
+               .config("spark.sql.shuffle.partitions", str(cores * 2))
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.driver.host", "127.0.0.1")
+               .config("spark.driver.bindAddress", "127.0.0.1")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.driver.extraJavaOptions",
+                       f"-XX:+UseSerialGC -Dlog4j2.configurationFile=file:{_log4j2_config(log)}"))
+    with process_output_to(log):   # what the JVM prints outside log4j goes to the log too
+        _session = builder.getOrCreate()
     return _session
+
+
+def _log4j2_config(log: Path) -> Path:
+    """WARN and above to `log` (or, verbose, to stderr, i.e. the cell)."""
+    target = ("Console", "appender.main.target = SYSTEM_ERR") if verbose() else \
+             ("File", f"appender.main.fileName = {log}")
+    path = log.with_name("spark-log4j2.properties")
+    path.write_text(LOG4J2.format(level="warn", appender=target[0], target=target[1]))
+    return path
 
 
 def stop_spark() -> None:

@@ -7,15 +7,25 @@ Each notebook `NN_name` has `tests/expectations/nbNN.py` with
 - PARAMETERS (small sizes injected through papermill; the failure must still reproduce) and
   `check(results)`, which asserts what the notebook measured;
 - optionally CONTROL (parameters under which the failure must NOT happen) and
-  `check_control(results)`, which asserts the clean verdict.
+  `check_control(results)`, which asserts the clean verdict;
+- PANEL (values for the panel's controls, small) and PANEL_FAILS (must those values reproduce the
+  failure?). One run of each notebook (the CONTROL one where there is one) has INTERACTIVE = True,
+  and the harness adds cells that click the panel's Run as a user would: once while the notebook's
+  cluster is up, once after its last cell stopped it, and once more with Stop clicked after 3 s.
+  `check_panel` asserts each verdict, the Stop, and that no process of a panel run is left.
+
+Every run's outputs must be quiet: no Spark WARN, JVM warning or librdkafka `%N|` line in a cell.
 """
 import ast
 import importlib
 import json
+import os
 import re
+import shutil
 import sys
 from pathlib import Path
 
+import nbformat
 import papermill
 import pytest
 
@@ -26,6 +36,10 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "notebooks"
 NAMES = [name for name, _ in COURSE]
 CELL_TIMEOUT = 600  # seconds; papermill's default is "never"
+STOP_AFTER_S = 3   # the panel's Stop is clicked this long after its Run
+# Spark's console log line, the JVM's own warnings, librdkafka's `%4|1700000000.123|GETPID|…`
+NOISE = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (WARN|INFO|ERROR) |^WARNING: |Using Spark's default log4j"
+                   r"|^%\d\|\d+\.\d+\|")
 SECTIONS = ["## Setup", "## Parameters", "## Try it yourself", "## Exercises", "## Solutions",
             "## Recorded results"]
 
@@ -53,6 +67,27 @@ def runs():
     return cases
 
 
+def interactive(expect, variant: str) -> bool:
+    """The run whose panel the harness clicks: the CONTROL run, or the only one."""
+    return hasattr(expect, "PANEL") and variant == ("control" if hasattr(expect, "CONTROL") else "failure")
+
+
+def with_panel_clicks(notebook: Path, panel_values: dict, into: Path) -> Path:
+    """A copy of the notebook with cells that click its panel: before its last cell stops the
+    notebook's cluster (the panel borrows it), after that (the panel starts its own), and a Stop."""
+    nb = nbformat.read(notebook, as_version=4)
+    click = ("from lab.experiment.panel import last_panel  # added by tests/test_notebooks.py\n"
+             f"record(panel_cluster_up=last_panel().click({panel_values!r}))")
+    after = (f"record(panel_after_stop=last_panel().click({panel_values!r}),\n"
+             f"       panel_stop=last_panel().click({panel_values!r}, stop_after={STOP_AFTER_S}))")
+    stops = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.strip() == "cluster.stop()"]
+    at = stops[-1] if stops else len(nb.cells)
+    nb.cells[at:at] = [nbformat.v4.new_code_cell(click)]
+    nb.cells.append(nbformat.v4.new_code_cell(after))
+    nbformat.write(nb, into)
+    return into
+
+
 @pytest.mark.parametrize("name, variant", runs())
 def test_notebook(name: str, variant: str, tmp_path: Path):
     expect = expectations(name)
@@ -62,14 +97,47 @@ def test_notebook(name: str, variant: str, tmp_path: Path):
     else:
         parameters, check = expect.PARAMETERS, expect.check
     notebook = NOTEBOOK_DIR / f"{name}.ipynb"
-    output = tmp_path / notebook.name
+    if interactive(expect, variant):
+        parameters = {**parameters, "INTERACTIVE": True}
+        notebook = with_panel_clicks(notebook, expect.PANEL, tmp_path / f"input-{notebook.name}")
+    output = tmp_path / f"{name}.ipynb"
     papermill.execute_notebook(
         str(notebook), str(output), parameters=parameters, kernel_name="python3",
         cwd=str(NOTEBOOK_DIR), execution_timeout=CELL_TIMEOUT, log_output=True,
         stdout_file=sys.stdout, stderr_file=sys.stderr, progress_bar=False)
+    if os.environ.get("KAFKA_LAB_KEEP_NOTEBOOKS"):   # keep the executed notebook (benchmarks read its results)
+        keep = Path(os.environ["KAFKA_LAB_KEEP_NOTEBOOKS"])
+        keep.mkdir(parents=True, exist_ok=True)
+        shutil.copy(output, keep / f"{name}[{variant}].ipynb")
     results = read_results(output)
     assert results, f"{name} ({variant}) recorded no results"
     check(results)
+    if interactive(expect, variant):
+        check_panel(results, expect.PANEL_FAILS)
+    assert_quiet(output)
+
+
+def check_panel(results: dict, fails: bool) -> None:
+    """The panel's runs, clicked by with_panel_clicks: verdicts, a Stop that stops, nothing left."""
+    for key in ("panel_cluster_up", "panel_after_stop"):
+        outcome = results[key]
+        assert "error" not in outcome and outcome["status"].startswith("done:"), (key, outcome)
+        assert outcome["failure_reproduced"] is fails, (key, outcome)
+        assert outcome["left_running"] == 0, (key, outcome)
+    assert results["panel_after_stop"]["own_cluster"] is True, results["panel_after_stop"]
+    stop = results["panel_stop"]
+    assert stop["stopped"] is True and stop["status"].startswith("stopped"), stop
+    assert stop["left_running"] == 0 and "nothing left running" in stop["status"], stop
+
+
+def assert_quiet(executed: Path) -> None:
+    """No Spark WARN, JVM warning or librdkafka `%N|` line in any cell output."""
+    noisy = []
+    for i, cell in enumerate(nbformat.read(executed, as_version=4).cells):
+        for output in cell.get("outputs", []):
+            text = output.get("text", "") if output.get("output_type") == "stream" else ""
+            noisy += [f"cell {i}: {line}" for line in text.splitlines() if NOISE.search(line)]
+    assert not noisy, "noise in the notebook's outputs:\n" + "\n".join(noisy[:10])
 
 
 # ---------------------------------------------------------------- fast: the notebooks' surface

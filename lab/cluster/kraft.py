@@ -209,11 +209,19 @@ class KafkaCluster:
 
     def stop(self) -> None:
         """Clean shutdown of every node at once (SIGTERM, SIGKILL as a last resort)."""
-        running = [n.process for n in self._nodes if n.process and n.process.alive()]
+        running = self._processes()
         for process in running:
             process.terminate()
         for process in running:
             process.stop()
+
+    def kill(self) -> None:
+        """kill -9 every node (a panel's Stop: end now, no clean shutdown)."""
+        for process in self._processes():
+            process.kill()
+
+    def _processes(self) -> list:
+        return [n.process for n in self._nodes if n.process and n.process.alive()]
 
     def __enter__(self):
         return self.start()

@@ -141,6 +141,11 @@ class ZooKeeperKafkaCluster(KafkaCluster):
         if self.zk_process:
             self.zk_process.stop()
 
+    def kill(self) -> None:
+        super().kill()
+        if self.zk_process:
+            self.zk_process.kill()
+
     # -------------------------------------------------------------- facts
     @property
     def zookeeper_connect(self) -> str:

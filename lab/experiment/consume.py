@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 import uuid
 
+from ..logs import client_config
+
 
 def read_committed(run, topic: str, done, timeout: float = 90, what: str = "") -> list[dict]:
     """Every record of `topic` a read_committed reader sees, from offset 0: JSON values as dicts, plus
@@ -28,3 +30,22 @@ def read_committed(run, topic: str, done, timeout: float = 90, what: str = "") -
         return rows
     finally:
         consumer.close()
+
+
+def read_as_group(run, topic: str, n: int, group: str, timeout: float = 60) -> list[dict]:
+    """The first `n` records (at least) that a real consumer group reads from `topic` (subscribe,
+    auto.offset.reset=earliest, no commits): JSON values as dicts. Waits (run.wait) until it has them."""
+    from confluent_kafka import Consumer
+    consumer = Consumer(client_config({"bootstrap.servers": run.bootstrap, "group.id": group,
+                                       "auto.offset.reset": "earliest", "enable.auto.commit": False}))
+    consumer.subscribe([topic])
+    rows: list[dict] = []
+
+    def enough() -> bool:
+        rows.extend(json.loads(m.value()) for m in consumer.consume(500, 0.5) if not m.error())
+        return len(rows) >= n
+    try:
+        run.wait(enough, timeout, f"{group} to read {n} records from {topic}", evidence=lambda: f"{len(rows)} read")
+    finally:
+        consumer.close()
+    return rows

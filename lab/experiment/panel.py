@@ -1,14 +1,38 @@
-"""The "tune and re-run" panel of every notebook, generated from the scenario's parameter spec."""
+"""The "tune and re-run" panel of every notebook, generated from the scenario's parameter spec.
+
+    panel(offset_expiry.SPEC, offset_expiry.run, cluster=cluster, **PARAMS, only=[...])
+
+Run starts the scenario in a worker thread, so the kernel stays free for the Stop button and
+the panel shows live progress: the phase, a countdown bar for the long waits, and the events
+as they happen. When the run ends its verdict, explanation, table and figure replace the
+progress. The panel borrows the notebook's cluster while that is up and fits the parameters;
+otherwise the run starts a broker of its own and stops it when it ends (lab.experiment.Run).
+Stop kills every process the run started, at once. A failed run shows one line.
+
+CSS classes (the browser test's handles): lab-panel, lab-panel-run, lab-panel-stop,
+lab-panel-status (text starts with running / done: / stopped / failed:), lab-panel-progress.
+"""
 from __future__ import annotations
 
+import html
+import threading
+import time
+import traceback
+
+from ..config import WORK_DIR
+from ..processes import children_of_thread
 from .params import Param, Spec
+from .run import Progress, observed
+from .timeline import TONES
+
+_shown: list["Panel"] = []   # the panels shown in this kernel, newest last (tests click them)
 
 
 def control(p: Param, value):
     """The ipywidget for one parameter: its range and choices come from the spec."""
     import ipywidgets as w
     label = f"{p.name.upper()}" + (f" ({p.unit})" if p.unit else "")
-    common = dict(description=label, description_tooltip=p.help, style={"description_width": "initial"},
+    common = dict(description=label, tooltip=p.help, style={"description_width": "initial"},
                   layout=w.Layout(width="420px"))
     if p.choices and p.many:
         return w.SelectMultiple(options=list(p.choices), value=tuple(value), rows=len(p.choices), **common)
@@ -28,46 +52,231 @@ def control(p: Param, value):
     return w.Text(value=str(value), **common)
 
 
-def panel(spec: Spec, scenario, *, show=None, title: str = "Try it yourself", only=None, **values):
-    """Controls for the spec's parameters (`only` = a subset), a Run button, and the result below.
+class PanelProgress(Progress):
+    """Progress drawn into the panel's widgets; it keeps the runs it reports for, to stop them."""
 
-    scenario(**params) is the notebook's own scenario function; `values` are the starting
-    values (the notebook's parameters) and fixed keyword arguments such as `cluster=`.
-    `show(result)` draws the result (default: result.show()).
+    MAX_LINES = 14
+
+    def __init__(self, panel: "Panel"):
+        super().__init__(True)
+        self.panel, self.runs, self.lines = panel, [], []
+
+    def adopt(self, run) -> None:
+        self.runs.append(run)
+        if self.panel.stopping.is_set():
+            run.stop()
+
+    def say(self, text: str) -> None:
+        self.panel.phase.value = f"<b>{html.escape(text)}</b>"
+        self._line(text, "info")
+
+    def event(self, lane: str, kind: str, tone: str) -> None:
+        self._line(f"{lane}: {kind}", tone)
+
+    def _line(self, text: str, tone: str) -> None:
+        stamp = f"{time.time() - self.t0:6.1f} s"
+        self.lines = (self.lines + [f"<span style='color:{TONES.get(tone, '#333')}'>{stamp}  "
+                                    f"{html.escape(text)}</span>"])[-self.MAX_LINES:]
+        self.panel.events.value = "<pre style='margin:0;line-height:1.3'>" + "\n".join(self.lines) + "</pre>"
+
+    def bar(self, what: str, total: float, delay: float = 0.0):
+        return _WidgetBar(self.panel, what, total, delay)
+
+
+class _WidgetBar:
+    """The slice of tqdm's interface a Run uses (`with ... as bar: bar.n = x; bar.refresh()`)."""
+
+    def __init__(self, panel: "Panel", what: str, total: float, delay: float):
+        self.panel, self.what, self.total, self.delay, self.n = panel, what, max(total, 0.1), delay, 0.0
+
+    def __enter__(self):
+        return self
+
+    def refresh(self) -> None:
+        if self.n < self.delay:
+            return
+        bar = self.panel.bar
+        bar.max, bar.value, bar.description = self.total, min(self.n, self.total), ""
+        self.panel.bar_label.value = f"{html.escape(self.what)}: {self.n:.0f} / {self.total:.0f} s"
+        bar.layout.visibility = self.panel.bar_label.layout.visibility = "visible"
+
+    def __exit__(self, *exc):
+        self.panel.bar.layout.visibility = self.panel.bar_label.layout.visibility = "hidden"
+
+
+class Panel:
+    """Controls for a spec's parameters, Run and Stop, live progress, and the last result."""
+
+    def __init__(self, spec: Spec, scenario, *, show=None, title: str = "Try it yourself", only=None,
+                 **values):
+        import ipywidgets as w
+        self.spec, self.scenario = spec, scenario
+        self.show_result = show or (lambda result, display: result.show(display))
+        names = [p.name for p in spec.params if only is None or p.name in only]
+        self.fixed = {k: v for k, v in values.items() if k not in names}
+        self.controls = {n: control(spec.by_name[n], values.get(n, spec.by_name[n].default)) for n in names}
+        self.run_button = w.Button(description="Run", button_style="primary", icon="play")
+        self.stop_button = w.Button(description="Stop", button_style="danger", icon="stop", disabled=True)
+        self.status, self.phase, self.events = w.HTML(), w.HTML(), w.HTML()
+        self.bar = w.FloatProgress(min=0, max=1, layout=w.Layout(width="300px", visibility="hidden"))
+        self.bar_label = w.HTML(layout=w.Layout(visibility="hidden"))
+        self.progress_box = w.VBox([self.phase, w.HBox([self.bar, self.bar_label]), self.events])
+        self.out = w.Output()
+        self.box = w.VBox([w.HTML(f"<h4>{html.escape(title)}</h4>"), *self.controls.values(),
+                           w.HBox([self.run_button, self.stop_button, self.status]), self.progress_box, self.out])
+        for widget, css in [(self.box, "lab-panel"), (self.run_button, "lab-panel-run"),
+                            (self.stop_button, "lab-panel-stop"), (self.status, "lab-panel-status"),
+                            (self.progress_box, "lab-panel-progress")]:
+            widget.add_class(css)
+        self.run_button.on_click(lambda _: self.start())
+        self.stop_button.on_click(lambda _: self.stop())
+        self.stopping = threading.Event()
+        self.last_result, self.last_outcome, self._worker, self._progress = None, None, None, None
+
+    # ------------------------------------------------------------------ what the buttons do
+    def values(self) -> dict:
+        """The controls' values as scenario parameters (an empty text box is None where allowed)."""
+        import ipywidgets as w
+        return {name: None if isinstance(c, w.Text) and self.spec.by_name[name].none and c.value == ""
+                else c.value for name, c in self.controls.items()}
+
+    def start(self) -> None:
+        if self.running:
+            return
+        try:
+            params = self.spec.validate(**{**self._fixed_params(), **self.values()})
+        except Exception as exc:  # refused before anything starts: one line, nothing ran
+            self._finish(f"failed: {_one_line(exc)}", outcome={"error": _one_line(exc)})
+            return
+        self.stopping.clear()
+        self.run_button.disabled, self.stop_button.disabled = True, False
+        self.status.value = "running against the real broker…"
+        self.phase.value = self.events.value = ""
+        self.progress_box.layout.display = None
+        self.out.clear_output()
+        self._progress = PanelProgress(self)
+        # The worker thread starts (and, through PR_SET_PDEATHSIG, owns) every process of the run.
+        self._worker = threading.Thread(target=self._main, args=(params,), name="lab-panel-run", daemon=True)
+        self._worker.start()
+
+    def stop(self) -> None:
+        """End the run now: every run it created stops, and every process its thread started is killed."""
+        if not self.running or self.stopping.is_set():
+            return
+        self.stopping.set()
+        self.status.value = "stopping…"
+        self.stop_button.disabled = True
+        for run in list(self._progress.runs if self._progress else []):
+            run.stop()
+        for child in children_of_thread(self._worker.ident):
+            child.kill()
+
+    @property
+    def running(self) -> bool:
+        return self._worker is not None and self._worker.is_alive()
+
+    def _fixed_params(self) -> dict:
+        return {k: v for k, v in self.fixed.items() if k in self.spec.by_name}
+
+    def _main(self, params: dict) -> None:
+        started = time.time()
+        result, error = None, None
+        try:
+            with observed(self._progress):
+                extras = {k: v for k, v in self.fixed.items() if k not in self.spec.by_name}   # cluster=
+                result = self.scenario(**extras, **params)
+        except BaseException as exc:  # noqa: BLE001 - reported in the panel, not raised in a dead thread
+            error = exc
+            self._log_traceback(exc)
+        seconds = round(time.time() - started, 1)
+        left = [repr(c) for c in children_of_thread(threading.get_ident())]
+        runs = self._progress.runs
+        outcome = {"seconds": seconds, "stopped": self.stopping.is_set(), "left_running": len(left),
+                   "run_ids": [r.id for r in runs], "own_cluster": any(r.owns_cluster for r in runs)}
+        if self.stopping.is_set():
+            text = f"stopped after {seconds:.0f} s; " + (f"still running: {left}" if left else "nothing left running")
+        elif error is not None:
+            outcome["error"] = _one_line(error)
+            text = f"failed: {_one_line(error)}"
+        else:
+            self.last_result = result
+            outcome.update(verdict=result.verdict(), failure_reproduced=result.failed)
+            text = f"done: {html.escape(result.verdict())}"
+            self.show_result(result, self.out.append_display_data)
+        self._finish(text, outcome)
+
+    def _finish(self, text: str, outcome: dict) -> None:
+        self.last_outcome = outcome
+        self.progress_box.layout.display = "none" if "verdict" in outcome else None
+        self.status.value = text
+        self.run_button.disabled, self.stop_button.disabled = False, True
+
+    def _log_traceback(self, exc: BaseException) -> None:
+        path = WORK_DIR / "panel-errors.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a") as f:
+            f.write(f"===== {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+            f.write("".join(traceback.format_exception(exc)))
+
+    # ------------------------------------------------------------------ for tests: click as a user would
+    def click(self, values: dict | None = None, *, stop_after: float | None = None,
+              timeout: float = 900) -> dict:
+        """Set controls (name -> value), click Run (and Stop after `stop_after` s), wait for the end.
+
+        Returns the outcome: verdict and failure_reproduced, or error, or stopped; seconds;
+        left_running (processes of the run still alive at its end: must be 0); the status line.
+        """
+        import ipywidgets as w
+        for name, value in (values or {}).items():
+            c = self.controls[name]
+            if isinstance(c, w.SelectMultiple):
+                c.value = tuple(value)
+            elif isinstance(c, w.Text):   # a list, or a number that may be None: typed as text
+                c.value = "" if value is None else ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+            else:
+                c.value = value
+        self.last_outcome = None
+        self.run_button.click()
+        if stop_after is not None and self.running:
+            time.sleep(stop_after)
+            self.stop_button.click()
+        if self._worker is not None:
+            self._worker.join(timeout)
+        if self.running:
+            raise TimeoutError(f"the panel's run did not end within {timeout:.0f} s")
+        return {**(self.last_outcome or {}), "status": self.status.value}
+
+    def _ipython_display_(self):
+        from IPython.display import display
+        display(self.box)
+
+
+def _one_line(exc: BaseException) -> str:
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return f"{type(exc).__name__}: {first}" + ("" if isinstance(exc, _lab_error()) else
+                                               f" (traceback in {WORK_DIR / 'panel-errors.log'})")
+
+
+def _lab_error():
+    from ..errors import LabError
+    return LabError
+
+
+def panel(spec: Spec, scenario, *, show=None, title: str = "Try it yourself", only=None, **values) -> Panel:
+    """Show a panel for the spec's parameters (`only` = a subset) that calls scenario(**params).
+
+    `values` are the starting values (the notebook's parameters) and fixed keyword arguments such
+    as `cluster=`. `show(result, display)` draws a result (default: result.show(display)).
     """
-    import ipywidgets as w
     from IPython.display import display
+    p = Panel(spec, scenario, show=show, title=title, only=only, **values)
+    _shown.append(p)
+    display(p.box)
+    return p
 
-    names = [p.name for p in spec.params if only is None or p.name in only]
-    fixed = {k: v for k, v in values.items() if k not in names}
-    controls = {n: control(spec.by_name[n], values.get(n, spec.by_name[n].default)) for n in names}
-    button = w.Button(description="Run", button_style="primary", icon="play")
-    status, out = w.HTML(), w.Output()
 
-    def read():
-        params = {}
-        for name, c in controls.items():
-            v = c.value
-            params[name] = None if isinstance(c, w.Text) and spec.by_name[name].none and v == "" else v
-        return params
-
-    def on_click(_):
-        button.disabled = True
-        status.value = "<i>running against the real broker…</i>"
-        out.clear_output()
-        with out:
-            try:
-                result = scenario(**fixed, **read())
-                (show or (lambda r: r.show()))(result)
-                status.value = f"done: {result.verdict()}"
-                panel_box.last_result = result
-            except Exception as exc:  # one clear line in the panel; the run already stopped what it started
-                status.value = f"<b>{type(exc).__name__}:</b> {exc}"
-            finally:
-                button.disabled = False
-
-    button.on_click(on_click)
-    panel_box = w.VBox([w.HTML(f"<h4>{title}</h4>"), *controls.values(), w.HBox([button, status]), out])
-    panel_box.controls, panel_box.button, panel_box.status, panel_box.last_result = controls, button, status, None
-    display(panel_box)
-    return panel_box
+def last_panel() -> Panel:
+    """The panel shown last in this kernel."""
+    if not _shown:
+        raise LookupError("no panel has been shown in this kernel (is INTERACTIVE = True?)")
+    return _shown[-1]

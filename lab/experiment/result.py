@@ -66,9 +66,15 @@ class Result:
         print(f"Exercise {number}: correct.")
         return True
 
-    def show(self) -> None:
-        """Verdict, explanation, table and figure: what a notebook cell or a panel displays."""
-        from IPython.display import Markdown, display
+    def show(self, display=None) -> None:
+        """Verdict, explanation, table and figure: what a notebook cell or a panel displays.
+
+        `display` draws one object (default IPython's; a panel passes its Output's
+        append_display_data, which works from the panel's worker thread).
+        """
+        from IPython.display import Markdown
+        if display is None:
+            from IPython.display import display
         display(Markdown(f"**{'Failure reproduced' if self.failed else 'No failure'}:** {self.verdict()}"))
         if self.explain():
             display(Markdown(self.explain()))
@@ -77,3 +83,9 @@ class Result:
 
     def _repr_markdown_(self) -> str:
         return f"**{self.scenario}** ({self.run_id}): {self.verdict()}"
+
+
+def expect(ok: bool, hint: str) -> None:
+    """What an exercise check raises when the answer is wrong: an AssertionError with a hint."""
+    if not ok:
+        raise AssertionError(f"Not quite: {hint}.")

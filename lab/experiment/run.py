@@ -38,20 +38,43 @@ class RunStopped(LabError):
 
 
 class Progress:
-    """Phase lines and countdown bars: tqdm.auto draws a widget in Jupyter, text in a terminal."""
+    """Phase lines and countdown bars: tqdm.auto draws a widget in Jupyter, text in a terminal.
+
+    A panel replaces it with one that draws into its own widgets (lab.experiment.panel) and
+    adopts every Run its thread creates (`observed`), so that its Stop button reaches them.
+    """
 
     def __init__(self, enabled: bool = True, t0: float | None = None):
         self.enabled, self.t0 = enabled, t0 or time.time()
 
+    def adopt(self, run: "Run") -> None:
+        """A run reports here (a panel's progress keeps it, to stop it)."""
+
     def say(self, text: str) -> None:
         if self.enabled:
             print(f"[{time.time() - self.t0:6.1f} s] {text}", flush=True)
+
+    def event(self, lane: str, kind: str, tone: str) -> None:
+        """A timeline mark, as it happens (a cell shows the phases only; a panel lists these)."""
 
     def bar(self, what: str, total: float, delay: float = 0.0):
         from tqdm.auto import tqdm
         return tqdm(total=round(total, 1), desc=what, unit="s", leave=False, delay=delay,
                     disable=not self.enabled, file=sys.stdout,
                     bar_format="{desc}: {bar} {n:.0f}/{total:.0f} s")
+
+
+_observer = threading.local()   # the Progress a panel set for the runs of its worker thread
+
+
+@contextmanager
+def observed(progress: Progress):
+    """Every Run created in this thread inside the block reports to `progress` (a panel's)."""
+    _observer.progress = progress
+    try:
+        yield progress
+    finally:
+        _observer.progress = None
 
 
 class Task:
@@ -93,8 +116,9 @@ class Run:
         self.folder = WORK_DIR / "runs" / self.id
         self.t0 = time.time()
         self.timeline = Timeline(self.t0)
-        self.progress = Progress(progress, self.t0)
+        self.progress = getattr(_observer, "progress", None) or Progress(progress, self.t0)
         self.stopping = threading.Event()
+        self.progress.adopt(self)
         self._wanted = dict(nodes=nodes, version=version, broker_config=dict(broker_config or {}))
         self._given, self._keep = cluster, keep
         self.cluster, self.owns_cluster = None, False
@@ -148,8 +172,15 @@ class Run:
         prune(self._keep)
 
     def stop(self) -> None:
-        """Ask the run to end (from another thread): its next wait raises RunStopped."""
+        """End the run from another thread (a panel's Stop): its next wait raises RunStopped, and every
+        process it started is killed now, so a step blocked on one of them ends too."""
         self.stopping.set()
+        for child in list(self._children):
+            kill = getattr(child, "kill", None)
+            try:
+                kill() if kill is not None else child.stop()
+            except Exception:  # it is going anyway; close() tries again
+                pass
 
     def check(self) -> None:
         if self.stopping.is_set():
@@ -171,7 +202,7 @@ class Run:
     def phase(self, text: str) -> None:
         """A step of the experiment: said now, and a mark on the timeline's 'run' lane."""
         self.say(text)
-        self.timeline.add("run", text, tone="info")
+        self.event("run", text, tone="info")
 
     @contextmanager
     def step(self, text: str, lane: str | None = None, tone: str = "info"):
@@ -185,6 +216,7 @@ class Run:
 
     def event(self, lane: str, kind: str, at: float | None = None, **kw):
         """A mark on the timeline (`at` in epoch seconds, default now); see Timeline.add."""
+        self.progress.event(lane, kind, kw.get("tone", "info"))
         return self.timeline.add(lane, kind, at, **kw)
 
     def countdown(self, what: str, seconds: float | None = None, until: float | None = None,

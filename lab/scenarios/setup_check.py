@@ -15,13 +15,16 @@ import time
 from dataclasses import dataclass
 from typing import ClassVar
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Producer
 
 from ..audit import Verdict, audit
 from ..config import KAFKA_VERSION
 from ..experiment import Param, Result, Run, Spec
+from ..experiment.consume import read_as_group
+from ..experiment.result import expect
 from ..generator import generate
 from ..history import History
+from ..logs import client_config
 from ..processes import require_java
 from ..spark import read_topic, spark_session
 
@@ -52,7 +55,8 @@ def run(cluster=None, progress: bool = True, **params) -> "SetupResult":
         with r.step(f"produce {p['messages']} records"):
             generated = generate(r.bootstrap, source, p["messages"], history, keys=p["keys"])
         with r.step("consume + copy (faults injected)"):
-            ids = _consume(r, source, p["messages"])
+            # every id of the input topic, read by a real consumer group
+            ids = [row["id"] for row in read_as_group(r, source, p["messages"], f"{source}-copier")]
             _copy_with_faults(r, copy, ids, p["aborted"])
         with r.step("start Spark"):
             spark = spark_session()
@@ -70,28 +74,10 @@ def run(cluster=None, progress: bool = True, **params) -> "SetupResult":
                            aborted_injected=p["aborted"], audit=verdict)
 
 
-def _consume(r: Run, source: str, expected: int) -> list[str]:
-    """Every id of the input topic, read by a real consumer group."""
-    consumer = Consumer({"bootstrap.servers": r.bootstrap, "group.id": f"{source}-copier",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
-    consumer.subscribe([source])
-    ids: list[str] = []
-
-    def all_read():
-        ids.extend(json.loads(m.value())["id"] for m in consumer.consume(500, 0.5) if not m.error())
-        return len(ids) >= expected
-    try:
-        r.wait(all_read, 60, f"the copier to read {expected} records from {source}",
-               evidence=lambda: f"{len(ids)} read")
-    finally:
-        consumer.close()
-    return ids
-
-
 def _copy_with_faults(r: Run, target: str, ids: list[str], aborted: int) -> None:
     """{"id"} per input in one committed transaction plus a duplicate of the first id,
     then a transaction of `aborted` copies that is aborted."""
-    producer = Producer({"bootstrap.servers": r.bootstrap, "transactional.id": f"{target}-writer"})
+    producer = Producer(client_config({"bootstrap.servers": r.bootstrap, "transactional.id": f"{target}-writer"}))
     producer.init_transactions()
     producer.begin_transaction()
     for i in ids + ids[:DUPLICATES]:
@@ -172,13 +158,8 @@ class SetupResult(Result):
         return set() if ex is None else set(ex["id"])
 
     exercises: ClassVar[dict] = {
-        1: lambda r, answer: _expect(tuple(answer) == (r.spark_committed, r.spark_uncommitted),
+        1: lambda r, answer: expect(tuple(answer) == (r.spark_committed, r.spark_uncommitted),
                                      "read_committed sees every input once plus the committed duplicate; "
                                      "read_uncommitted also sees the aborted transaction"),
-        2: lambda r, answer: _expect(answer in r.duplicate_ids(), f"{answer!r} is not a duplicate id"),
+        2: lambda r, answer: expect(answer in r.duplicate_ids(), f"{answer!r} is not a duplicate id"),
     }
-
-
-def _expect(ok: bool, hint: str) -> None:
-    if not ok:
-        raise AssertionError(f"not quite: {hint}")

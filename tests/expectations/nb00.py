@@ -1,6 +1,10 @@
 """Notebook 00: the setup check and the audit on a real topic with injected faults."""
 PARAMETERS = {"MESSAGES": 120, "KEYS": 4, "ABORTED": 5}
 
+# The panel (clicked by the harness; see tests/test_notebooks.py): a smaller copy with its own faults.
+PANEL = {"messages": 40, "aborted": 3}
+PANEL_FAILS = True   # the injected duplicate and aborted records are found
+
 
 def check(r):
     assert r["java"] >= 17

@@ -19,6 +19,10 @@ CONTROL = dict(
     INTERACTIVE=False,
 )
 
+# The panel, clicked in the CONTROL run: one group, back after 5 s, long before the retention.
+PANEL = {"downtime_s": 5, "variants": ["earliest"], "spark": False}
+PANEL_FAILS = False
+
 
 def check(results: dict) -> None:
     before, down = results["param_messages_before"], results["param_messages_while_down"]

@@ -13,6 +13,10 @@ CONTROL = {"EXPIRATION_MS": 10000, "CLEANUP_INTERVAL_MS": 1000, "IDLE_S": 3, "OB
 
 SEED = "The producer attempted to use a producer id which is not currently assigned to its transactional id"
 
+# The panel, clicked in the CONTROL run: one Python client idle 3 s < the 10 s expiration.
+PANEL = {"idle_s": 3, "python_modes": ["crash"], "java_clients": []}
+PANEL_FAILS = False
+
 
 def check(r):
     a = r["part_a"]

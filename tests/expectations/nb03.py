@@ -27,6 +27,10 @@ CONTROL = {
     "SWEEP_RATIOS": [],
 }
 
+# The panel, clicked in the CONTROL run: the affected app alone for 20 s at ~0.7x the quota.
+PANEL = {"duration_s": 20, "compare": [], "mitigations": [], "sweep_ratios": []}
+PANEL_FAILS = False
+
 
 def check(r):
     affected, fixed, no_quota = r["affected"], r["fixed"], r["no_quota"]

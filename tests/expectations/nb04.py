@@ -18,6 +18,10 @@ PARAMETERS = {
 # same program. The mitigation runs are skipped: the control is the one run, kept short.
 CONTROL = {**PARAMETERS, "AFFECTED_VERSION": "3.5.2", "MITIGATIONS": False}
 
+# The panel, clicked in the CONTROL run: the fixed version, 3 s steps, no mitigation runs.
+PANEL = {"program": "1 2 3", "step_seconds": 3, "mitigations": False}
+PANEL_FAILS = False
+
 
 def check(results):
     failing = results["failing_counts"]
