@@ -22,11 +22,18 @@ jars: install
 lab: jars
 	$(PY) -m lab start
 
-# docker-compose only validates docker-compose.yml in the tests (no Docker engine needed)
+# Tools some tests need, from Debian's packages when root with apt-get (CI, containers); without them those
+# tests are skipped and say why: docker-compose only validates docker-compose.yml (no Docker engine needed);
+# chromium is the real browser tests/test_browser.py drives with Playwright (no browser download).
+APT_TOOLS = docker-compose chromium   # each package installs the command of the same name
+
 tools:
-	@command -v docker-compose >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
-	  apt-get update -qq && apt-get install -y -qq docker-compose >/dev/null; } || \
-	  echo "docker-compose is not installed: the compose-file test will be skipped"
+	@missing=""; for t in $(APT_TOOLS); do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	if [ -n "$$missing" ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq; then \
+	  for pkg in $$missing; do DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkg >/dev/null 2>&1 || true; done; \
+	fi; \
+	command -v docker-compose >/dev/null || echo "docker-compose is not installed: the compose-file test will be skipped"; \
+	command -v chromium >/dev/null || echo "chromium is not installed: the browser test (tests/test_browser.py) will be skipped"
 
 test: jars tools
 	$(PY) -m pytest $(PYTEST_ARGS)

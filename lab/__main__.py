@@ -23,20 +23,85 @@ def fetch(_args) -> None:
     print(f"Spark Kafka connector: {len(connector_jars())} jars")
 
 
+# JupyterLab as the lab runs it. `make lab` (start below) and tests/test_browser.py both build its command line
+# with jupyter_command(), so the browser test sees what a student sees.
+INDEX = "00_setup_check.ipynb"   # JupyterLab opens on the course index: notebook 00 lists the course
+# JupyterLab settings defaults (plugin id -> settings; names from the plugins' schemas), written to overrides.json.
+JUPYTERLAB_SETTINGS = {
+    # no "Would you like to get notified about official Jupyter news?" popup, no check for JupyterLab updates
+    "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
+}
+
+
+def free_port(preferred: int | None = None) -> int:
+    """`preferred` if nothing listens on it on 127.0.0.1, else a free port the system picks."""
+    import socket
+
+    def bind(port: int) -> int | None:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                return None
+            return s.getsockname()[1]
+    return (bind(preferred) if preferred else None) or bind(0)
+
+
+def jupyterlab_settings() -> Path:
+    """Merge JUPYTERLAB_SETTINGS into this environment's JupyterLab `settings/overrides.json` (its app folder).
+
+    Overrides change the defaults only: a student's own choice in Settings still wins. Returns the file.
+    """
+    from jupyterlab.commands import get_app_dir
+    from .errors import LabError
+    path = Path(get_app_dir()) / "settings" / "overrides.json"
+    try:
+        current = json.loads(path.read_text()) if path.exists() else {}
+    except ValueError as exc:
+        raise LabError(f"{path} is not valid JSON ({exc}): fix or delete it") from exc
+    merged = {**current, **{plugin: {**current.get(plugin, {}), **values}
+                            for plugin, values in JUPYTERLAB_SETTINGS.items()}}
+    if merged != current:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(merged, indent=2) + "\n")
+        except OSError as exc:   # a read-only JupyterLab install: cosmetic, say so and go on
+            print(f"JupyterLab's defaults not written ({exc}): the news popup may show", file=sys.stderr)
+    return path
+
+
+def jupyter_command(port: int, token: str, root: Path | str) -> list[str]:
+    """The JupyterLab command line: 127.0.0.1:`port` only, `token` auth, notebooks under `root`, opening on INDEX.
+
+    Also writes the lab's settings defaults (jupyterlab_settings). Run it with the lab's interpreter's
+    environment; kernels then import the installed lab package whatever `root` is.
+    """
+    jupyterlab_settings()
+    cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+           "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+           f"--ServerApp.root_dir={Path(root).resolve()}", f"--LabApp.default_url=/lab/tree/{INDEX}"]
+    if os.geteuid() == 0:  # containers and CI machines often run as root
+        cmd.append("--allow-root")
+    return cmd
+
+
 def start(args) -> None:
     """A playground broker for free exploration, then JupyterLab on localhost with a token.
 
     Each notebook starts the cluster its scenario needs; this one is for poking around.
     """
+    import secrets
+
     from .cluster import KafkaCluster
+    port, token = free_port(args.port), secrets.token_urlsafe(24)
+    cmd = jupyter_command(port, token, ROOT / "notebooks")
     with KafkaCluster(name="playground") as cluster:
         print(f"Playground Kafka {cluster.version} at {cluster.bootstrap} "
               f"(log: {cluster.log_path()}); set as KAFKA_LAB_PLAYGROUND in JupyterLab.")
+        if port != args.port:
+            print(f"Port {args.port} is in use: JupyterLab takes {port}.")
+        print(f"JupyterLab: http://127.0.0.1:{port}/lab/tree/{INDEX}?token={token}  (Ctrl-C stops the lab)")
         env = {**os.environ, "KAFKA_LAB_PLAYGROUND": cluster.bootstrap}
-        cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1",
-               f"--port={args.port}", f"--ServerApp.root_dir={ROOT / 'notebooks'}"]
-        if os.geteuid() == 0:  # containers and CI machines often run as root
-            cmd.append("--allow-root")
         try:
             subprocess.run(cmd, env=env, check=False)
         except KeyboardInterrupt:
@@ -55,7 +120,7 @@ def prune(args) -> None:
 
 
 # The scenario modules whose parameters `python -m lab params` documents, in course order.
-SCENARIOS = ["offset_expiry", "txn_expiry", "quota_fencing", "stale_standby"]
+SCENARIOS = ["offset_expiry", "txn_expiry", "quota_fencing", "stale_standby", "eos_crashes"]
 
 
 def scenario_specs(strict: bool = True) -> dict:
@@ -126,7 +191,7 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("fetch", help="check Java, cache the Kafka and Spark jars").set_defaults(run=fetch)
     p = sub.add_parser("start", help="playground broker + JupyterLab")
-    p.add_argument("--port", type=int, default=8888)
+    p.add_argument("--port", type=int, default=8888, help="JupyterLab's port (default 8888; a free one if taken)")
     p.set_defaults(run=start)
     p = sub.add_parser("prune", help="delete old run folders under the work folder")
     p.add_argument("--keep", type=int, default=8, help="run folders to keep (default 8)")

@@ -24,6 +24,8 @@ COURSE = [
                                    "assigned to its transactional id\", UnknownProducerIdException (seed 001)"),
     ("03_quota_driven_fencing", "slightly exceeding a producer quota fences exactly-once Kafka Streams (seed 000)"),
     ("04_stale_standby_cache", "stale reads from a cached store after standby -> active, KAFKA-14624 (seed 003)"),
+    ("05_exactly_once_under_crashes", "does exactly-once survive a crash at every point? Exception handlers, crash "
+                                      "loops and a changed state schema (seeds 001, 002)"),
 ]
 
 

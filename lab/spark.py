@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from . import maven
@@ -48,6 +49,7 @@ def spark_session(cores: int = 2, memory: str = "1g"):
     """The lab's one Spark session (local mode); created on first use."""
     global _session
     if _session is not None and _session.sparkContext._jsc is not None:
+        _session.sparkContext.setInterruptOnCancel(True)   # this thread's jobs too (cancel_jobs)
         return _session
     require_java(17)
     # Python workers must run in this environment (same pandas, pyarrow), not the first python3 on PATH.
@@ -69,9 +71,29 @@ def spark_session(cores: int = 2, memory: str = "1g"):
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.driver.extraJavaOptions",
                        f"-XX:+UseSerialGC -Dlog4j2.configurationFile=file:{_log4j2_config(log)}"))
-    with process_output_to(log):   # what the JVM prints outside log4j goes to the log too
+    # What the JVM prints outside log4j goes to the log too, and it starts in the log folder, where
+    # Spark creates its artifacts/ folder (not in the notebook's folder, the student's file browser).
+    with process_output_to(log), _working_directory(log.parent):
         _session = builder.getOrCreate()
+    # cancel_jobs interrupts the tasks of this thread's jobs, e.g. a Kafka read blocked on a dead broker
+    _session.sparkContext.setInterruptOnCancel(True)
     return _session
+
+
+def cancel_jobs() -> None:
+    """Cancel every running Spark job now (a panel's Stop), interrupting its tasks."""
+    if _session is not None and _session.sparkContext._jsc is not None:
+        _session.sparkContext.cancelAllJobs()
+
+
+@contextmanager
+def _working_directory(folder: Path):
+    previous = os.getcwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(previous)
 
 
 def _log4j2_config(log: Path) -> Path:

@@ -71,7 +71,8 @@ class PanelProgress(Progress):
         self._line(text, "info")
 
     def event(self, lane: str, kind: str, tone: str) -> None:
-        self._line(f"{lane}: {kind}", tone)
+        if lane != "run":   # the run's own phases are said already
+            self._line(f"{lane}: {kind}", tone)
 
     def _line(self, text: str, tone: str) -> None:
         stamp = f"{time.time() - self.t0:6.1f} s"
@@ -98,10 +99,10 @@ class _WidgetBar:
         bar = self.panel.bar
         bar.max, bar.value, bar.description = self.total, min(self.n, self.total), ""
         self.panel.bar_label.value = f"{html.escape(self.what)}: {self.n:.0f} / {self.total:.0f} s"
-        bar.layout.visibility = self.panel.bar_label.layout.visibility = "visible"
+        bar.layout.display = self.panel.bar_label.layout.display = None
 
     def __exit__(self, *exc):
-        self.panel.bar.layout.visibility = self.panel.bar_label.layout.visibility = "hidden"
+        self.panel.bar.layout.display = self.panel.bar_label.layout.display = "none"
 
 
 class Panel:
@@ -118,8 +119,8 @@ class Panel:
         self.run_button = w.Button(description="Run", button_style="primary", icon="play")
         self.stop_button = w.Button(description="Stop", button_style="danger", icon="stop", disabled=True)
         self.status, self.phase, self.events = w.HTML(), w.HTML(), w.HTML()
-        self.bar = w.FloatProgress(min=0, max=1, layout=w.Layout(width="300px", visibility="hidden"))
-        self.bar_label = w.HTML(layout=w.Layout(visibility="hidden"))
+        self.bar = w.FloatProgress(min=0, max=1, layout=w.Layout(width="300px", display="none"))
+        self.bar_label = w.HTML(layout=w.Layout(display="none"))
         self.progress_box = w.VBox([self.phase, w.HBox([self.bar, self.bar_label]), self.events])
         self.out = w.Output()
         self.box = w.VBox([w.HTML(f"<h4>{html.escape(title)}</h4>"), *self.controls.values(),
@@ -170,6 +171,8 @@ class Panel:
             run.stop()
         for child in children_of_thread(self._worker.ident):
             child.kill()
+        from ..spark import cancel_jobs
+        cancel_jobs()   # an audit blocked on the killed broker would otherwise wait for its timeout
 
     @property
     def running(self) -> bool:

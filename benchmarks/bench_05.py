@@ -1,0 +1,86 @@
+"""Notebook 05 (exactly-once under crashes): how often each claimed anomaly reproduces, and what it costs.
+
+    python benchmarks/bench_05.py [--runs 5] [--points during_processing,after_send_before_commit,...]
+                                  [--handlers replace_thread,continue] [--records 200] [--crash-at 80]
+
+N runs of the crash points under both guarantees (plus the handler runs, if any) on one broker: for each
+crash point x guarantee, in how many runs the app crashed, had duplicates, lost records, wrong counts, and
+aborted records a read_uncommitted reader sees; the run's duration, the restart's downtime and restore, and
+the peak RSS of the Kafka Streams JVMs. Prints markdown to paste into benchmarks/RESULTS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--points", default="before_read,during_processing,after_send_before_commit,after_commit")
+    ap.add_argument("--handlers", default="replace_thread,continue")
+    ap.add_argument("--records", type=int, default=200)
+    ap.add_argument("--crash-at", type=int, default=80)
+    args = ap.parse_args()
+    from lab.cluster import kafka_cluster
+    from lab.scenarios import eos_crashes as scenario
+
+    # SPEC checks every value, and the versions, before anything starts
+    params = scenario.SPEC.validate(crash_points=args.points.split(","), records=args.records, crash_at=args.crash_at,
+                                    handlers=[h for h in args.handlers.split(",") if h], schema_modes=[])
+    rows, handler_rows = [], []
+    with kafka_cluster(**scenario.needs(params), name="bench-05") as cluster:
+        for n in range(args.runs):
+            t = time.perf_counter()
+            r = scenario.run(cluster=cluster, progress=False, **params)
+            seconds, rss = round(time.perf_counter() - t, 1), r.peak_rss_mb
+            per_run = seconds / max(len(r.crashes) + len(r.handlers), 1)
+            for c in r.crashes.values():
+                m = c.m
+                rows.append({"point": c.point, "guarantee": c.guarantee, "run": n + 1, "crashed": m["crashed"],
+                             "duplicates": m["duplicates"], "lost": m["lost"],
+                             "count_errors": m["overcount"] + m["undercount"], "aborted": m["aborted_visible"],
+                             "downtime_s": m["downtime_s"], "restore_s": m["restore_s"], "run_s": per_run,
+                             "rss_apps_mb": rss.get("apps"), "rss_broker_mb": rss.get("brokers")})
+                print(rows[-1], flush=True)
+            for h, f in r.handlers.items():
+                handler_rows.append({"handler": h, "run": n + 1, "outcome": f.outcome, "lost": f.m["lost"],
+                                     "uncaught": f.m["uncaught"], "failures_per_min": f.m["failures_per_min"]})
+                print(handler_rows[-1], flush=True)
+
+    med = lambda xs: round(statistics.median(xs), 1) if xs else "-"  # noqa: E731
+    print(f"\n### Notebook 05 benchmark ({args.records} records, crash at {args.crash_at}, "
+          f"{time.strftime('%Y-%m-%d')})\n")
+    print("| crash point | guarantee | runs | crashed | duplicates in | lost in | counts wrong in | aborted seen in "
+          "| down (median s) | restore (median s) | run (median s) | RSS apps (median MB) | broker (MB) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for point in params["crash_points"]:
+        for g in params["guarantees"]:
+            mine = [r for r in rows if r["point"] == point and r["guarantee"] == g]
+            k = len(mine)
+            print(f"| {point} | {g} | {k} | {sum(r['crashed'] for r in mine)}/{k} "
+                  f"| {sum(r['duplicates'] > 0 for r in mine)}/{k} | {sum(r['lost'] > 0 for r in mine)}/{k} "
+                  f"| {sum(r['count_errors'] > 0 for r in mine)}/{k} | {sum(r['aborted'] > 0 for r in mine)}/{k} "
+                  f"| {med([r['downtime_s'] for r in mine if r['downtime_s'] is not None])} "
+                  f"| {med([r['restore_s'] for r in mine if r['restore_s'] is not None])} "
+                  f"| {med([r['run_s'] for r in mine])} | {med([r['rss_apps_mb'] for r in mine if r['rss_apps_mb']])} "
+                  f"| {med([r['rss_broker_mb'] for r in mine if r['rss_broker_mb']])} |")
+    if handler_rows:
+        print("\n| handler | runs | outcomes | lost (median) | uncaught (median) | failures / min (median) |")
+        print("|---|---|---|---|---|---|")
+        for h in params["handlers"]:
+            mine = [r for r in handler_rows if r["handler"] == h]
+            outcomes = ", ".join(sorted({r["outcome"] for r in mine}))
+            print(f"| {h} | {len(mine)} | {outcomes} | {med([r['lost'] for r in mine])} "
+                  f"| {med([r['uncaught'] for r in mine])} "
+                  f"| {med([r['failures_per_min'] for r in mine if r['failures_per_min']])} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,291 @@
+import java.io.File;
+import java.io.FileInputStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import org.apache.kafka.clients.consumer.ConsumerInterceptor;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.ProducerInterceptor;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.Metric;
+import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.SerializationException;
+import org.apache.kafka.common.serialization.Deserializer;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
+import org.apache.kafka.streams.processor.StateRestoreListener;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.Stores;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Transform + per-key count, the app of notebook 05. Per input {"id","key",...} it reads the key's state
+ * from a persistent key-value store, adds 1, writes it back, and sends two records: the transformed
+ * record {"id","key","value": count,"text","incarnation","at"} to the output topic and the count update
+ * {"id","key","count"} to the counts topic (one transaction per commit under exactly_once_v2).
+ *
+ * It can halt the JVM (Runtime.halt: no close, no flush, like kill -9) once, at a named point, when it
+ * reaches its crash-at-th record (a marker file keeps the restarted app from crashing again):
+ *   before_read               a consumer interceptor, when poll() hands over the record (before processing)
+ *   during_processing         inside the processor: state written and output forwarded, count not yet
+ *   after_send_before_commit  a producer interceptor, when the broker acknowledged the record's output
+ *   after_commit              the first record after a commit that covered the crash-at-th record
+ * A poison record (lab.poison.id) makes the processor throw; lab.handler picks the uncaught exception
+ * handler (shutdown_client / replace_thread). lab.mode v1 / v2 / v2-tolerant store the state as JSON in
+ * two schemas ({"count":n} then {"schema":2,"total":n}) for the schema-change experiment.
+ *
+ * Evidence: `LAB {json}` lines (started, state, restore_start, restore_end, commit, crash, uncaught,
+ * metrics, migrated). args[0]: a properties file; lab.* keys are for this program.
+ */
+public class EosCrashApp {
+    static final Logger LOG = LoggerFactory.getLogger(EosCrashApp.class);
+    static final Pattern ID = Pattern.compile("\"id\"\\s*:\\s*\"([^\"]*)\"");
+    static final Pattern COUNT = Pattern.compile("\"count\"\\s*:\\s*(\\d+)");
+    static final Pattern TOTAL = Pattern.compile("\"total\"\\s*:\\s*(\\d+)");
+    static final String STORE = "counts";
+
+    static String crashPoint = "none", marker = "", input = "", output = "", poison = "", mode = "crash";
+    static int crashAt = 0, incarnation = 1;
+    static volatile boolean armed = false;
+    static final AtomicInteger read = new AtomicInteger(), processed = new AtomicInteger(), acked = new AtomicInteger();
+    static volatile KafkaStreams streams;
+
+    public static void main(String[] args) throws Exception {
+        Properties props = new Properties();
+        try (FileInputStream in = new FileInputStream(args[0])) { props.load(in); }
+        input = (String) props.remove("lab.input.topic");
+        output = (String) props.remove("lab.output.topic");
+        String counts = (String) props.remove("lab.counts.topic");
+        crashPoint = (String) props.remove("lab.crash.point");
+        crashAt = Integer.parseInt((String) props.remove("lab.crash.at"));
+        marker = (String) props.remove("lab.crash.marker");
+        poison = props.getProperty("lab.poison.id", "");
+        props.remove("lab.poison.id");
+        mode = (String) props.remove("lab.mode");
+        String handler = (String) props.remove("lab.handler");
+        boolean strictInput = Boolean.parseBoolean((String) props.remove("lab.strict.input"));
+        incarnation = Integer.parseInt((String) props.remove("lab.incarnation"));
+        armed = !"none".equals(crashPoint) && !new File(marker).exists();
+        if (crashPoint.equals("before_read")) props.put("main.consumer.interceptor.classes", ReadHook.class.getName());
+        if (crashPoint.equals("after_send_before_commit"))
+            props.put("producer.interceptor.classes", AckHook.class.getName());
+
+        Topology topology = new Topology();
+        Deserializer<String> values = strictInput ? new JsonOnly() : Serdes.String().deserializer();
+        topology.addSource("input", Serdes.String().deserializer(), values, input);
+        topology.addProcessor("transform-count", Counter::new, "input");
+        topology.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(STORE), Serdes.String(),
+            Serdes.String()), "transform-count");
+        topology.addSink("output", output, Serdes.String().serializer(), Serdes.String().serializer(),
+            "transform-count");
+        topology.addSink("counts", counts, Serdes.String().serializer(), Serdes.String().serializer(),
+            "transform-count");
+
+        KafkaStreams app = new KafkaStreams(topology, props);
+        streams = app;
+        app.setStateListener((to, from) -> LOG.info("LAB " + lab("state") + ",\"from\":\"" + from + "\",\"to\":\""
+            + to + "\"}"));
+        app.setGlobalStateRestoreListener(new Restores());
+        AtomicInteger uncaught = new AtomicInteger();
+        app.setUncaughtExceptionHandler(e -> {
+            StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse response =
+                "replace_thread".equals(handler) ? StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.REPLACE_THREAD
+                    : StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
+            Throwable root = e;
+            while (root.getCause() != null) root = root.getCause();
+            LOG.info("LAB " + lab("uncaught") + ",\"n\":" + uncaught.incrementAndGet() + ",\"response\":\"" + response
+                + "\",\"error\":\"" + esc(root.getClass().getSimpleName() + ": " + root.getMessage()) + "\"}");
+            return response;
+        });
+        CountDownLatch stopped = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            app.close(Duration.ofSeconds(30));
+            stopped.countDown();
+        }));
+        app.start();
+        LOG.info("LAB " + lab("started") + ",\"crash_point\":\"" + crashPoint + "\",\"crash_at\":" + crashAt
+            + ",\"armed\":" + armed + ",\"mode\":\"" + mode + "\",\"handler\":\"" + handler + "\"}");
+
+        // Commits and dropped records, from the client's own metrics, as they change.
+        double commits = 0, dropped = 0;
+        while (stopped.getCount() > 0) {
+            double c = metric(app, "commit-total", "stream-thread-metrics");
+            double d = metric(app, "dropped-records-total", "stream-task-metrics");
+            if (c != commits) LOG.info("LAB " + lab("commit") + ",\"total\":" + (long) c + ",\"processed\":"
+                + processed.get() + "}");
+            if (d != dropped) LOG.info("LAB " + lab("metrics") + ",\"dropped_records\":" + (long) d + "}");
+            commits = c;
+            dropped = d;
+            KafkaStreams.State state = app.state();
+            if (state == KafkaStreams.State.ERROR) {  // SHUTDOWN_CLIENT: the app is done, the deployment restarts it
+                LOG.info("LAB " + lab("exit") + ",\"state\":\"" + state + "\"}");
+                System.exit(3);
+            }
+            Thread.sleep(100);
+        }
+    }
+
+    /** Sum of one metric over its instances (threads, tasks), NaN-safe. */
+    static double metric(KafkaStreams app, String name, String group) {
+        double sum = 0;
+        try {
+            for (Map.Entry<MetricName, ? extends Metric> e : app.metrics().entrySet()) {
+                if (e.getKey().name().equals(name) && e.getKey().group().equals(group)) {
+                    Object v = e.getValue().metricValue();
+                    if (v instanceof Number && !Double.isNaN(((Number) v).doubleValue())) sum += ((Number) v).doubleValue();
+                }
+            }
+        } catch (RuntimeException e) {
+            return 0;
+        }
+        return sum;
+    }
+
+    static String lab(String kind) {
+        return String.format(Locale.ROOT, "{\"kind\":\"%s\",\"ts\":%.3f,\"incarnation\":%d", kind,
+            System.currentTimeMillis() / 1000.0, incarnation);
+    }
+
+    static String esc(String s) {
+        return String.valueOf(s).replace("\\", "\\\\").replace("\"", "'").replace("\n", " ");
+    }
+
+    /** Halt once: no close, no flush, no commit. The marker file keeps the restart from crashing again. */
+    static synchronized void crash(String where, String detail) {
+        if (!armed) return;
+        armed = false;
+        try { new File(marker).createNewFile(); } catch (Exception ignored) { }
+        LOG.info("LAB " + lab("crash") + ",\"point\":\"" + where + "\",\"read\":" + read.get() + ",\"processed\":"
+            + processed.get() + ",\"acked\":" + acked.get() + "," + detail + "}");
+        System.out.flush();
+        Runtime.getRuntime().halt(1);
+    }
+
+    /** before_read: poll() handed over the crash-at-th record; nothing of this batch is processed yet. */
+    public static class ReadHook implements ConsumerInterceptor<Object, Object> {
+        @Override
+        public ConsumerRecords<Object, Object> onConsume(ConsumerRecords<Object, Object> records) {
+            int n = 0;
+            for (TopicPartition tp : records.partitions()) if (tp.topic().equals(input)) n += records.records(tp).size();
+            int before = read.getAndAdd(n);
+            if (armed && before < crashAt && before + n >= crashAt) crash("before_read", "\"batch\":" + n);
+            return records;
+        }
+        @Override public void onCommit(Map<TopicPartition, OffsetAndMetadata> offsets) { }
+        @Override public void close() { }
+        @Override public void configure(Map<String, ?> configs) { }
+    }
+
+    /** after_send_before_commit: the broker acknowledged the crash-at-th output record; no commit yet. */
+    public static class AckHook implements ProducerInterceptor<Object, Object> {
+        @Override public ProducerRecord<Object, Object> onSend(ProducerRecord<Object, Object> record) { return record; }
+        @Override
+        public void onAcknowledgement(RecordMetadata metadata, Exception exception) {
+            if (exception == null && metadata != null && output.equals(metadata.topic())
+                    && acked.incrementAndGet() == crashAt && armed) {
+                crash("after_send_before_commit", "\"partition\":" + metadata.partition() + ",\"offset\":"
+                    + metadata.offset());
+            }
+        }
+        @Override public void close() { }
+        @Override public void configure(Map<String, ?> configs) { }
+    }
+
+    /** A value deserializer that refuses anything but a JSON object: for the DeserializationExceptionHandler. */
+    public static class JsonOnly implements Deserializer<String> {
+        @Override
+        public String deserialize(String topic, byte[] data) {
+            String s = data == null ? null : new String(data, StandardCharsets.UTF_8);
+            if (s == null || !s.trim().startsWith("{")) throw new SerializationException("not a JSON object: " + s);
+            return s;
+        }
+    }
+
+    static class Restores implements StateRestoreListener {
+        @Override
+        public void onRestoreStart(TopicPartition tp, String store, long start, long end) {
+            LOG.info("LAB " + lab("restore_start") + ",\"partition\":" + tp.partition() + ",\"start\":" + start
+                + ",\"end\":" + end + "}");
+        }
+        @Override public void onBatchRestored(TopicPartition tp, String store, long end, long n) { }
+        @Override
+        public void onRestoreEnd(TopicPartition tp, String store, long total) {
+            LOG.info("LAB " + lab("restore_end") + ",\"partition\":" + tp.partition() + ",\"restored\":" + total + "}");
+        }
+    }
+
+    static class Counter implements Processor<String, String, String, String> {
+        ProcessorContext<String, String> context;
+        KeyValueStore<String, String> store;
+        double commitsAtCrashRecord = -1;
+
+        @Override
+        public void init(ProcessorContext<String, String> context) {
+            this.context = context;
+            this.store = context.getStateStore(STORE);
+        }
+
+        @Override
+        public void process(Record<String, String> record) {
+            if (armed && crashPoint.equals("after_commit") && commitsAtCrashRecord >= 0
+                    && metric(streams, "commit-total", "stream-thread-metrics") > commitsAtCrashRecord) {
+                crash("after_commit", "\"commits\":" + (long) commitsAtCrashRecord);
+            }
+            Matcher m = ID.matcher(record.value());
+            String id = m.find() ? m.group(1) : "";
+            if (!poison.isEmpty() && poison.equals(id)) {
+                throw new IllegalStateException("poison record " + id + " (offset " + context.recordMetadata()
+                    .map(r -> r.partition() + "@" + r.offset()).orElse("?") + ")");
+            }
+            String key = record.key();
+            long count = read(key, store.get(key)) + 1;
+            store.put(key, mode.equals("v1") || mode.equals("crash") ? "{\"count\":" + count + "}"
+                : "{\"schema\":2,\"total\":" + count + "}");
+            int n = processed.incrementAndGet();
+            context.forward(record.withValue(String.format(Locale.ROOT,
+                "{\"id\":\"%s\",\"key\":\"%s\",\"value\":%d,\"text\":\"%s\",\"incarnation\":%d,\"task\":\"%s\",\"at\":%d}",
+                id, key, count, id.toUpperCase(Locale.ROOT), incarnation, context.taskId(), System.currentTimeMillis())),
+                "output");
+            if (armed && crashPoint.equals("during_processing") && n == crashAt) {
+                crash("during_processing", "\"id\":\"" + id + "\"");  // the count update is never forwarded
+            }
+            context.forward(record.withValue("{\"id\":\"" + id + "\",\"key\":\"" + key + "\",\"count\":" + count + "}"),
+                "counts");
+            if (armed && crashPoint.equals("after_commit") && n == crashAt) {
+                commitsAtCrashRecord = metric(streams, "commit-total", "stream-thread-metrics");
+            }
+        }
+
+        /** The stored count, by schema: v1 {"count":n}; v2 {"schema":2,"total":n}, strict or tolerant. */
+        long read(String key, String json) {
+            if (json == null) return 0;
+            Matcher total = TOTAL.matcher(json), count = COUNT.matcher(json);
+            if (mode.equals("v1") || mode.equals("crash")) {
+                if (!count.find()) throw new IllegalStateException("state of key " + key + " is not v1: " + json);
+                return Long.parseLong(count.group(1));
+            }
+            if (total.find()) return Long.parseLong(total.group(1));
+            if (mode.equals("v2-tolerant") && count.find()) {  // migrate on read: the next put writes v2
+                LOG.info("LAB " + lab("migrated") + ",\"key\":\"" + key + "\",\"from\":\"" + esc(json) + "\"}");
+                return Long.parseLong(count.group(1));
+            }
+            throw new IllegalStateException("state of key " + key + " has no field 'total' (schema 2): " + json);
+        }
+    }
+}

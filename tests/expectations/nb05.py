@@ -1,0 +1,109 @@
+"""Notebook 05: exactly-once under crashes, exception handlers, a changed state schema (seeds 001, 002)."""
+
+# Two crash points under both guarantees (the ones where work is in flight), the two handlers that matter
+# most (a crash loop, and KIP-1033 dropping the record) and one schema change before 3.9 (the loop): the
+# test run stays near its target. The crash comes after the first commit (80 records at 50/s, commits every
+# second), with work in flight since that commit.
+PARAMETERS = {
+    "CRASH_POINTS": ["during_processing", "after_send_before_commit"],
+    "GUARANTEES": ["exactly_once_v2", "at_least_once"],
+    "RECORDS": 150,
+    "CRASH_AT": 80,
+    "RATE": 50,
+    "KEYS": 10,
+    "PARTITIONS": 2,
+    "COMMIT_INTERVAL_MS": 1000,
+    "HANDLERS": ["replace_thread", "continue"],
+    "SCHEMA_MODES": ["replace_thread"],
+    "LOOP_SECONDS": 12,
+    "INTERACTIVE": False,
+}
+
+# The control: the same app without a crash under both guarantees, a malformed input skipped by the
+# DeserializationExceptionHandler, and version 2 with a tolerant reader: everything clean.
+CONTROL = {**PARAMETERS, "CRASH_POINTS": ["none"], "HANDLERS": ["deserialization"], "SCHEMA_MODES": ["tolerant"]}
+
+# The panel, clicked in the CONTROL run: one exactly-once run without a crash, no handler or schema runs.
+PANEL = {"crash_points": ["none"], "guarantees": ["exactly_once_v2"], "handlers": [], "schema_modes": []}
+PANEL_FAILS = False
+
+
+def _clean_output(run, what):
+    assert run["duplicates"] == 0 and run["lost"] == 0, (what, run)
+    assert run["outputs"] == run["produced"] > 0, (what, run)
+
+
+def check(results):
+    crashes = results["crashes"]
+    assert len(crashes) == 4, list(crashes)
+    for label, run in crashes.items():
+        assert run["crashed"], (label, "the app never reached its crash point: the run proves nothing", run)
+        assert run["audit"] is not None, label
+        if run["guarantee"] == "exactly_once_v2":
+            # The seed's claim, measured: no duplicate, nothing lost, exact counts, after a kill -9 mid-transaction.
+            assert run["duplicates"] == 0 and run["lost"] == 0, (label, run)
+            assert run["wrong_values"] == 0 and run["overcount"] == 0 and run["undercount"] == 0, (label, run)
+            assert run["outputs"] == run["produced"], (label, run)
+            # ... because the killed transaction was aborted: a read_uncommitted reader sees its records,
+            assert run["aborted_visible"] > 0, (label, run)
+            # and the store, written before the crash, was wiped and rebuilt from the (committed) changelog.
+            assert run["state_wiped"], (label, run)
+            a = run["audit"]["counts"]
+            assert a["duplicate"] == 0 and a["lost"] == 0 and a["stale_value"] == 0 and a["aborted_read"] == 0, (label, a)
+        else:
+            # At-least-once redoes what was processed since the last commit: duplicates, and over-counts.
+            assert run["duplicates"] > 0 and run["lost"] == 0, (label, run)
+            assert run["overcount"] > 0, (label, run)
+            assert run["aborted_visible"] == 0, (label, run)
+            a = run["audit"]["counts"]
+            assert a["duplicate"] == run["duplicates"] and a["stale_value"] > 0, (label, a, run)
+    assert results["eos_duplicates"] == 0 and results["eos_lost"] == 0 and results["eos_count_errors"] == 0
+    assert results["eos_aborted_visible"] > 0, results["eos_aborted_visible"]
+
+    h = results["handlers"]
+    loop = h["replace_thread"]
+    # REPLACE_THREAD: the same poison record kills thread after thread; the input behind it never comes out.
+    assert loop["outcome"].startswith("crash loop") and loop["uncaught"] >= 2, loop
+    assert loop["lost"] > 0 and loop["poison_lost"], loop
+    assert loop["duplicates"] == 0, loop
+    dropped = h["continue"]
+    # KIP-1033 CONTINUE: exactly the poison record is lost, and the dropped-records metric counts it.
+    assert dropped["outcome"] == "records dropped" and dropped["lost"] == 1, dropped
+    assert dropped["lost_ids"] == [dropped["poison"]] and dropped["poison_lost"], dropped
+    assert dropped["dropped_records"] == 1, dropped
+    assert dropped["audit"]["counts"]["lost"] == 1 and dropped["audit"]["counts"]["duplicate"] == 0, dropped["audit"]
+
+    schema = results["schema"]["replace_thread"]
+    # Version 2 cannot read version 1's state (before 3.9, no processing handler): a loop, input stuck.
+    assert schema["version"] == "3.8.1", schema
+    assert schema["outcome"].startswith("crash loop") and schema["uncaught"] >= 2, schema
+    assert any("no field 'total'" in e for e in schema["errors"]), schema["errors"]
+    assert schema["lost"] > 0, schema
+
+    assert results["failure_reproduced"] is True, results["verdict"]
+    assert results["exercises_ok"] == [True, True], results["exercises_ok"]
+
+
+def check_control(results):
+    assert results["failure_reproduced"] is False, results["verdict"]
+    crashes = results["crashes"]
+    assert len(crashes) == 2, list(crashes)
+    for label, run in crashes.items():
+        assert run["crash_point"] == "none" and not run["crashed"], (label, run)
+        _clean_output(run, label)
+        assert run["wrong_values"] == 0 and run["overcount"] == 0 and run["undercount"] == 0, (label, run)
+        assert run["aborted_visible"] == 0, (label, run)
+        a = run["audit"]["counts"]
+        assert a == {"duplicate": 0, "lost": 0, "aborted_read": 0, "stale_value": 0}, (label, a)
+        assert run["audit"]["passed"], (label, run["audit"])
+    deser = results["handlers"]["deserialization"]
+    # The malformed input was skipped (and counted); every real input came out once.
+    assert deser["outcome"] == "clean" and deser["dropped_records"] == 1 and deser["uncaught"] == 0, deser
+    _clean_output(deser, "deserialization")
+    tolerant = results["schema"]["tolerant"]
+    # The tolerant reader migrated every key's old state on read: no failure, nothing lost, counts right.
+    assert tolerant["outcome"] == "clean" and tolerant["uncaught"] == 0 and tolerant["deaths"] == 0, tolerant
+    assert tolerant["migrated"] > 0, tolerant
+    _clean_output(tolerant, "tolerant")
+    assert tolerant["audit"]["passed"], tolerant["audit"]
+    assert results["exercises_ok"] == [True, True], results["exercises_ok"]

@@ -1,0 +1,211 @@
+"""The pure parts of notebook 05's scenario: no broker, no JVM."""
+import pytest
+
+from lab.errors import LabError
+from lab.experiment import Timeline
+from lab.scenarios import eos_crashes as s
+
+T0 = 1_000.0
+
+
+@pytest.fixture
+def no_maven(monkeypatch):
+    monkeypatch.setattr(s, "streams_classpath", lambda v: [])      # no Maven, no javac here
+    monkeypatch.setattr(s, "compile_sources", lambda *a, **k: None)
+
+
+def lab(kind, ts, incarnation=1, **fields):
+    """One app evidence line, as EosCrashApp logs it through log4j."""
+    body = "".join(f',"{k}":{v}' if isinstance(v, (int, float)) else f',"{k}":"{v}"' for k, v in fields.items())
+    return (f'[2026-11-23 12:00:00,000] INFO [main] LAB {{"kind":"{kind}","ts":{ts:.3f},'
+            f'"incarnation":{incarnation}{body}}} (EosCrashApp)')
+
+
+def test_defaults_and_the_control_validate(no_maven):
+    p = s.SPEC.validate()
+    assert p["crash_points"] == ["before_read", "during_processing", "after_send_before_commit", "after_commit"]
+    control = s.SPEC.validate(crash_points=["none"], handlers=[], schema_modes=["tolerant"])
+    assert control["crash_points"] == ["none"]
+
+
+@pytest.mark.parametrize("params, message", [
+    (dict(crash_points=["after_ack"]), "CRASH_POINTS"),
+    (dict(guarantees=["exactly_once"]), "GUARANTEES"),
+    (dict(handlers=["retry"]), "HANDLERS"),
+    (dict(schema_modes=["ignore"]), "SCHEMA_MODES"),
+    (dict(crash_points=["none", "none"]), "twice"),
+    (dict(commit_interval_ms=20000), "COMMIT_INTERVAL_MS"),
+    (dict(records=0), "RECORDS"),
+    (dict(crash_points=[], handlers=[], schema_modes=[]), "Nothing to run"),
+    (dict(streams_version="2.8.2"), "STREAMS_VERSION.*older"),
+    (dict(streams_version="four"), "STREAMS_VERSION"),
+    (dict(crash_point=["none"]), "did you mean"),
+])
+def test_bad_input_is_refused_before_anything_starts(no_maven, params, message):
+    with pytest.raises(LabError, match=message):
+        s.SPEC.validate(**params)
+
+
+def test_kip_1033_continue_needs_3_9(no_maven):
+    with pytest.raises(LabError, match="KIP-1033.*3.9.0"):
+        s.SPEC.validate(handlers=["continue"], schema_modes=[], handler_version="3.8.1")
+    with pytest.raises(LabError, match="SCHEMA_MODES"):
+        s.SPEC.validate(handlers=[], schema_modes=["continue"], handler_version="3.8.1")
+    # without 'continue', an old handler version is a valid experiment
+    assert s.SPEC.validate(handlers=["replace_thread"], schema_modes=["tolerant"], handler_version="3.8.1")
+    assert s.SPEC.validate(handlers=["continue"], handler_version="3.9.0")["handler_version"] == "3.9.0"
+
+
+def test_an_unknown_version_is_refused_when_maven_has_none(monkeypatch):
+    def missing(version):
+        raise LabError(f"Maven Central has no artifact org.apache.kafka:kafka-streams:jar:{version}.")
+    monkeypatch.setattr(s, "streams_classpath", missing)
+    with pytest.raises(LabError, match=r"STREAMS_VERSION='3.8.99'.*no artifact"):
+        s.SPEC.validate(streams_version="3.8.99")
+
+
+def test_handler_configuration_follows_the_version():
+    assert s.handler_props("continue", "4.3.1", "p-1") == {
+        "lab_handler": "shutdown_client", "lab_poison_id": "p-1", "processing.exception.handler": s.CONTINUE_HANDLER}
+    assert s.handler_props("replace_thread", "3.8.1", "p-1")["lab_handler"] == "replace_thread"
+    assert s.handler_props("deserialization", "4.3.1", "p")["deserialization.exception.handler"] == s.DESER_CONTINUE
+    assert s.handler_props("deserialization", "3.8.1", "p")["default.deserialization.exception.handler"] == \
+        s.DESER_CONTINUE
+    assert s.schema_version("continue", {"handler_version": "4.3.1", "old_version": "3.8.1"}) == "4.3.1"
+    assert s.schema_version("replace_thread", {"handler_version": "4.3.1", "old_version": "3.8.1"}) == "3.8.1"
+
+
+def produced(n, keys=2, prefix="r-"):
+    rows, count = [], {}
+    for i in range(n):
+        k = f"k{i % keys}"
+        count[k] = count.get(k, 0) + 1
+        rows.append({"id": f"{prefix}{i}", "key": k, "true_value": count[k]})
+    return rows
+
+
+def out(ids_values, partition=0):
+    return [{"id": i, "key": k, "value": v, "partition": partition, "offset": o, "kafka_ts": T0 + o}
+            for o, (i, k, v) in enumerate(ids_values)]
+
+
+def test_measure_exact_output_is_clean():
+    truth = produced(4)
+    committed = out([(r["id"], r["key"], r["true_value"]) for r in truth])
+    counts = [{"key": r["key"], "count": r["true_value"], "partition": 0, "offset": o} for o, r in enumerate(truth)]
+    m = s.measure(truth, committed, committed, counts)
+    assert (m["duplicates"], m["lost"], m["wrong_values"], m["overcount"], m["undercount"], m["aborted_visible"]) == \
+        (0, 0, 0, 0, 0, 0)
+
+
+def test_measure_at_least_once_replay_duplicates_and_overcounts():
+    truth = produced(4)   # k0: r-0, r-2; k1: r-1, r-3
+    # r-2 and r-3 were processed, the app died before the commit and processed them again on top of the state
+    committed = out([("r-0", "k0", 1), ("r-1", "k1", 1), ("r-2", "k0", 2), ("r-3", "k1", 2),
+                     ("r-2", "k0", 3), ("r-3", "k1", 3)])
+    counts = [{"key": "k0", "count": 3, "partition": 0, "offset": 0}, {"key": "k1", "count": 3, "partition": 0,
+                                                                        "offset": 1}]
+    m = s.measure(truth, committed, committed, counts)
+    assert m["duplicates"] == 2 and m["lost"] == 0 and m["overcount"] == 2 and m["wrong_values"] == 2
+
+
+def test_measure_exactly_once_aborted_records_only_read_uncommitted_sees():
+    truth = produced(3)
+    committed = out([("r-0", "k0", 1), ("r-1", "k1", 1), ("r-2", "k0", 2)])
+    # offsets 3, 4 belong to the killed transaction (aborted); read_committed skips them
+    uncommitted = committed + [{"id": "r-2", "key": "k0", "value": 2, "partition": 0, "offset": 3, "kafka_ts": T0 + 3},
+                               {"id": "r-1", "key": "k1", "value": 1, "partition": 1, "offset": 0, "kafka_ts": T0 + 4}]
+    counts = [{"key": "k0", "count": 2, "partition": 0, "offset": 0}, {"key": "k1", "count": 1, "partition": 0,
+                                                                        "offset": 1}]
+    m = s.measure(truth, committed, uncommitted, counts)
+    assert m["duplicates"] == 0 and m["aborted_visible"] == 2 and m["aborted_ids"] == ["r-1", "r-2"]
+    assert (m["aborted_first_ts"], m["aborted_last_ts"]) == (T0 + 3, T0 + 4)
+
+
+def test_measure_lost_records_are_named():
+    truth = produced(12)
+    committed = out([(r["id"], r["key"], r["true_value"]) for r in truth if r["id"] not in ("r-10", "r-2")])
+    m = s.measure(truth, committed, committed, [])
+    assert m["lost"] == 2 and m["lost_ids"] == ["r-2", "r-10"]
+    assert m["undercount"] == 12   # no count update at all
+
+
+def test_app_events_by_incarnation():
+    log = "\n".join([
+        lab("state", T0 + 1, to="RUNNING"), lab("commit", T0 + 2, total=1, processed=40),
+        lab("crash", T0 + 3, point="after_send_before_commit", processed=61, acked=60), "cut LAB {\"kind\":",
+        lab("state", T0 + 6, 2, to="REBALANCING"),
+        lab("restore_start", T0 + 6.5, 2, partition=0, start=0, end=30),
+        lab("restore_start", T0 + 6.6, 2, partition=1, start=0, end=31),
+        lab("restore_end", T0 + 7.0, 2, partition=0, restored=30), lab("restore_end", T0 + 7.5, 2, partition=1,
+                                                                        restored=31),
+        lab("state", T0 + 8, 2, to="RUNNING"), lab("metrics", T0 + 9, 2, dropped_records=1),
+        lab("uncaught", T0 + 10, 2, n=1, response="REPLACE_THREAD", error="IllegalStateException: poison")])
+    ev = s.app_events(log)
+    assert ev["crash"]["point"] == "after_send_before_commit" and ev["crash"]["acked"] == 60
+    assert ev["running"] == {1: T0 + 1, 2: T0 + 8}
+    assert ev["restores"][2] == {"start": T0 + 6.5, "end": T0 + 7.5, "restored": 61}
+    assert ev["dropped_records"] == 1 and len(ev["uncaught"]) == 1 and len(ev["commits"]) == 1
+
+
+def test_loop_rate():
+    assert s.loop_rate([T0]) is None
+    assert s.loop_rate([T0, T0 + 6, T0 + 12]) == 10.0
+
+
+def crash(point, guarantee, **m):
+    base = {"crashed": point != "none", "crash": {"processed": 61, "acked": 60}, "duplicates": 0, "lost": 0,
+            "overcount": 0, "undercount": 0, "aborted_visible": 0, "outputs": 10, "produced": 10, "restored": 0,
+            "restore_s": None, "state_wiped": False}
+    return s.Crash(f"{point} · {s.SHORT[guarantee]}", point, guarantee, "4.3.1", "app", None, [], {**base, **m}, "",
+                   Timeline(T0))
+
+
+def result(crashes=(), handlers=()):
+    return s.EosCrashResult("eos_crashes", {}, "run", Timeline(T0), crashes={c.label: c for c in crashes},
+                            handlers={f.label: f for f in handlers})
+
+
+def test_verdict_branches():
+    eos = crash("after_send_before_commit", "exactly_once_v2", aborted_visible=41, state_wiped=True, restored=60,
+                restore_s=0.5)
+    alos = crash("after_send_before_commit", "at_least_once", duplicates=12, overcount=12)
+    clean_alos = crash("after_commit", "at_least_once")
+    assert "aborted" in eos.why() and "wiped" in eos.why() and eos.anomalies == 0
+    assert "processed them again" in alos.why() and "over-count by 12" in alos.why()
+    assert "nothing was in flight" in clean_alos.why()
+    assert "control" in crash("none", "exactly_once_v2").why()
+    assert "never reached" in crash("after_commit", "exactly_once_v2", crashed=False).why()
+    r = result([eos, alos, clean_alos])
+    assert r.failed and "12 duplicate(s)" in r.verdict() and "41 aborted" in r.verdict()
+    assert not result([crash("none", "exactly_once_v2"), crash("none", "at_least_once")]).failed
+
+
+def failing(label, **m):
+    base = {"uncaught": 0, "responses": [], "deaths": 0, "lost": 0}
+    return s.Failing(label, "app", "4.3.1", None, [], {**base, **m}, {}, Timeline(T0))
+
+
+def test_failing_outcomes():
+    assert failing("h", uncaught=5, responses=["REPLACE_THREAD"]).outcome == "crash loop (threads replaced)"
+    assert failing("h", deaths=1).outcome == "app stopped"
+    assert failing("h", deaths=3).outcome == "app stopped (restarted, died again)"
+    assert failing("h", lost=1).outcome == "records dropped"
+    assert failing("h").outcome == "clean"
+    assert result(handlers=[failing("h", lost=1)]).failed
+
+
+def test_exercises_check_against_the_measurements():
+    r = result([crash("after_send_before_commit", "at_least_once", duplicates=3),
+                crash("after_commit", "at_least_once"), crash("before_read", "exactly_once_v2", aborted_visible=7)])
+    assert r.check(1, ["after_send_before_commit"]) and r.check(2, 7)
+    with pytest.raises(AssertionError):
+        r.check(1, ["after_commit"])
+    with pytest.raises(AssertionError):
+        r.check(2, 0)
+
+
+def test_the_mechanism_evidence_says_when_there_is_none():
+    assert "control" in result([crash("none", "exactly_once_v2")]).evidence()
+    r = result([crash("during_processing", "exactly_once_v2", aborted_visible=3)])
+    assert "no broker log" in r.evidence() and "during_processing · EOS v2" in r.evidence()
