@@ -3,6 +3,7 @@
 The course's own panels are clicked on real scenarios by tests/test_notebooks.py (the CONTROL
 runs) and in a real browser by tests/test_browser.py.
 """
+import time
 from dataclasses import dataclass
 
 import pytest
@@ -14,6 +15,7 @@ from lab.experiment.panel import Panel
 SPEC = Spec(Param("seconds", 1.0, "how long the run waits", lo=0.1, hi=120, unit="s"),
             Param("fail", False, "raise a LabError after the wait"),
             Param("label", None, "a number or nothing: a text box", lo=0, hi=10, none="no label"),
+            Param("blocked_s", 0.0, "then a call that ignores Stop (one waiting for a dead broker)", lo=0, hi=60),
             rules=[lambda v: "FAIL=True needs SECONDS <= 60." if v["fail"] and v["seconds"] > 60 else None])
 
 
@@ -43,6 +45,7 @@ def waiting_scenario(cluster=None, progress=True, **params):
         sleeper = run.spawn_python("sleeper", "timeit", ["-n", "1", "import time; time.sleep(120)"])
         run.event("sleeper", "started", tone="fault")
         waited = run.countdown("the wait", seconds=p["seconds"])
+        time.sleep(p["blocked_s"])
         if p["fail"]:
             raise LabError("the scenario failed on purpose: set FAIL to False")
         assert sleeper.alive()
@@ -87,3 +90,14 @@ def test_a_value_out_of_range_is_refused_before_anything_starts(tune):
     outcome = tune.click({"seconds": 90, "fail": True})   # a rule across parameters: one line, nothing ran
     assert outcome["status"] == "failed: LabError: FAIL=True needs SECONDS <= 60."
     assert "run_ids" not in outcome
+
+
+def test_stop_does_not_wait_for_a_blocked_call_and_the_next_run_is_not_disturbed(tune):
+    outcome = tune.click({"seconds": 0.5, "blocked_s": 12}, stop_after=1.5)
+    assert outcome["stopped"] is True and outcome["left_running"] == 0, outcome
+    assert outcome["seconds"] < 9, outcome          # the 12 s call was not waited for
+    assert outcome["status"].endswith("ends in the background"), outcome
+    again = tune.click({"seconds": 0.2, "blocked_s": 0})   # the stopped run's thread is still blocked
+    assert again["status"].startswith("done:") and again["left_running"] == 0, again
+    time.sleep(12)   # the stopped run's thread ends now: it must not touch the panel
+    assert tune.status.value == again["status"] and tune.last_outcome["status"] == again["status"]

@@ -53,25 +53,35 @@ def control(p: Param, value):
 
 
 class PanelProgress(Progress):
-    """Progress drawn into the panel's widgets; it keeps the runs it reports for, to stop them."""
+    """One click of Run: its progress, drawn into the panel's widgets, and what its Stop must reach.
+
+    A run that was stopped may still be unwinding in its thread (a call blocked on the killed broker)
+    after the panel moved on; its progress then draws nothing.
+    """
 
     MAX_LINES = 14
 
     def __init__(self, panel: "Panel"):
         super().__init__(True)
         self.panel, self.runs, self.lines = panel, [], []
+        self.stopping, self.worker = threading.Event(), None
+
+    @property
+    def current(self) -> bool:
+        return self.panel._progress is self and self.panel.running
 
     def adopt(self, run) -> None:
         self.runs.append(run)
-        if self.panel.stopping.is_set():
+        if self.stopping.is_set():
             run.stop()
 
     def say(self, text: str) -> None:
-        self.panel.phase.value = f"<b>{html.escape(text)}</b>"
-        self._line(text, "info")
+        if self.current:
+            self.panel.phase.value = f"<b>{html.escape(text)}</b>"
+            self._line(text, "info")
 
     def event(self, lane: str, kind: str, tone: str) -> None:
-        if lane != "run":   # the run's own phases are said already
+        if lane != "run" and self.current:   # the run's own phases are said already
             self._line(f"{lane}: {kind}", tone)
 
     def _line(self, text: str, tone: str) -> None:
@@ -81,20 +91,27 @@ class PanelProgress(Progress):
         self.panel.events.value = "<pre style='margin:0;line-height:1.3'>" + "\n".join(self.lines) + "</pre>"
 
     def bar(self, what: str, total: float, delay: float = 0.0):
-        return _WidgetBar(self.panel, what, total, delay)
+        return _WidgetBar(self, what, total, delay)
+
+    def outcome(self) -> dict:
+        left = children_of_thread(self.worker.ident)
+        return {"seconds": round(time.time() - self.t0, 1), "stopped": self.stopping.is_set(),
+                "left_running": len(left), "run_ids": [r.id for r in self.runs],
+                "own_cluster": any(r.owns_cluster for r in self.runs)}
 
 
 class _WidgetBar:
     """The slice of tqdm's interface a Run uses (`with ... as bar: bar.n = x; bar.refresh()`)."""
 
-    def __init__(self, panel: "Panel", what: str, total: float, delay: float):
-        self.panel, self.what, self.total, self.delay, self.n = panel, what, max(total, 0.1), delay, 0.0
+    def __init__(self, progress: PanelProgress, what: str, total: float, delay: float):
+        self.progress, self.panel = progress, progress.panel
+        self.what, self.total, self.delay, self.n = what, max(total, 0.1), delay, 0.0
 
     def __enter__(self):
         return self
 
     def refresh(self) -> None:
-        if self.n < self.delay:
+        if self.n < self.delay or not self.progress.current:
             return
         bar = self.panel.bar
         bar.max, bar.value, bar.description = self.total, min(self.n, self.total), ""
@@ -102,7 +119,8 @@ class _WidgetBar:
         bar.layout.display = self.panel.bar_label.layout.display = None
 
     def __exit__(self, *exc):
-        self.panel.bar.layout.display = self.panel.bar_label.layout.display = "none"
+        if self.progress.current:
+            self.panel.bar.layout.display = self.panel.bar_label.layout.display = "none"
 
 
 class Panel:
@@ -131,8 +149,9 @@ class Panel:
             widget.add_class(css)
         self.run_button.on_click(lambda _: self.start())
         self.stop_button.on_click(lambda _: self.stop())
-        self.stopping = threading.Event()
-        self.last_result, self.last_outcome, self._worker, self._progress = None, None, None, None
+        self.last_result, self.last_outcome, self._progress = None, None, None
+        self._done, self._lock = threading.Event(), threading.Lock()
+        self._done.set()   # idle
 
     # ------------------------------------------------------------------ what the buttons do
     def values(self) -> dict:
@@ -147,72 +166,86 @@ class Panel:
         try:
             params = self.spec.validate(**{**self._fixed_params(), **self.values()})
         except Exception as exc:  # refused before anything starts: one line, nothing ran
-            self._finish(f"failed: {_one_line(exc)}", outcome={"error": _one_line(exc)})
+            self._finish(None, f"failed: {_one_line(exc)}", {"error": _one_line(exc)})
             return
-        self.stopping.clear()
+        progress = self._progress = PanelProgress(self)
+        self._done.clear()
         self.run_button.disabled, self.stop_button.disabled = True, False
         self.status.value = "running against the real broker…"
         self.phase.value = self.events.value = ""
         self.progress_box.layout.display = None
         self.out.clear_output()
-        self._progress = PanelProgress(self)
         # The worker thread starts (and, through PR_SET_PDEATHSIG, owns) every process of the run.
-        self._worker = threading.Thread(target=self._main, args=(params,), name="lab-panel-run", daemon=True)
-        self._worker.start()
+        progress.worker = threading.Thread(target=self._main, args=(params, progress), name="lab-panel-run",
+                                           daemon=True)
+        progress.worker.start()
 
     def stop(self) -> None:
-        """End the run now: every run it created stops, and every process its thread started is killed."""
-        if not self.running or self.stopping.is_set():
+        """End the run now: every run it created stops, every process its thread started is killed, and
+        Spark's jobs are cancelled. The panel is free again once nothing of the run is left running, even
+        if a call of its thread still waits for the killed broker (it ends in the background)."""
+        progress = self._progress
+        if not self.running or progress.stopping.is_set():
             return
-        self.stopping.set()
+        progress.stopping.set()
         self.status.value = "stopping…"
         self.stop_button.disabled = True
-        for run in list(self._progress.runs if self._progress else []):
+        for run in list(progress.runs):
             run.stop()
-        for child in children_of_thread(self._worker.ident):
+        for child in children_of_thread(progress.worker.ident):
             child.kill()
         from ..spark import cancel_jobs
-        cancel_jobs()   # an audit blocked on the killed broker would otherwise wait for its timeout
+        cancel_jobs()
+        threading.Thread(target=self._when_stopped, args=(progress,), daemon=True).start()
 
     @property
     def running(self) -> bool:
-        return self._worker is not None and self._worker.is_alive()
+        return not self._done.is_set()
 
     def _fixed_params(self) -> dict:
         return {k: v for k, v in self.fixed.items() if k in self.spec.by_name}
 
-    def _main(self, params: dict) -> None:
-        started = time.time()
+    def _main(self, params: dict, progress: PanelProgress) -> None:
         result, error = None, None
         try:
-            with observed(self._progress):
+            with observed(progress):
                 extras = {k: v for k, v in self.fixed.items() if k not in self.spec.by_name}   # cluster=
                 result = self.scenario(**extras, **params)
         except BaseException as exc:  # noqa: BLE001 - reported in the panel, not raised in a dead thread
             error = exc
             self._log_traceback(exc)
-        seconds = round(time.time() - started, 1)
-        left = [repr(c) for c in children_of_thread(threading.get_ident())]
-        runs = self._progress.runs
-        outcome = {"seconds": seconds, "stopped": self.stopping.is_set(), "left_running": len(left),
-                   "run_ids": [r.id for r in runs], "own_cluster": any(r.owns_cluster for r in runs)}
-        if self.stopping.is_set():
-            text = f"stopped after {seconds:.0f} s; " + (f"still running: {left}" if left else "nothing left running")
+        outcome = progress.outcome()
+        if progress.stopping.is_set():
+            self._finish(progress, _stopped_text(outcome), outcome)
         elif error is not None:
             outcome["error"] = _one_line(error)
-            text = f"failed: {_one_line(error)}"
+            self._finish(progress, f"failed: {_one_line(error)}", outcome)
         else:
-            self.last_result = result
             outcome.update(verdict=result.verdict(), failure_reproduced=result.failed)
-            text = f"done: {html.escape(result.verdict())}"
-            self.show_result(result, self.out.append_display_data)
-        self._finish(text, outcome)
+            if progress.current:
+                self.last_result = result
+                self.show_result(result, self.out.append_display_data)
+            self._finish(progress, f"done: {html.escape(result.verdict())}", outcome)
 
-    def _finish(self, text: str, outcome: dict) -> None:
-        self.last_outcome = outcome
-        self.progress_box.layout.display = "none" if "verdict" in outcome else None
-        self.status.value = text
-        self.run_button.disabled, self.stop_button.disabled = False, True
+    def _when_stopped(self, progress: PanelProgress, grace: float = 5.0) -> None:
+        """After a Stop: the run's thread normally ends within a second or two; if a call still blocks,
+        report the stop anyway once no process of the run is left."""
+        progress.worker.join(grace)
+        outcome = progress.outcome()
+        self._finish(progress, _stopped_text(outcome, unwinding=progress.worker.is_alive()), outcome)
+
+    def _finish(self, progress: PanelProgress | None, text: str, outcome: dict) -> bool:
+        """Show how a run ended, once (the first of its worker and its stop watcher wins); False if it was
+        not the panel's current run any more."""
+        with self._lock:
+            if progress is not None and (progress is not self._progress or self._done.is_set()):
+                return False
+            self.last_outcome = {**outcome, "status": text}
+            self.progress_box.layout.display = "none" if "verdict" in outcome else None
+            self.status.value = text
+            self.run_button.disabled, self.stop_button.disabled = False, True
+            self._done.set()
+            return True
 
     def _log_traceback(self, exc: BaseException) -> None:
         path = WORK_DIR / "panel-errors.log"
@@ -243,15 +276,20 @@ class Panel:
         if stop_after is not None and self.running:
             time.sleep(stop_after)
             self.stop_button.click()
-        if self._worker is not None:
-            self._worker.join(timeout)
-        if self.running:
+        if not self._done.wait(timeout):
             raise TimeoutError(f"the panel's run did not end within {timeout:.0f} s")
-        return {**(self.last_outcome or {}), "status": self.status.value}
+        return dict(self.last_outcome or {})
 
     def _ipython_display_(self):
         from IPython.display import display
         display(self.box)
+
+
+def _stopped_text(outcome: dict, unwinding: bool = False) -> str:
+    left = outcome["left_running"]
+    return (f"stopped after {outcome['seconds']:.0f} s; "
+            + (f"{left} process(es) still running" if left else "nothing left running")
+            + ("; a call that waited for the killed broker ends in the background" if unwinding else ""))
 
 
 def _one_line(exc: BaseException) -> str:
