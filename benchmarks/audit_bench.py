@@ -6,6 +6,9 @@ session, then times audit() alone: median of --repeats runs. Prints one markdown
 benchmarks/RESULTS.md.
 
     python benchmarks/audit_bench.py [--records 1000000] [--repeats 3]
+        [--master spark://host:7077 | --standalone CORES]   # on a cluster instead of local[2]
+
+--standalone starts a master and one worker with CORES cores on 127.0.0.1 (lab.spark_standalone).
 """
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lab.audit import audit  # noqa: E402
-from lab.config import WORK_DIR  # noqa: E402
+from lab.config import SPARK_MASTER_ENV, WORK_DIR  # noqa: E402
 from lab.history import History  # noqa: E402
 
 KEYS, PARTITIONS, T0 = 1000, 4, 1_700_000_000.0
@@ -86,6 +89,10 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--keep", action="store_true", help="keep the generated data")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--master", help="a Spark master URL to run on (sets KAFKA_LAB_SPARK_MASTER)")
+    where.add_argument("--standalone", type=int, metavar="CORES",
+                       help="start a standalone master + one worker with CORES cores on 127.0.0.1 and run there")
     args = parser.parse_args()
 
     folder = WORK_DIR / "bench-audit"
@@ -95,27 +102,40 @@ def main() -> None:
     print(f"history written in {time.monotonic() - t:.1f} s ({size / 1e6:.0f} MB)", flush=True)
 
     from lab.spark import spark_session, stop_spark
+    from lab.spark_standalone import StandaloneSpark
+    cluster = None
+    if args.standalone:
+        cluster = StandaloneSpark(folder / "spark", cores=args.standalone, memory="2g").start()
+        os.environ[SPARK_MASTER_ENV] = cluster.master_url
+    elif args.master:
+        os.environ[SPARK_MASTER_ENV] = args.master
     t = time.monotonic()
-    spark = spark_session()
-    print(f"spark session started in {time.monotonic() - t:.1f} s", flush=True)
     try:
+        spark = spark_session()
+        where = spark.sparkContext.master
+        print(f"spark session on {where} started in {time.monotonic() - t:.1f} s", flush=True)
         committed, uncommitted = write_output(spark, folder, args.records)
-        jvm = psutil.Process(spark.sparkContext._gateway.proc.pid)  # the Spark driver JVM (local mode)
+        # The driver JVM, plus the executors when the cluster is ours (an external one's CPU is not visible).
+        pids = [spark.sparkContext._gateway.proc.pid] + (cluster.pids() if cluster else [])
+        jvms = [psutil.Process(pid) for pid in pids]
         times, cpus, verdict = [], [], None
         for run in range(args.repeats):
-            cpu, t = sum(jvm.cpu_times()[:2]), time.monotonic()
+            cpu, t = sum(sum(j.cpu_times()[:2]) for j in jvms), time.monotonic()
             verdict = audit(history, output_df=committed, output_uncommitted_df=uncommitted, spark=spark)
             times.append(time.monotonic() - t)
-            cpus.append(sum(jvm.cpu_times()[:2]) - cpu)
+            cpus.append(sum(sum(j.cpu_times()[:2]) for j in jvms) - cpu)
             print(f"run {run + 1}: {times[-1]:.1f} s wall, {cpus[-1]:.1f} s JVM CPU  {verdict.summary()}", flush=True)
     finally:
         stop_spark()
+        if cluster:
+            cluster.stop()
         if not args.keep:
             shutil.rmtree(folder, ignore_errors=True)
     counts = ", ".join(f"{k}={v}" for k, v in verdict.counts.items())
     load = os.getloadavg()[0]
     # JVM CPU seconds are printed too: on a shared machine wall time mostly measures the neighbours.
-    print(f"| audit: {args.records:,} inputs + output, all 7 checks, local[2], after session start "
+    print(f"| audit: {args.records:,} inputs + output, all 7 checks, {where}"
+          f"{f' (standalone, 1 worker x {args.standalone} cores)' if cluster else ''}, after session start "
           f"| {statistics.median(times):.1f} s (median of {len(times)}; {min(times):.1f}-{max(times):.1f}) "
           f"| {statistics.median(cpus):.1f} s JVM CPU | {counts} | load avg {load:.1f} on {os.cpu_count()} cores |")
 

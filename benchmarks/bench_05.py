@@ -1,9 +1,10 @@
 """Notebook 05 (exactly-once under crashes): how often each claimed anomaly reproduces, and what it costs.
 
     python benchmarks/bench_05.py [--runs 5] [--points during_processing,after_send_before_commit,...]
-                                  [--handlers replace_thread,continue] [--records 200] [--crash-at 80]
+                                  [--handlers replace_thread,continue] [--schema-modes replace_thread,continue]
+                                  [--records 200] [--crash-at 80]
 
-N runs of the crash points under both guarantees (plus the handler runs, if any) on one broker: for each
+N runs of the crash points under both guarantees (plus the handler and schema-change runs, if any) on one broker: for each
 crash point x guarantee, in how many runs the app crashed, had duplicates, lost records, wrong counts, and
 aborted records a read_uncommitted reader sees; the run's duration, the restart's downtime and restore, and
 the peak RSS of the Kafka Streams JVMs. Prints markdown to paste into benchmarks/RESULTS.md.
@@ -11,6 +12,7 @@ the peak RSS of the Kafka Streams JVMs. Prints markdown to paste into benchmarks
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -25,35 +27,50 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--points", default="before_read,during_processing,after_send_before_commit,after_commit")
     ap.add_argument("--handlers", default="replace_thread,continue")
+    ap.add_argument("--schema-modes", default="replace_thread,continue")
     ap.add_argument("--records", type=int, default=200)
     ap.add_argument("--crash-at", type=int, default=80)
+    ap.add_argument("--rows", type=Path, help="append each run's rows to this JSON-lines file and report every row in "
+                    "it: the runs can then be split over several invocations (each holds the machine for less time)")
     args = ap.parse_args()
     from lab.cluster import kafka_cluster
     from lab.scenarios import eos_crashes as scenario
 
     # SPEC checks every value, and the versions, before anything starts
     params = scenario.SPEC.validate(crash_points=args.points.split(","), records=args.records, crash_at=args.crash_at,
-                                    handlers=[h for h in args.handlers.split(",") if h], schema_modes=[])
+                                    handlers=[h for h in args.handlers.split(",") if h],
+                                    schema_modes=[m for m in args.schema_modes.split(",") if m])
     rows, handler_rows = [], []
+
+    def keep(row: dict, into: list) -> None:
+        into.append(row)
+        print(row, flush=True)
+        if args.rows:
+            with args.rows.open("a") as f:
+                f.write(json.dumps(row) + "\n")
+
     with kafka_cluster(**scenario.needs(params), name="bench-05") as cluster:
         for n in range(args.runs):
             t = time.perf_counter()
             r = scenario.run(cluster=cluster, progress=False, **params)
             seconds, rss = round(time.perf_counter() - t, 1), r.peak_rss_mb
-            per_run = seconds / max(len(r.crashes) + len(r.handlers), 1)
+            failing = {**r.handlers, **{f"schema {m}": f for m, f in r.schema.items()}}
+            per_run = seconds / max(len(r.crashes) + len(failing), 1)
             for c in r.crashes.values():
                 m = c.m
-                rows.append({"point": c.point, "guarantee": c.guarantee, "run": n + 1, "crashed": m["crashed"],
-                             "duplicates": m["duplicates"], "lost": m["lost"],
-                             "count_errors": m["overcount"] + m["undercount"], "aborted": m["aborted_visible"],
-                             "downtime_s": m["downtime_s"], "restore_s": m["restore_s"], "run_s": per_run,
-                             "rss_apps_mb": rss.get("apps"), "rss_broker_mb": rss.get("brokers")})
-                print(rows[-1], flush=True)
-            for h, f in r.handlers.items():
-                handler_rows.append({"handler": h, "run": n + 1, "outcome": f.outcome, "lost": f.m["lost"],
-                                     "uncaught": f.m["uncaught"], "failures_per_min": f.m["failures_per_min"]})
-                print(handler_rows[-1], flush=True)
+                keep({"point": c.point, "guarantee": c.guarantee, "run": n + 1, "crashed": m["crashed"],
+                      "duplicates": m["duplicates"], "lost": m["lost"],
+                      "count_errors": m["overcount"] + m["undercount"], "aborted": m["aborted_visible"],
+                      "downtime_s": m["downtime_s"], "restore_s": m["restore_s"], "run_s": per_run,
+                      "rss_apps_mb": rss.get("apps"), "rss_broker_mb": rss.get("brokers")}, rows)
+            for h, f in failing.items():
+                keep({"handler": h, "run": n + 1, "outcome": f.outcome, "lost": f.m["lost"],
+                      "uncaught": f.m["uncaught"], "failures_per_min": f.m["failures_per_min"]}, handler_rows)
 
+    if args.rows:   # every run on record, this invocation's and earlier ones
+        kept = [json.loads(line) for line in args.rows.read_text().splitlines() if line.strip()]
+        rows = [r for r in kept if "point" in r]
+        handler_rows = [r for r in kept if "handler" in r]
     med = lambda xs: round(statistics.median(xs), 1) if xs else "-"  # noqa: E731
     print(f"\n### Notebook 05 benchmark ({args.records} records, crash at {args.crash_at}, "
           f"{time.strftime('%Y-%m-%d')})\n")
@@ -74,7 +91,7 @@ def main() -> None:
     if handler_rows:
         print("\n| handler | runs | outcomes | lost (median) | uncaught (median) | failures / min (median) |")
         print("|---|---|---|---|---|---|")
-        for h in params["handlers"]:
+        for h in [*params["handlers"], *(f"schema {m}" for m in params["schema_modes"])]:
             mine = [r for r in handler_rows if r["handler"] == h]
             outcomes = ", ".join(sorted({r["outcome"] for r in mine}))
             print(f"| {h} | {len(mine)} | {outcomes} | {med([r['lost'] for r in mine])} "

@@ -1,4 +1,4 @@
-"""`python -m lab fetch | start | prune [--keep N] | params | clean-notebooks NB...`"""
+"""`python -m lab fetch | start | prune [--keep N] | params | doctor | clean-notebooks NB...`"""
 from __future__ import annotations
 
 import argparse
@@ -120,7 +120,7 @@ def prune(args) -> None:
 
 
 # The scenario modules whose parameters `python -m lab params` documents, in course order.
-SCENARIOS = ["offset_expiry", "txn_expiry", "quota_fencing", "stale_standby", "eos_crashes"]
+SCENARIOS = ["offset_expiry", "txn_expiry", "quota_fencing", "stale_standby", "eos_crashes", "diagnose"]
 
 
 def scenario_specs(strict: bool = True) -> dict:
@@ -171,6 +171,18 @@ def params(args) -> None:
         print(f"\n(no SPEC yet in: {', '.join(missing)})", file=sys.stderr)
 
 
+def doctor(args) -> None:
+    """Read-only diagnosis of a cluster: a table, or JSON with --json. Exit 2 when it cannot be read at all."""
+    from .doctor import diagnose
+    from .errors import LabError
+    try:
+        d = diagnose(args.bootstrap, jmx=args.jmx, command_config=args.command_config, timeout_s=args.timeout)
+    except LabError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    print(json.dumps(d.as_record(), indent=1) if args.json else d.text(), end="" if not args.json else "\n")
+
+
 def clean_notebooks(args) -> None:
     """Strip outputs, execution counts and widget state; keep cell tags (the parameters tag)."""
     for path in args.notebooks:
@@ -199,6 +211,13 @@ def main() -> None:
     p = sub.add_parser("params", help="print every scenario's parameters table (markdown)")
     p.add_argument("--readme", action="store_true", help="write the tables into README.md instead")
     p.set_defaults(run=params)
+    p = sub.add_parser("doctor", help="read-only diagnosis of a cluster against the failures of this course")
+    p.add_argument("--bootstrap", help="host:port[,...] (default: KAFKA_LAB_BOOTSTRAP)")
+    p.add_argument("--jmx", help="the brokers' JMX host:port[,...]: client versions (KIP-511)")
+    p.add_argument("--command-config", help="client .properties for SASL/SSL (default: KAFKA_LAB_CLIENT_PROPERTIES)")
+    p.add_argument("--timeout", type=float, default=20, help="seconds per read (default 20)")
+    p.add_argument("--json", action="store_true", help="print the diagnosis as JSON")
+    p.set_defaults(run=doctor)
     p = sub.add_parser("clean-notebooks", help="strip outputs before committing")
     p.add_argument("notebooks", nargs="+")
     p.set_defaults(run=clean_notebooks)

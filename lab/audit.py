@@ -23,6 +23,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
+from .connection import kafka_config
 from .errors import LabError
 from .history import History
 
@@ -392,7 +393,7 @@ def _topic_offsets(bootstrap: str, topic: str) -> dict:
     """partition -> (earliest, last stable offset, high watermark), from the broker itself."""
     from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
     from confluent_kafka.admin import AdminClient, OffsetSpec
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin = AdminClient({**kafka_config(bootstrap), "log_level": 0})
     try:
         md = admin.list_topics(timeout=10)
     except KafkaException as exc:

@@ -16,6 +16,12 @@ SCALA_BINARY = "2.13"
 
 # Set this to a bootstrap server to use your own cluster instead of the embedded one.
 BOOTSTRAP_ENV = "KAFKA_LAB_BOOTSTRAP"
+# A Java-style client properties file with its security settings (SASL, SSL): see lab.connection.
+CLIENT_PROPERTIES_ENV = "KAFKA_LAB_CLIENT_PROPERTIES"
+# Where the Spark audit runs: a master URL (spark://host:7077, local[4], yarn, ...) here, or a Spark
+# Connect server in Spark's own SPARK_REMOTE (sc://host:15002). Neither set: local[2] in the kernel.
+SPARK_MASTER_ENV = "KAFKA_LAB_SPARK_MASTER"
+SPARK_REMOTE_ENV = "SPARK_REMOTE"
 
 CACHE_DIR = Path(os.environ.get("KAFKA_LAB_CACHE", Path.home() / ".cache" / "kafka-failure-lab"))
 WORK_DIR = Path(os.environ.get("KAFKA_LAB_WORK", Path.home() / ".cache" / "kafka-failure-lab" / "work"))

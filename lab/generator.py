@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaException, Producer
 
+from .connection import kafka_config
 from .errors import LabError
 from .history import History
 from .logs import client_config
@@ -53,7 +54,7 @@ def generate(bootstrap: str, topic: str, n: int, history: History, *, keys: int 
     aborts = set(abort_transactions)
     dups = set(duplicate)
     prefix = f"{history.run_id}-" if id_prefix is None else id_prefix
-    config = {"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True,
+    config = {**kafka_config(bootstrap), "linger.ms": 5, "enable.idempotence": True,
               # murmur2 like the Java clients, so Kafka Streams apps agree on key -> partition
               "partitioner": "murmur2_random", **(producer_config or {})}
     if transactional:

@@ -1,16 +1,24 @@
-"""A local Spark session with the official Kafka connector at the exact pyspark version."""
+"""The lab's Spark session with the official Kafka connector at the exact pyspark version.
+
+local[2] in this process by default; on a cluster with KAFKA_LAB_SPARK_MASTER (a master URL: the
+connector jars go out as spark.jars, the driver serves them to the executors) or SPARK_REMOTE (a Spark
+Connect server: the jars go up as session artifacts; no sparkContext there).
+"""
 from __future__ import annotations
 
 import os
+import re
+import socket
 import sys
 from contextlib import contextmanager
 from pathlib import Path
 
 from . import maven
-from .config import SCALA_BINARY, SPARK_VERSION
+from .config import SCALA_BINARY, SPARK_MASTER_ENV, SPARK_REMOTE_ENV, SPARK_VERSION
+from .connection import spark_kafka_options
 from .errors import LabError
 from .logs import log_file, process_output_to, verbose
-from .processes import require_java
+from .processes import require_java, wait_until
 
 # The driver's log4j2 setup: everything to a file (lab.logs), nothing to the notebook.
 LOG4J2 = """rootLogger.level = {level}
@@ -23,6 +31,11 @@ appender.main.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n
 """
 
 _session = None
+
+REACH_SECONDS = 10      # to reach a master or a Connect server before saying it does not answer
+EXECUTOR_SECONDS = 60   # for a standalone master to give the app its first executor
+MASTER_URL = re.compile(r"local(\[(\d+|\*)(,\d+)?\])?|local-cluster\[[\d, ]+\]|spark://[^/\s]+|yarn|k8s://\S+")
+LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 
 
 def connector_jars() -> list[Path]:
@@ -46,44 +59,197 @@ def _artifact(jar_name: str) -> str:
 
 
 def spark_session(cores: int = 2, memory: str = "1g"):
-    """The lab's one Spark session (local mode); created on first use."""
+    """The lab's one Spark session, created on first use: local[cores] in this process, or the cluster
+    that KAFKA_LAB_SPARK_MASTER (master URL) or SPARK_REMOTE (Spark Connect) names."""
     global _session
-    if _session is not None and _session.sparkContext._jsc is not None:
-        _session.sparkContext.setInterruptOnCancel(True)   # this thread's jobs too (cancel_jobs)
+    if _alive(_session):
+        if not is_connect(_session):
+            _session.sparkContext.setInterruptOnCancel(True)   # this thread's jobs too (cancel_jobs)
         return _session
+    remote, master = os.environ.get(SPARK_REMOTE_ENV), os.environ.get(SPARK_MASTER_ENV)
+    if remote and master:
+        raise LabError(f"Both {SPARK_REMOTE_ENV}={remote} and {SPARK_MASTER_ENV}={master} are set: "
+                       "the audit runs on one Spark, unset one of them.")
+    if remote:
+        _session = _connect_session(remote)
+    else:
+        _session = _classic_session(master or f"local[{cores}]", cores, memory)
+    return _session
+
+
+def is_connect(spark) -> bool:
+    """A Spark Connect session (no sparkContext, no py4j): the work runs in the server's JVM."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def _alive(spark) -> bool:
+    if spark is None:
+        return False
+    return not spark.is_stopped if is_connect(spark) else spark.sparkContext._jsc is not None
+
+
+def _classic_session(master: str, cores: int, memory: str):
+    """A driver in this process (py4j JVM) for a master URL: local[N], or a cluster's executors."""
+    if not MASTER_URL.fullmatch(master):
+        raise LabError(f"{SPARK_MASTER_ENV}={master!r} is not a Spark master URL: use spark://host:7077, "
+                       "local[4], yarn or k8s://https://host:443 (or SPARK_REMOTE=sc://host:15002 for Spark Connect).")
+    standalone = master.startswith("spark://")
+    addresses = [_host_port(a, 7077) for a in master[len("spark://"):].split(",")] if standalone else []
+    for_step = f"reach the Spark master {master} ({SPARK_MASTER_ENV})"
+    if standalone:
+        _reach(addresses, for_step, "start it (sbin/start-master.sh, plus a worker) or fix the URL")
     require_java(17)
+    loopback = master.startswith("local") or (standalone and all(h in LOOPBACK for h, _ in addresses))
     # Python workers must run in this environment (same pandas, pyarrow), not the first python3 on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    # A loopback address chosen up front: Spark warns when it has to pick one itself.
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if loopback:  # a loopback address chosen up front: Spark warns when it has to pick one itself
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkRuntimeError
     from pyspark.sql import SparkSession
     jars = ",".join(str(j) for j in connector_jars())
     log = log_file("spark.log")
-    builder = (SparkSession.builder.master(f"local[{cores}]")
+    builder = (SparkSession.builder.master(master)
                .appName("kafka-failure-lab")
-               .config("spark.jars", jars)
+               .config("spark.jars", jars)           # on a cluster the driver serves them to the executors
                .config("spark.driver.memory", memory)
-               .config("spark.sql.shuffle.partitions", str(cores * 2))
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.driver.host", "127.0.0.1")
-               .config("spark.driver.bindAddress", "127.0.0.1")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.driver.extraJavaOptions",
                        f"-XX:+UseSerialGC -Dlog4j2.configurationFile=file:{_log4j2_config(log)}"))
+    if master.startswith("local"):
+        builder = builder.config("spark.sql.shuffle.partitions", str(cores * 2))
+    if loopback:  # executors on another machine must reach the driver: only then may it hide on 127.0.0.1
+        builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
     # What the JVM prints outside log4j goes to the log too, and it starts in the log folder, where
     # Spark creates its artifacts/ folder (not in the notebook's folder, the student's file browser).
     with process_output_to(log), _working_directory(log.parent):
-        _session = builder.getOrCreate()
+        try:
+            session = builder.getOrCreate()
+        except (Py4JError, PySparkRuntimeError) as exc:  # the Java error's first line says what
+            raise LabError(f"Could not start the Spark driver for {master} ({_first_line(exc)}); "
+                           f"details in {log}.") from None
     # cancel_jobs interrupts the tasks of this thread's jobs, e.g. a Kafka read blocked on a dead broker
-    _session.sparkContext.setInterruptOnCancel(True)
-    return _session
+    session.sparkContext.setInterruptOnCancel(True)
+    if standalone:
+        _wait_for_executor(session, master)
+    if not master.startswith("local") and not session.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
+        # Spark's default 200 shuffle partitions made a small audit 4x slower on a 1-core worker:
+        # two per executor core, unless the user's spark-defaults.conf says otherwise.
+        session.conf.set("spark.sql.shuffle.partitions", str(2 * session.sparkContext.defaultParallelism))
+    return session
+
+
+def _wait_for_executor(session, master: str) -> None:
+    """A standalone master that takes the app but has no free worker would queue every job forever."""
+    sc = session.sparkContext._jsc.sc()
+
+    def has_executor():
+        if sc.isStopped():  # the master refused the app or went away (StandaloneAppClient gave up)
+            raise LabError(f"The Spark master {master} dropped the lab's application: see "
+                           f"{log_file('spark.log')} and the master's log.")
+        return len(sc.statusTracker().getExecutorInfos()) > 1   # the driver is listed too
+    try:
+        wait_until(has_executor, EXECUTOR_SECONDS, f"an executor from the Spark master {master}", interval=0.5)
+    except LabError as exc:
+        session.stop()
+        raise LabError(f"{exc} Does it have a live worker with a free core and spark.executor.memory "
+                       "(1g by default) free? See the master's web UI.") from None
+
+
+def _connect_session(url: str):
+    """A Spark Connect client session; the connector jars are added as this session's artifacts."""
+    from pyspark.errors import PySparkValueError
+    try:
+        import grpc
+        from pyspark.sql.connect.client import DefaultChannelBuilder
+    except ImportError as exc:
+        raise LabError(f"{SPARK_REMOTE_ENV} is set but the Spark Connect client is missing ({exc}): "
+                       f"pip install 'pyspark[connect]=={SPARK_VERSION}'.") from None
+    try:
+        channels = DefaultChannelBuilder(url)
+    except PySparkValueError as exc:  # not sc://host[:port][/;param=value...]
+        raise LabError(f"{SPARK_REMOTE_ENV}={url!r} is not a Spark Connect URL like sc://host:15002 "
+                       f"({_first_line(exc)}).") from None
+    step = f"reach the Spark Connect server {url} ({SPARK_REMOTE_ENV})"
+    fix = "start it (sbin/start-connect-server.sh) or fix the URL"
+    _reach([_host_port(channels.endpoint, 15002)], step, fix)
+    channel = channels.toChannel()
+    try:  # bounded: the client itself retries an unreachable server for minutes
+        grpc.channel_ready_future(channel).result(timeout=REACH_SECONDS)
+    except grpc.FutureTimeoutError:
+        raise LabError(f"Could not {step}: its port takes connections but no gRPC answer came within "
+                       f"{REACH_SECONDS} s (not a Connect server, or TLS/token settings missing from the URL?). "
+                       f"{fix[:1].upper()}{fix[1:]}.") from None
+    finally:
+        channel.close()
+    from pyspark.sql import SparkSession
+    session = SparkSession.builder.remote(url).getOrCreate()
+    version = session.version
+    if version.split(".")[:2] != SPARK_VERSION.split(".")[:2]:
+        session.stop()
+        os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
+        raise LabError(f"The Spark Connect server {url} runs Spark {version}; the lab's Kafka connector is "
+                       f"built for {SPARK_VERSION}: use a {SPARK_VERSION} server.")
+    session.conf.set("spark.sql.session.timeZone", "UTC")
+    # Session artifacts: the server loads them in this session's class loader and ships them to its
+    # executors, so the server needs no Kafka connector of its own.
+    session.addArtifacts(*(str(j) for j in connector_jars()))
+    return session
+
+
+def _host_port(address: str, default_port: int) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    return (host, int(port)) if host and port.isdigit() else (address, default_port)
+
+
+def _reach(addresses: list, step: str, fix: str) -> None:
+    """One TCP connect to any of `addresses` within REACH_SECONDS, or one LabError naming the step."""
+    errors = []
+    for host, port in addresses:
+        try:
+            socket.create_connection((host.strip("[]"), port), timeout=REACH_SECONDS).close()
+            return
+        except OSError as exc:
+            errors.append(f"{host}:{port}: {exc.strerror or exc}")
+    raise LabError(f"Could not {step}: {'; '.join(errors)}. {fix[:1].upper()}{fix[1:]}.")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    found = re.search(r"(?:Exception|Error): ([^\n]+)", text)
+    return (found.group(1) if found else text.splitlines()[0] if text else type(exc).__name__)[:300]
+
+
+def set_log_level(spark, level: str) -> None:
+    """The driver's log level (classic). Under Connect the logs are the server's, and they never
+    reach this process (errors arrive as exceptions), so there is nothing to quiet."""
+    if not is_connect(spark):
+        spark.sparkContext.setLogLevel(level)
 
 
 def cancel_jobs() -> None:
     """Cancel every running Spark job now (a panel's Stop), interrupting its tasks."""
-    if _session is not None and _session.sparkContext._jsc is not None:
+    if not _alive(_session):
+        return
+    if is_connect(_session):
+        with _quick_retries(_session):
+            _session.interruptAll()   # every operation of this session, whichever thread started it
+    else:
         _session.sparkContext.cancelAllJobs()
+
+
+@contextmanager
+def _quick_retries(session):
+    """A Connect client retries an unreachable server for ~10 minutes; a Stop must not wait that long."""
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+    usual = session.client.get_retry_policies()
+    session.client.set_retry_policies([DefaultPolicy(max_retries=3, max_backoff=2000)])
+    try:
+        yield
+    finally:
+        session.client.set_retry_policies(usual)
 
 
 @contextmanager
@@ -106,10 +272,17 @@ def _log4j2_config(log: Path) -> Path:
 
 
 def stop_spark() -> None:
-    """Stop the session AND its JVM (SparkSession.stop leaves the py4j gateway JVM running)."""
+    """Stop what spark_session started: the session AND its local driver JVM (SparkSession.stop leaves the
+    py4j gateway JVM running). A cluster's master and workers, or a Connect server, keep running: only
+    this application (or this Connect session) ends."""
     global _session
     if _session is not None:
-        _session.stop()
+        if is_connect(_session):
+            with _quick_retries(_session):
+                _session.stop()   # releases this session on the server, closes the channel
+            os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)   # pyspark's process-wide switch to Connect
+        else:
+            _session.stop()
         _session = None
     from pyspark import SparkContext
     gateway = SparkContext._gateway
@@ -127,7 +300,7 @@ def read_topic(bootstrap: str, topic: str, isolation: str = "read_committed", sp
         raise LabError(f"isolation must be read_committed or read_uncommitted, not {isolation!r}.")
     spark = spark or spark_session()
     return (spark.read.format("kafka")
-            .option("kafka.bootstrap.servers", bootstrap)
+            .options(**spark_kafka_options(bootstrap))
             .option("subscribe", topic)
             .option("startingOffsets", "earliest")
             .option("endingOffsets", "latest")

@@ -16,6 +16,7 @@ from pathlib import Path
 from . import maven
 from .cluster.versions import parse_version
 from .config import CACHE_DIR
+from .connection import java_security, write_properties
 from .errors import LabError
 from .experiment import evidence
 from .processes import Child, java_executable, spawn_java
@@ -106,7 +107,9 @@ class JavaProgram:
                                   label=f"{self.main_class}-{self.version}")
         self.folder.mkdir(parents=True, exist_ok=True)
         props = self.folder / f"{self.name}.properties"
-        props.write_text("".join(f"{k}={v}\n" for k, v in self.properties.items()))
+        # A Kafka client program also gets KAFKA_LAB_CLIENT_PROPERTIES' security settings (0600: a password).
+        security = java_security() if "bootstrap.servers" in self.properties else {}
+        write_properties(props, {**security, **self.properties})
         (self.folder / "log4j.properties").write_text(LOG4J)
         self.starts += 1
         with open(self.log_path, "a") as f:

@@ -209,3 +209,46 @@ def test_the_mechanism_evidence_says_when_there_is_none():
     assert "control" in result([crash("none", "exactly_once_v2")]).evidence()
     r = result([crash("during_processing", "exactly_once_v2", aborted_visible=3)])
     assert "no broker log" in r.evidence() and "during_processing · EOS v2" in r.evidence()
+
+
+def marked(point, guarantee, markers, **m):
+    """A crash run with the broker's markers counted the way run() counts them."""
+    from lab.experiment.markers import around
+    c = crash(point, guarantee, producer_ids=[126], downtime_s=None, **m)
+    c.markers = markers
+    c.m.update(around(markers, {126}, c.m["crash"]["ts"] if c.m["crashed"] else None))
+    return c
+
+
+def marker(kind, ts, records, partition=0, offset=0):
+    return {"topic": "out", "partition": partition, "offset": offset, "producer_id": 126, "producer_epoch": 1,
+            "marker": kind, "timestamp": ts, "records": records}
+
+
+def test_the_markers_explain_the_exactly_once_crash():
+    at = T0 + 5
+    eos = marked("during_processing", "exactly_once_v2", [marker("COMMIT", at - 1, 40), marker("ABORT", at + 2, 7)],
+                 crash={"ts": at, "processed": 61}, aborted_visible=7)
+    alos = marked("during_processing", "at_least_once", [], crash={"ts": at, "processed": 61}, duplicates=3)
+    summary = eos.summary()
+    assert (summary["commits_before"], summary["aborts_after"], summary["aborted_by_markers"]) == (1, 1, 7)
+    assert summary["first_abort_after_s"] == 2.0 and summary["producer_ids"] == [126]
+    assert "1 ABORT marker(s) for producer 126 2.0 s after the halt, closing 7 record(s)" in eos.why()
+    r = result([eos, alos])
+    assert r.marker_lines(eos.label) == ["-1.00 s COMMIT marker, partition 0 offset 0: producer 126 epoch 1, "
+                                         "closes 40 record(s)",
+                                         "+2.00 s ABORT marker, partition 0 offset 0: producer 126 epoch 1, "
+                                         "closes 7 record(s)"]
+    assert "+2.00 s ABORT marker" in r.evidence()
+    r.params = {"streams_version": "4.3.1"}
+    record = r.record_fields()
+    assert record["eos_aborts_after"] == 1 and record["alos_markers"] == 0
+    assert r.table()["ABORT markers after crash"].tolist() == [1, 0]
+
+
+def test_markers_not_read_stay_unknown():
+    # an external cluster: no log segments, so no count (None), never a 0 that looks measured
+    r = result([crash("during_processing", "exactly_once_v2"), crash("during_processing", "at_least_once")])
+    r.params = {"streams_version": "4.3.1"}
+    assert r.record_fields()["eos_aborts_after"] is None and r.record_fields()["alos_markers"] is None
+    assert r.crashes["during_processing · EOS v2"].summary()["aborts_after"] is None

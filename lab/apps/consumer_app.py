@@ -30,6 +30,7 @@ import sys
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 
+from lab.connection import kafka_config
 from lab.experiment.evidence import emit
 from lab.history import History
 
@@ -73,14 +74,14 @@ def main(argv=None) -> int:
     who = {"app": args.app, "incarnation": args.incarnation}
     history.log("restart", **who)
 
-    config = {"bootstrap.servers": args.bootstrap, "group.id": args.group,
+    config = {**kafka_config(args.bootstrap), "group.id": args.group,
               "auto.offset.reset": args.reset,
               "enable.auto.commit": False,          # commit after processing: at-least-once
               "group.protocol": args.protocol}
     if args.protocol == "classic":
         config["session.timeout.ms"] = 10000    # KIP-848 groups take this from the broker instead
     consumer = Consumer(config)
-    producer = Producer({"bootstrap.servers": args.bootstrap, "linger.ms": 5}) if args.output_topic else None
+    producer = Producer({**kafka_config(args.bootstrap), "linger.ms": 5}) if args.output_topic else None
     dedupe = DedupeStore(args.dedupe_db) if args.dedupe_db else None
 
     stopping = []

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 
+from lab.connection import kafka_config
 from lab.experiment.evidence import emit
 from lab.history import History
 
@@ -86,7 +87,7 @@ def main(argv=None) -> int:
 
     def new_producer() -> Producer:
         producer = Producer({
-            "bootstrap.servers": args.bootstrap, "transactional.id": args.transactional_id,
+            **kafka_config(args.bootstrap), "transactional.id": args.transactional_id,
             "transaction.timeout.ms": args.transaction_timeout_ms, "linger.ms": 5,
             **({"debug": args.debug} if args.debug else {}),
             "error_cb": lambda err: emit("client_error", name=err.name(), code=err.code(),
@@ -96,7 +97,7 @@ def main(argv=None) -> int:
         return producer
 
     consumer = Consumer({
-        "bootstrap.servers": args.bootstrap, "group.id": args.group, "enable.auto.commit": False,
+        **kafka_config(args.bootstrap), "group.id": args.group, "enable.auto.commit": False,
         "auto.offset.reset": "earliest", "isolation.level": "read_committed",
         "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000,
     })

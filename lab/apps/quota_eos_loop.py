@@ -23,6 +23,7 @@ import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 
+from lab.connection import kafka_config
 from lab.experiment.evidence import emit
 
 
@@ -66,7 +67,7 @@ def main(argv=None) -> int:
 
     def new_producer() -> Producer:
         producer = Producer({
-            "bootstrap.servers": args.bootstrap, "client.id": args.client_id,
+            **kafka_config(args.bootstrap), "client.id": args.client_id,
             "transactional.id": f"{args.group}-eos",
             "transaction.timeout.ms": args.transaction_timeout_ms,
             "statistics.interval.ms": 1000, "stats_cb": on_stats, "throttle_cb": on_throttle,
@@ -76,7 +77,7 @@ def main(argv=None) -> int:
         return producer
 
     consumer = Consumer({
-        "bootstrap.servers": args.bootstrap, "group.id": args.group, "client.id": f"{args.client_id}-consumer",
+        **kafka_config(args.bootstrap), "group.id": args.group, "client.id": f"{args.client_id}-consumer",
         "enable.auto.commit": False, "auto.offset.reset": "earliest", "isolation.level": "read_committed",
     })
     consumer.subscribe([args.input])

@@ -14,7 +14,8 @@ import os
 
 import importlib
 
-from ..config import BOOTSTRAP_ENV, KAFKA_VERSION
+from ..config import BOOTSTRAP_ENV, CLIENT_PROPERTIES_ENV, KAFKA_VERSION
+from ..errors import LabError
 from .versions import is_zookeeper_version, parse_version
 
 # The launchers load on first use, so `lab.cluster.versions` (lab.streams needs it) stays light.
@@ -43,8 +44,31 @@ def kafka_cluster(nodes: int = 1, version: str = KAFKA_VERSION, broker_config: d
         cluster = ExternalCluster(bootstrap)
         cluster.require_broker_config(broker_config or {})
         return cluster
+    wanted = _embedded_security()
+    if wanted and is_zookeeper_version(version):
+        raise LabError(f"{CLIENT_PROPERTIES_ENV} asks for SASL, which the lab's ZooKeeper-era brokers do not "
+                       f"speak: unset it for Kafka {version}.")
+    if wanted and "sasl_users" not in kwargs:
+        kwargs["sasl_users"] = wanted
     if is_zookeeper_version(version):
         from .zookeeper import ZooKeeperKafkaCluster as era
     else:
         from .kraft import KafkaCluster as era
     return era(nodes=nodes, version=version, broker_config=broker_config or {}, name=name, **kwargs)
+
+
+def _embedded_security() -> dict:
+    """With KAFKA_LAB_CLIENT_PROPERTIES set and no external cluster, the embedded cluster gets that file's user,
+    so the same settings work on it (it speaks only PLAINTEXT or SASL_PLAINTEXT with SCRAM-SHA-256)."""
+    from .. import connection
+    props = connection.security_properties()
+    protocol = props.get("security.protocol", "PLAINTEXT").upper()
+    if protocol == "PLAINTEXT":
+        return {}
+    credentials = connection.sasl_credentials(props)
+    if protocol != "SASL_PLAINTEXT" or props.get("sasl.mechanism", "").upper() != "SCRAM-SHA-256" or not credentials:
+        raise LabError(f"The embedded broker speaks PLAINTEXT or SASL_PLAINTEXT with SCRAM-SHA-256, not "
+                       f"security.protocol={protocol} sasl.mechanism={props.get('sasl.mechanism', '-')} from "
+                       f"{connection.properties_file()} ({CLIENT_PROPERTIES_ENV}): set {BOOTSTRAP_ENV} to your "
+                       f"cluster, or unset {CLIENT_PROPERTIES_ENV}.")
+    return {credentials[0]: credentials[1]}

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from ..config import BOOTSTRAP_ENV
+from ..config import BOOTSTRAP_ENV, CLIENT_PROPERTIES_ENV
+from ..connection import explain_failure, kafka_config
 from ..errors import LabError
 
 
@@ -12,12 +13,16 @@ class ExternalCluster:
 
     def __init__(self, bootstrap: str, version: str = "external"):
         self.bootstrap, self.version = bootstrap, version
+        errors: list = []   # librdkafka reports authentication failures here, the call itself only times out
+        admin = AdminClient(kafka_config(bootstrap, {"log_level": 0, "error_cb": errors.append}))
         try:
-            md = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0}).list_topics(timeout=10)
+            md = admin.list_topics(timeout=10)
         except Exception as exc:
-            raise LabError(f"The Kafka bootstrap server {bootstrap} ({BOOTSTRAP_ENV}) does not answer: "
-                           f"start it (e.g. `docker compose up -d`) or unset {BOOTSTRAP_ENV} to use the "
-                           f"embedded broker. ({exc})") from None
+            admin.poll(0.5)   # serves error_cb: the reason (authentication) behind the timeout
+            why = explain_failure(f"listing topics ({BOOTSTRAP_ENV})", bootstrap, [*errors, exc])
+            start = "start it (e.g. `docker compose up -d`), " if "does not answer" in str(why) else ""
+            raise LabError(f"{why} To go on, {start}fix {CLIENT_PROPERTIES_ENV}, or unset {BOOTSTRAP_ENV} to use the "
+                           f"embedded broker.") from None
         self.node_ids = sorted(md.brokers)
         self.broker_config: dict = {}
 
@@ -39,7 +44,7 @@ class ExternalCluster:
         pass
 
     def admin(self) -> AdminClient:
-        return AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+        return AdminClient(kafka_config(self.bootstrap, {"log_level": 0}))
 
     def require_broker_config(self, wanted: dict) -> None:
         """The lab cannot change static broker configs here; check the cluster already has them."""
@@ -69,6 +74,9 @@ class ExternalCluster:
         self._cannot("read the broker's log")
 
     log_path = grep_log
+
+    def transaction_markers(self, *topics):
+        self._cannot("read the broker's log segments (its transaction markers)")
 
     def set_quota(self, client_id, **rates):
         self._cannot("set client quotas (use kafka-configs.sh on your cluster)")

@@ -11,20 +11,27 @@ import socket
 import subprocess
 import time
 import uuid
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
-from .. import maven
+from .. import connection, maven
 from ..config import CACHE_DIR, KAFKA_VERSION, SCALA_BINARY, WORK_DIR
 from ..errors import LabError
 from ..processes import Child, java_executable, require_java, spawn_java, wait_until
+from .segments import DUMP_LOG_SEGMENTS, parse_markers, segment_files
 from .versions import KRAFT_COMBINED, parse_version
 
 JAVA_DIR = Path(__file__).parent.parent / "java"
 
 # Sensible fast defaults for a laptop; scenario overrides win.
+SCRAM = "SCRAM-SHA-256"
+BROKER_USER = "lab-broker"   # the embedded SASL cluster's inter-broker (and super) user
+# Credentials go into `--add-scram NAME=[name=...,password=...]`: keep them to characters that need no quoting.
+PLAIN_CREDENTIAL = re.compile(r"[A-Za-z0-9_.@+-]{1,64}")
+
 BASE_BROKER_CONFIG = {
     "num.partitions": "1",
     "offsets.topic.num.partitions": "5",
@@ -89,6 +96,23 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def free_ports(n: int, avoid=()) -> list[int]:
+    """n distinct free ports, none in `avoid`: all held open at once, so the system cannot hand one out twice."""
+    held = []
+    try:
+        while len(held) < n:
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            if s.getsockname()[1] in avoid:
+                s.close()
+                continue
+            held.append(s)
+        return [s.getsockname()[1] for s in held]
+    finally:
+        for s in held:
+            s.close()
+
+
 def _listening(port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(0.5)
@@ -133,6 +157,9 @@ class KafkaCluster:
     ports: list[int] | None = None  # broker ports; chosen automatically when None
     heap: str = "512m"
     folder: Path | None = None       # data and logs; a fresh folder under the work dir when None
+    jmx_port: int | None = None      # JMX (no auth, 127.0.0.1) on node 1, other nodes on free ports: KIP-511 metrics
+    sasl_users: dict | None = None   # {user: password}: a SASL_PLAINTEXT/SCRAM-SHA-256 listener instead of PLAINTEXT
+    acls: bool = False               # with sasl_users: StandardAuthorizer, so a user without ACLs is refused
 
     owns_broker = True   # the lab launched it: it can kill, restart, read logs, set quotas
 
@@ -143,6 +170,19 @@ class KafkaCluster:
             raise LabError(f"Kafka {self.version} predates KRaft combined mode: use kafka_cluster(), "
                            "which launches ZooKeeper-era versions with lab.cluster.zookeeper.")
         self._init_common()
+        self._check_security()
+
+    def _check_security(self) -> None:
+        users = dict(self.sasl_users or {})
+        if self.acls and not users:
+            raise LabError("acls=True needs sasl_users: without authentication every client is the same user.")
+        bad = [u for u, pw in users.items() if not (PLAIN_CREDENTIAL.fullmatch(str(u))
+                                                    and PLAIN_CREDENTIAL.fullmatch(str(pw)))]
+        if bad or BROKER_USER in users:
+            raise LabError(f"sasl_users: user {(bad or [BROKER_USER])[0]!r} cannot be used: names and passwords "
+                           f"need 1-64 of A-Z a-z 0-9 _ . @ + - and {BROKER_USER!r} is the broker's own user.")
+        self.sasl_users = {str(u): str(pw) for u, pw in users.items()} or None
+        self._broker_password = uuid.uuid4().hex   # inter-broker credentials, new for every cluster
 
     def _init_common(self) -> None:
         self.broker_config = {k: str(v) for k, v in self.broker_config.items()}
@@ -162,9 +202,14 @@ class KafkaCluster:
                                "leave ports=None to pick free ports.")
         self.classpath = kafka_classpath(self.version)
         check_broker_config(self.broker_config, self.version)
-        ports = self.ports or [free_port() for _ in range(self.nodes)]
-        self._nodes = [Node(i + 1, ports[i], free_port(), self.folder / f"node-{i + 1}")
+        # broker, controller and (nodes 2-3) JMX ports, distinct from each other and from the ports given
+        given = {*(self.ports or []), *([self.jmx_port] if self.jmx_port else [])}
+        chosen = iter(free_ports(3 * self.nodes, avoid=given))
+        ports = self.ports or [next(chosen) for _ in range(self.nodes)]
+        self._nodes = [Node(i + 1, ports[i], next(chosen), self.folder / f"node-{i + 1}")
                        for i in range(self.nodes)]
+        self._jmx_ports = {n.node_id: self.jmx_port if n.node_id == 1 else next(chosen)
+                           for n in self._nodes} if self.jmx_port else {}
         # Kafka's Uuid text form: 16 random bytes, url-safe base64 without padding; like Uuid.randomUuid(),
         # never one starting with "-" (1 in 64: the storage tool would read it as an option and fail).
         self.cluster_id = "-"
@@ -174,13 +219,13 @@ class KafkaCluster:
             self._write_config(node)
         formats = [subprocess.Popen(self._java_argv("kafka.tools.StorageTool",
                                                     ["format", "-t", self.cluster_id, "-c",
-                                                     str(n.folder / "server.properties")]),
+                                                     str(n.folder / "server.properties"), *self._scram_args()]),
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
                    for n in self._nodes]
         for fmt in formats:
             out, _ = fmt.communicate(timeout=120)
             if fmt.returncode != 0:
-                raise LabError(f"Formatting the Kafka storage failed:\n{out[-1500:]}")
+                raise LabError(f"Formatting the Kafka storage failed:\n{self._scrub(out[-1500:])}")
         for node in self._nodes:
             self._launch(node)
         self.wait_ready(timeout)
@@ -189,7 +234,8 @@ class KafkaCluster:
     def wait_ready(self, timeout: float = 60) -> None:
         """Ready means a metadata request succeeds and lists every live node."""
         live = [n for n in self._nodes if n.process and n.process.alive()]
-        admin = AdminClient({"bootstrap.servers": ",".join(n.address for n in live), "log_level": 0})
+        admin = AdminClient(connection.kafka_config(",".join(n.address for n in live), {"log_level": 0},
+                                                    security=self.client_security()))
 
         def ready():
             for n in live:
@@ -256,13 +302,73 @@ class KafkaCluster:
     def fits(self, nodes: int, version: str, broker_config: dict) -> bool:
         """Whether a scenario asking for this can run here (same size, version and broker settings)."""
         effective = {**BASE_BROKER_CONFIG, **self.broker_config}   # what the nodes actually run with
-        return (nodes == self.nodes and version == self.version
+        return (nodes == self.nodes and version == self.version and self._speaks(connection.security_properties())
                 and all(effective.get(k) == str(v) for k, v in broker_config.items()))
+
+    def _speaks(self, wanted: dict) -> bool:
+        """Whether clients with these security settings (KAFKA_LAB_CLIENT_PROPERTIES) can use this cluster."""
+        protocol = wanted.get("security.protocol", "PLAINTEXT").upper()
+        users = getattr(self, "sasl_users", None)
+        if not users:
+            return protocol == "PLAINTEXT"
+        credentials = connection.sasl_credentials(wanted)
+        return (protocol == "SASL_PLAINTEXT" and wanted.get("sasl.mechanism", "").upper() == SCRAM
+                and credentials is not None and users.get(credentials[0]) == credentials[1])
+
+    # -------------------------------------------------------------- security
+    @property
+    def security_protocol(self) -> str:
+        return "SASL_PLAINTEXT" if getattr(self, "sasl_users", None) else "PLAINTEXT"
+
+    def client_security(self, user: str | None = None) -> dict:
+        """Java-style security settings for `user` (default: the broker's own super user); {} when plaintext."""
+        if not getattr(self, "sasl_users", None):
+            return {}
+        password = self._broker_password if user in (None, BROKER_USER) else self.sasl_users.get(user)
+        if password is None:
+            raise LabError(f"No SASL user {user!r} on this cluster; its users are {sorted(self.sasl_users)}.")
+        return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": SCRAM,
+                "sasl.jaas.config": connection.jaas_config(SCRAM, user or BROKER_USER, password)}
+
+    def client_properties_file(self, user: str, folder: Path | None = None) -> Path:
+        """A Java-style client properties file (0600) for `user`: point KAFKA_LAB_CLIENT_PROPERTIES at it."""
+        if not getattr(self, "sasl_users", None):
+            raise LabError("This cluster is plaintext: clients need no properties file (sasl_users makes a SASL one).")
+        props = self.client_security(user)
+        return connection.write_properties(Path(folder or self.folder) / f"client-{user}.properties", props)
+
+    def allow_all(self, user: str) -> None:
+        """ACLs letting `user` do anything on every topic, group, transactional id and the cluster (acls=True)."""
+        from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, ResourcePatternType,
+                                           ResourceType)
+        bindings = [AclBinding(kind, name, ResourcePatternType.LITERAL, f"User:{user}", "*",
+                               AclOperation.ALL, AclPermissionType.ALLOW)
+                    for kind, name in [(ResourceType.TOPIC, "*"), (ResourceType.GROUP, "*"),
+                                       (ResourceType.TRANSACTIONAL_ID, "*"), (ResourceType.BROKER, "kafka-cluster")]]
+        admin = self.admin()   # kept alive until the futures resolve
+        for future in admin.create_acls(bindings, request_timeout=15).values():
+            future.result()
+
+    def _scram_args(self) -> list[str]:
+        if not getattr(self, "sasl_users", None):
+            return []
+        users = {BROKER_USER: self._broker_password, **self.sasl_users}
+        return [arg for u, pw in users.items() for arg in ("--add-scram", f"{SCRAM}=[name={u},password={pw}]")]
+
+    def _scrub(self, text: str) -> str:
+        for pw in [*(getattr(self, "sasl_users", None) or {}).values(), getattr(self, "_broker_password", None)]:
+            text = text.replace(pw, "***") if pw else text
+        return text
 
     @property
     def bootstrap(self) -> str:
         return ",".join(n.address for n in self._nodes if n.process and n.process.alive()) or \
             ",".join(n.address for n in self._nodes)
+
+    @property
+    def jmx(self) -> str | None:
+        """ "127.0.0.1:port[,...]" of the nodes' JMX (lab.doctor reads KIP-511 client versions there), or None."""
+        return ",".join(f"127.0.0.1:{p}" for p in getattr(self, "_jmx_ports", {}).values()) or None
 
     @property
     def node_ids(self) -> list[int]:
@@ -282,7 +388,8 @@ class KafkaCluster:
                 for line in n.log_path.read_text(errors="replace").splitlines() if rx.search(line)]
 
     def admin(self) -> AdminClient:
-        return AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+        """An admin client of the lab's own (the broker user on a SASL cluster)."""
+        return AdminClient(connection.kafka_config(self.bootstrap, {"log_level": 0}, security=self.client_security()))
 
     def leader_of(self, topic: str, partition: int = 0) -> int:
         md = self.admin().list_topics(topic, timeout=10)
@@ -312,7 +419,9 @@ class KafkaCluster:
         return {k: float(v) for k, v in re.findall(r"(\w+_rate|request_percentage)=([\d.]+)", out)}
 
     def _config_command(self, args: list[str]) -> str:
-        return self._java_output("kafka.admin.ConfigCommand", ["--bootstrap-server", self.bootstrap, *args])
+        secured = connection.command_config(self.folder, security=self.client_security())
+        login = ["--command-config", str(secured)] if secured else []
+        return self._java_output("kafka.admin.ConfigCommand", ["--bootstrap-server", self.bootstrap, *args, *login])
 
     # -------------------------------------------------------------- internals
     def _node(self, node_id: int) -> Node:
@@ -328,7 +437,7 @@ class KafkaCluster:
     def _java_output(self, main: str, args: list[str]) -> str:
         run = subprocess.run(self._java_argv(main, args), capture_output=True, text=True, timeout=120)
         if run.returncode != 0:
-            raise LabError(f"{main} {' '.join(args)} failed:\n{(run.stdout + run.stderr)[-1500:]}")
+            raise LabError(self._scrub(f"{main} {' '.join(args)} failed:\n{(run.stdout + run.stderr)[-1500:]}"))
         return run.stdout
 
     def _write_config(self, node: Node) -> None:
@@ -349,13 +458,36 @@ class KafkaCluster:
             "offsets.topic.replication.factor": rf,
             "transaction.state.log.replication.factor": rf,
             "default.replication.factor": rf,
+            **self._sasl_broker_config(node),
             **self.broker_config,
         }
         (node.folder / "server.properties").write_text("".join(f"{k}={v}\n" for k, v in config.items()))
+        if getattr(self, "sasl_users", None):
+            (node.folder / "server.properties").chmod(0o600)   # it holds the broker user's password
         if parse_version(self.version) >= (4, 0, 0):
             (node.folder / "log4j2.properties").write_text(LOG4J2)
         else:
             (node.folder / "log4j.properties").write_text(LOG4J1)
+
+    def _sasl_broker_config(self, node: Node) -> dict:
+        """SASL_PLAINTEXT/SCRAM for clients and inter-broker traffic; the CONTROLLER listener stays PLAINTEXT."""
+        if not getattr(self, "sasl_users", None):
+            return {}
+        config = {
+            "listeners": f"SASL_PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}",
+            "advertised.listeners": f"SASL_PLAINTEXT://127.0.0.1:{node.port}",
+            "inter.broker.listener.name": "SASL_PLAINTEXT",
+            "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "sasl.enabled.mechanisms": SCRAM,
+            "sasl.mechanism.inter.broker.protocol": SCRAM,
+            f"listener.name.sasl_plaintext.{SCRAM.lower()}.sasl.jaas.config":
+                connection.jaas_config(SCRAM, BROKER_USER, self._broker_password),
+        }
+        if self.acls:
+            # Brokers reach the controllers over the PLAINTEXT CONTROLLER listener (127.0.0.1 only) as ANONYMOUS.
+            config.update({"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                           "super.users": f"User:{BROKER_USER};User:ANONYMOUS"})
+        return config
 
     def _launch(self, node: Node) -> None:
         if parse_version(self.version) >= (4, 0, 0):
@@ -370,13 +502,41 @@ class KafkaCluster:
             [str(node.folder / "server.properties")], node.log_path, heap=self.heap,
             # UTC: lab.experiment.evidence reads every log stamp as UTC.
             jvm_options=[*logging, f"-Dkafka.logs.dir={node.folder / 'logs'}", "-Duser.timezone=UTC",
-                         "-XX:TieredStopAtLevel=1", "-Xshare:auto"])
+                         "-XX:TieredStopAtLevel=1", "-Xshare:auto", *self._jmx_options(node)])
+
+    def _jmx_options(self, node: Node) -> list[str]:
+        port = getattr(self, "_jmx_ports", {}).get(node.node_id)
+        if port is None:
+            return []
+        # One port for the registry and the RMI server, bound to 127.0.0.1: reachable only from this machine.
+        return [f"-Dcom.sun.management.jmxremote.port={port}", f"-Dcom.sun.management.jmxremote.rmi.port={port}",
+                "-Dcom.sun.management.jmxremote.host=127.0.0.1", "-Djava.rmi.server.hostname=127.0.0.1",
+                "-Dcom.sun.management.jmxremote.authenticate=false", "-Dcom.sun.management.jmxremote.ssl=false"]
 
     def remove_data(self) -> None:
         """Delete the cluster's folder (only once stopped)."""
         if any(n.process and n.process.alive() for n in self._nodes):
             raise LabError("Stop the cluster before removing its data.")
         shutil.rmtree(self.folder, ignore_errors=True)
+
+    def transaction_markers(self, *topics: str) -> list[dict]:
+        """The transaction markers (COMMIT / ABORT control records) in `topics`, read from the log segments
+        with Kafka's own DumpLogSegments in one JVM, while the broker runs or after; see segments.parse_markers
+        for the fields."""
+        segments = segment_files([n.folder / "data" for n in self._nodes], set(topics))
+        if not segments:
+            return []
+        main = next((m for m in DUMP_LOG_SEGMENTS if self._has_class(m)), DUMP_LOG_SEGMENTS[-1])
+        return parse_markers(self._java_output(main, ["--deep-iteration", "--files", ",".join(segments)]),
+                             segments)
+
+    def _has_class(self, name: str) -> bool:
+        entry = name.replace(".", "/") + ".class"
+        for jar in self.classpath:
+            with zipfile.ZipFile(jar) as z:
+                if entry in z.NameToInfo:
+                    return True
+        return False
 
 
 LOG4J2 = """status = error

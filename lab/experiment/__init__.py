@@ -12,6 +12,7 @@
 - apps             programs under test stopped together, Kafka Streams clients watched until RUNNING
 - checks           parameter checks run before anything starts (a version resolved and compiled against)
 - consume          what a run's programs wrote, read back by a read_committed reader or a consumer group
+- markers          the broker's transaction markers (cluster.transaction_markers) around a fault, on a timeline
 """
 from .evidence import emit, grep, java_events, lab_lines, log_time
 from .params import Param, Spec

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import time
 
+from ..connection import kafka_config
+
 QUIET = {"log_level": 0}   # librdkafka's own logging stays out of the notebook
 
 
@@ -81,7 +83,7 @@ def read_to_end(bootstrap: str, topic: str, timeout: float = 20) -> list[tuple]:
     """Every record of a topic (internal ones too) as raw (key, value, timestamp in epoch seconds), read
     from the beginning of each partition until its end (or `timeout`)."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"lab-read-{topic}",
+    consumer = Consumer({**kafka_config(bootstrap), "group.id": f"lab-read-{topic}",
                          "enable.partition.eof": True, "enable.auto.commit": False, **QUIET})
     try:
         md = consumer.list_topics(topic, timeout=10).topics.get(topic)

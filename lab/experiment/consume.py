@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import uuid
 
+from ..connection import kafka_config
 from ..logs import client_config
 
 
@@ -11,7 +12,7 @@ def read_committed(run, topic: str, done, timeout: float = 90, what: str = "") -
     """Every record of `topic` a read_committed reader sees, from offset 0: JSON values as dicts, plus
     `partition` and `offset`. Waits (run.wait) until `done(rows)` is true, then reads what else is there."""
     from confluent_kafka import Consumer, TopicPartition
-    consumer = Consumer({"bootstrap.servers": run.bootstrap, "group.id": f"lab-reader-{uuid.uuid4().hex[:8]}",
+    consumer = Consumer({**kafka_config(run.bootstrap), "group.id": f"lab-reader-{uuid.uuid4().hex[:8]}",
                          "isolation.level": "read_committed", "enable.auto.commit": False, "log_level": 0})
     rows: list[dict] = []
 
@@ -36,7 +37,7 @@ def read_as_group(run, topic: str, n: int, group: str, timeout: float = 60) -> l
     """The first `n` records (at least) that a real consumer group reads from `topic` (subscribe,
     auto.offset.reset=earliest, no commits): JSON values as dicts. Waits (run.wait) until it has them."""
     from confluent_kafka import Consumer
-    consumer = Consumer(client_config({"bootstrap.servers": run.bootstrap, "group.id": group,
+    consumer = Consumer(client_config({**kafka_config(run.bootstrap), "group.id": group,
                                        "auto.offset.reset": "earliest", "enable.auto.commit": False}))
     consumer.subscribe([topic])
     rows: list[dict] = []

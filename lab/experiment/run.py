@@ -110,7 +110,8 @@ class Task:
 
 class Run:
     def __init__(self, scenario: str, *, cluster=None, nodes: int = 1, version: str = KAFKA_VERSION,
-                 broker_config: dict | None = None, progress: bool = True, keep: int = KEEP_RUNS):
+                 broker_config: dict | None = None, progress: bool = True, keep: int = KEEP_RUNS,
+                 cluster_options: dict | None = None):
         self.scenario = scenario
         self.id = f"{scenario}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
         self.folder = WORK_DIR / "runs" / self.id
@@ -121,6 +122,7 @@ class Run:
         self.progress.adopt(self)
         self._wanted = dict(nodes=nodes, version=version, broker_config=dict(broker_config or {}))
         self._given, self._keep = cluster, keep
+        self._options = dict(cluster_options or {})   # e.g. jmx_port for a cluster this run starts
         self.cluster, self.owns_cluster = None, False
         self._children: list = []       # Child or JavaProgram: anything with stop()
         self._tasks: list[Task] = []
@@ -151,7 +153,7 @@ class Run:
             self.say(f"the given cluster {'is stopped' if not given.running else 'does not fit these parameters'}"
                      f": starting one of its own (Kafka {want['version']}, {want['nodes']} node(s))")
         self.phase(f"starting Kafka {want['version']} ({want['nodes']} node(s))")
-        cluster = kafka_cluster(name=self.scenario, folder=self.folder / "cluster", **want)
+        cluster = kafka_cluster(name=self.scenario, folder=self.folder / "cluster", **want, **self._options)
         self.owns_cluster = True
         self._children.append(cluster)
         cluster.start()

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import re
 
+from ..connection import spark_kafka_options
+
 
 class CheckpointedQuery:
     """One Spark Structured Streaming query over a Kafka topic, its offsets kept in its checkpoint only."""
@@ -26,12 +28,12 @@ class CheckpointedQuery:
         """One availableNow run; returns the rows it read. A query that stops on an error (failOnDataLoss)
         keeps the error in `.error` and on the timeline instead of raising."""
         from pyspark.sql import functions as F
-        from ..spark import spark_session
+        from ..spark import set_log_level, spark_session
         spark, run, name = spark or spark_session(), self.run, self.name
         inc = self.incarnation = self.incarnation + 1
         self.history.log("restart", app=name, incarnation=inc)
         run.event(name, "start" if inc == 0 else "restart", detail=f"incarnation {inc}")
-        stream = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", run.bootstrap)
+        stream = (spark.readStream.format("kafka").options(**spark_kafka_options(run.bootstrap))
                   .option("subscribe", self.topic).option("startingOffsets", "earliest")
                   .option("failOnDataLoss", str(self.fail_on_data_loss).lower()).load()
                   .select(F.get_json_object(F.col("value").cast("string"), "$.id").alias("id"), "partition",
@@ -40,7 +42,7 @@ class CheckpointedQuery:
         query = (stream.writeStream.format("parquet").option("path", str(sink))
                  .option("checkpointLocation", str(self.folder / "checkpoint")).trigger(availableNow=True).start())
         if self.fail_on_data_loss and inc > 0:  # the expected failure: keep Spark's stack traces out of the output
-            spark.sparkContext.setLogLevel("OFF")
+            set_log_level(spark, "OFF")
         try:
             query.awaitTermination()
         except Exception as exc:  # StreamingQueryException: the query stopped on an error
@@ -48,7 +50,7 @@ class CheckpointedQuery:
             self.error = " ".join(found) if found else str(exc).splitlines()[0][:300]
             run.event(name, "error", tone="failure", detail=self.error[:200])
         finally:
-            spark.sparkContext.setLogLevel("ERROR")
+            set_log_level(spark, "ERROR")
         rows = (spark.read.parquet(str(sink)).filter(F.col("incarnation") == inc).collect()
                 if any(sink.glob("*.parquet")) else [])
         who = {"app": name, "incarnation": inc, "group": f"checkpoint:{name}", "topic": self.topic}

@@ -27,9 +27,11 @@ from dataclasses import dataclass, field
 
 from ..cluster import parse_version
 from ..config import KAFKA_VERSION
+from ..connection import kafka_config
 from ..errors import LabError
 from ..experiment import Param, Result, Run, Spec, Timeline, grep, lab_lines
 from ..experiment.checks import check_version
+from ..experiment.markers import around, describe, draw, producer_ids
 from ..experiment.memory import child_pids, peak_rss
 from ..generator import generate
 from ..history import History
@@ -44,6 +46,9 @@ OLDEST_SUPPORTED = (3, 0, 0)   # exactly_once_v2, the uncaught exception handler
 KIP_1033 = (3, 9, 0)           # ProcessingExceptionHandler (processing.exception.handler)
 CONTINUE_HANDLER = "org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler"
 DESER_CONTINUE = "org.apache.kafka.streams.errors.LogAndContinueExceptionHandler"
+# What the broker's transaction markers say about a crash run (lab.experiment.markers.around).
+MARKER_COUNTS = ("markers", "commit_markers", "abort_markers", "commits_before", "aborts_after", "aborted_by_markers",
+                 "first_abort_after_s")
 KINDS = ["duplicate", "lost", "aborted_read", "stale_value"]   # what the Spark audit checks
 SHORT = {"exactly_once_v2": "EOS v2", "at_least_once": "ALOS"}
 # Crash points where records processed since the last commit are in flight, so at-least-once redoes them.
@@ -130,20 +135,27 @@ def schema_version(mode: str, p: dict) -> str:
 
 # ------------------------------------------------------------------ reading what landed
 
-def drain(bootstrap: str, topic: str, isolation: str, idle: float = 0.8, timeout: float = 30) -> list[dict]:
-    """Every record of `topic` a reader at `isolation` sees, from offset 0, until `idle` s bring nothing."""
-    from confluent_kafka import Consumer, TopicPartition
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"lab-drain-{uuid.uuid4().hex[:8]}",
-                  "isolation.level": isolation, "enable.auto.commit": False, "log_level": 0})
-    rows, quiet, end = [], time.time(), time.time() + timeout
+def drain(bootstrap: str, topic: str, isolation: str, timeout: float = 30) -> list[dict]:
+    """Every record of `topic` a reader at `isolation` sees, from offset 0 to each partition's end (the high
+    watermark; the last stable offset for read_committed), which the reader's end-of-partition event marks."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+    c = Consumer({**kafka_config(bootstrap), "group.id": f"lab-drain-{uuid.uuid4().hex[:8]}",
+                  "isolation.level": isolation, "enable.auto.commit": False, "enable.partition.eof": True,
+                  # the end shows as an empty fetch: do not let the broker hold it for new data (500 ms)
+                  "fetch.wait.max.ms": 10, "log_level": 0})
+    rows, at_end, end = [], set(), time.time() + timeout
     try:
         parts = c.list_topics(topic, timeout=10).topics[topic].partitions
         c.assign([TopicPartition(topic, p, 0) for p in parts])
-        while time.time() - quiet < idle and time.time() < end:
-            batch = [m for m in c.consume(1000, timeout=0.3) if not m.error()]
-            if batch:
-                quiet = time.time()
-            rows.extend(_row(m) for m in batch)
+        while len(at_end) < len(parts):
+            if time.time() > end:
+                raise LabError(f"Reading {topic} ({isolation}) did not reach the end of partitions "
+                               f"{sorted(set(parts) - at_end)} within {timeout:.0f} s ({len(rows)} records read).")
+            for m in c.consume(1000, timeout=0.3):
+                if not m.error():
+                    rows.append(_row(m))
+                elif m.error().code() == KafkaError._PARTITION_EOF:
+                    at_end.add(m.partition())
     finally:
         c.close()
     return rows
@@ -163,7 +175,7 @@ class Tail:
 
     def __init__(self, bootstrap: str, topic: str):
         from confluent_kafka import Consumer, TopicPartition
-        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"lab-tail-{uuid.uuid4().hex[:8]}",
+        self.c = Consumer({**kafka_config(bootstrap), "group.id": f"lab-tail-{uuid.uuid4().hex[:8]}",
                            "isolation.level": "read_committed", "enable.auto.commit": False, "log_level": 0})
         parts = self.c.list_topics(topic, timeout=10).topics[topic].partitions
         self.c.assign([TopicPartition(topic, p, 0) for p in parts])
@@ -266,6 +278,7 @@ def run(cluster=None, progress: bool = True, **params) -> "EosCrashResult":
         for g in p["guarantees"]:
             for point in p["crash_points"]:
                 crashes[f"{point} · {SHORT[g]}"] = _crash_run(lab, point, g, p)
+        _markers(lab, crashes)
         handlers = {h: _handler_run(lab, h, p) for h in p["handlers"]}
         schema = {m: _schema_run(lab, m, p) for m in p["schema_modes"]}
         bootstrap, broker_log = lab.bootstrap, _broker_log(lab)
@@ -273,6 +286,19 @@ def run(cluster=None, progress: bool = True, **params) -> "EosCrashResult":
         peak = rss.result(10)
     return EosCrashResult("eos_crashes", p, lab.id, lab.timeline, crashes=crashes, handlers=handlers,
                           schema=schema, bootstrap=bootstrap, broker_log=broker_log, peak_rss_mb=peak)
+
+
+def _markers(lab: Run, crashes: dict) -> None:
+    """The broker's COMMIT / ABORT markers on each crash run's output topic (one DumpLogSegments for all):
+    counted around the halt for the killed producer, and marked on the run's timeline. An external cluster
+    has no log segments to read: the counts stay None."""
+    if not crashes or not lab.cluster.owns_broker:
+        return
+    found = lab.cluster.transaction_markers(*[c.topics[1] for c in crashes.values()])
+    for c in crashes.values():
+        c.markers = [mk for mk in found if mk["topic"] == c.topics[1]]
+        c.m.update(around(c.markers, set(c.m["producer_ids"]), c.m["crash"]["ts"] if c.m["crashed"] else None))
+        c.timeline.events.extend(draw(lab.timeline, f"{_slug(c.label)} markers", c.markers))
 
 
 def _broker_log(lab: Run):
@@ -378,7 +404,9 @@ def _crash_run(lab: Run, point: str, guarantee: str, p: dict) -> "Crash":
               "restore_s": round(r2["end"] - r2["start"], 2) if r2 and r2.get("start") and r2.get("end") else None,
               "downtime_s": round(run2 - crashed_at, 2) if run2 and crashed_at else None,
               "state_wiped": bool(crashed_at and grep(prog.log_path, WIPE_LINE, since=restarted)),
-              "commits": len(ev["commits"])})
+              "commits": len(ev["commits"]),
+              # the killed producer: what Streams' producer got from InitProducerId before the halt
+              "producer_ids": sorted(producer_ids(prog.log_path, until=crashed_at))})
     _draw_crash(lab, prog, label, ev, m, t0, stopped)
     return Crash(label, point, guarantee, p["streams_version"], app_id, history, topics, m, prog.log_path,
                  _timeline(lab, prog, ev, m))
@@ -443,7 +471,7 @@ def _failing_run(lab: Run, label: str, app_id: str, version: str, p: dict, phase
     (name, lab properties, until) where until is a fraction of the records processed, or None (the last)."""
     history = History(lab.folder / app_id / "history", app_id)
     topics = lab.topics(f"{app_id}-input", f"{app_id}-output", f"{app_id}-counts", partitions=p["partitions"])
-    tail, t0 = Tail(lab.bootstrap, topics[1]), time.time()
+    tail = Tail(lab.bootstrap, topics[1])
     gen = None
     progs, watched = [], {}
     try:
@@ -507,7 +535,7 @@ def _failing_run(lab: Run, label: str, app_id: str, version: str, p: dict, phase
 
 def _produce_raw(bootstrap: str, topic: str, value: bytes) -> None:
     from confluent_kafka import Producer
-    producer = Producer({"bootstrap.servers": bootstrap, "log_level": 0})
+    producer = Producer({**kafka_config(bootstrap), "log_level": 0})
     producer.produce(topic, key=b"k0", value=value)
     if producer.flush(30):
         raise LabError(f"The malformed record to {topic} was not delivered.")
@@ -573,6 +601,7 @@ class Crash:
     log: object
     timeline: Timeline
     audit: object = None
+    markers: list = field(default_factory=list)   # the broker's COMMIT / ABORT markers on the output topic
 
     @property
     def anomalies(self) -> int:
@@ -581,9 +610,10 @@ class Crash:
     def summary(self) -> dict:
         m = self.m
         keep = ("crashed", "crash_t_s", "produced", "outputs", "duplicates", "lost", "wrong_values", "overcount",
-                "undercount", "aborted_visible", "restored", "restore_s", "downtime_s", "state_wiped", "commits")
+                "undercount", "aborted_visible", "restored", "restore_s", "downtime_s", "state_wiped", "commits",
+                "producer_ids", *MARKER_COUNTS)
         return {"crash_point": self.point, "guarantee": self.guarantee, "version": self.version,
-                **{k: m[k] for k in keep},
+                **{k: m.get(k) for k in keep},
                 **({"audit": self.audit.as_dict()} if self.audit is not None else {})}
 
     def why(self) -> str:
@@ -603,6 +633,10 @@ class Crash:
             base = (f"{at}; the restart fenced the killed producer and its open transaction was aborted: "
                     f"read_uncommitted saw {m['aborted_visible']} aborted record(s), read_committed "
                     f"{m['duplicates']} duplicate(s), {m['lost']} lost, counts off by {m['overcount'] + m['undercount']}")
+            if m.get("aborts_after") is not None:
+                base += (f"; the broker wrote {m['aborts_after']} ABORT marker(s) for producer "
+                         f"{', '.join(map(str, m['producer_ids']))} {m['first_abort_after_s']} s after the halt, "
+                         f"closing {m['aborted_by_markers']} record(s)")
             return base + (" (the state was wiped and restored from the changelog: "
                            f"{m['restored']} records in {m['restore_s']} s)." if m["state_wiped"] else ".")
         if m["duplicates"]:
@@ -716,6 +750,7 @@ class EosCrashResult(Result):
         rows = [{"crash point": c.point, "guarantee": c.guarantee, "crashed": c.m["crashed"],
                  "duplicates": c.m["duplicates"], "lost": c.m["lost"], "overcount": c.m["overcount"],
                  "aborted seen by read_uncommitted": c.m["aborted_visible"],
+                 "COMMIT markers": c.m.get("commit_markers"), "ABORT markers after crash": c.m.get("aborts_after"),
                  "audit (dup/lost/stale)": _audit_cell(c.audit), "restored records": c.m["restored"],
                  "restore (s)": c.m["restore_s"], "down (s)": c.m["downtime_s"], "state wiped": c.m["state_wiped"]}
                 for c in self.crashes.values()]
@@ -750,6 +785,18 @@ class EosCrashResult(Result):
         return [_short(line) for _, line in grep(self.broker_log, re.escape(run.app_id))
                 if re.search(r"TransactionCoordinator|[Rr]ollback", line)][-limit:]
 
+    def marker_lines(self, label: str, before: int = 2) -> list[str]:
+        """The killed producer's last COMMIT markers before the halt and every marker after it."""
+        run = self.crashes[label]
+        if not run.markers:
+            return ["(no markers read: an external cluster, or no transaction)"]
+        at = run.m["crash"]["ts"] if run.m["crashed"] else float("inf")
+        mine = sorted((mk for mk in run.markers if mk["producer_id"] in run.m["producer_ids"]),
+                      key=lambda mk: mk["timestamp"])
+        shown = [mk for mk in mine if mk["timestamp"] < at][-before:] + [mk for mk in mine if mk["timestamp"] >= at]
+        return [f"{mk['timestamp'] - at:+.2f} s {describe(mk)}" if at != float("inf") else describe(mk)
+                for mk in shown]
+
     def streams_lines(self, label: str | None = None, limit: int = 8) -> list[str]:
         """Kafka Streams' own lines of the restart: the fencing epoch and the wiped state."""
         run = self.crashes.get(label) if label else next((c for c in self.eos().values() if c.m["crashed"]), None)
@@ -764,6 +811,8 @@ class EosCrashResult(Result):
             return "No exactly-once run crashed in this run (the control): no fencing, no aborted transaction to show."
         broker = self.broker_lines(run.label) or ["(no broker log: an external cluster)"]
         return (f"{run.label}, the broker's transaction coordinator:\n" + "\n".join(broker)
+                + "\n\nthe transaction markers it wrote on the output topic, around the halt:\n"
+                + "\n".join(self.marker_lines(run.label))
                 + "\n\nthe app, first start and restart:\n" + "\n".join(self.streams_lines(run.label)))
 
     def audit(self) -> dict:
@@ -801,11 +850,19 @@ class EosCrashResult(Result):
                 "eos_duplicates": sum(c.m["duplicates"] for c in eos), "eos_lost": sum(c.m["lost"] for c in eos),
                 "eos_count_errors": sum(c.m["overcount"] + c.m["undercount"] for c in eos),
                 "eos_aborted_visible": sum(c.m["aborted_visible"] for c in eos),
+                "eos_aborts_after": _total(c.m.get("aborts_after") for c in eos if c.m["crashed"]),
+                "alos_markers": _total(c.m.get("markers") for c in alos),
                 "alos_duplicates": {c.point: c.m["duplicates"] for c in alos},
                 "alos_overcount": {c.point: c.m["overcount"] for c in alos},
                 "handlers": {k: f.summary() for k, f in self.handlers.items()},
                 "schema": {k: f.summary() for k, f in self.schema.items()},
                 "peak_rss_mb": self.peak_rss_mb, "exercises_ok": [self.solved.get(n, False) for n in (1, 2)]}
+
+
+def _total(values):
+    """A sum over runs, None when the markers were not read (an external cluster)."""
+    values = list(values)
+    return None if None in values else sum(values)
 
 
 def _short(line: str, width: int = 240) -> str:

@@ -19,6 +19,7 @@ from confluent_kafka import Producer
 
 from ..audit import Verdict, audit
 from ..config import KAFKA_VERSION
+from ..connection import kafka_config
 from ..experiment import Param, Result, Run, Spec
 from ..experiment.consume import read_as_group
 from ..experiment.result import expect
@@ -77,7 +78,7 @@ def run(cluster=None, progress: bool = True, **params) -> "SetupResult":
 def _copy_with_faults(r: Run, target: str, ids: list[str], aborted: int) -> None:
     """{"id"} per input in one committed transaction plus a duplicate of the first id,
     then a transaction of `aborted` copies that is aborted."""
-    producer = Producer(client_config({"bootstrap.servers": r.bootstrap, "transactional.id": f"{target}-writer"}))
+    producer = Producer(client_config({**kafka_config(r.bootstrap), "transactional.id": f"{target}-writer"}))
     producer.init_transactions()
     producer.begin_transaction()
     for i in ids + ids[:DUPLICATES]:

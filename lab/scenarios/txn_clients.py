@@ -15,6 +15,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from .. import maven
 from ..cluster import parse_version
+from ..connection import kafka_config, spark_kafka_options
 from ..errors import LabError
 from ..experiment import Run, grep, java_events, lab_lines
 from ..experiment.admin import QUIET
@@ -123,7 +124,7 @@ class _Python(_Client):
         super().__init__(lab, p, name)
         self.input, self.output, self.inputs = f"{self.txn_id}-in", f"{self.txn_id}-out", 0
         self.history = History(lab.folder / "history" / name, self.txn_id)
-        self.producer = Producer({"bootstrap.servers": lab.bootstrap, "linger.ms": 0, **QUIET})
+        self.producer = Producer({**kafka_config(lab.bootstrap), "linger.ms": 0, **QUIET})
 
     def topics(self):
         return [self.input, self.output]
@@ -244,7 +245,7 @@ class _Streams(_Client):
     def feed(self, suffix="w"):
         word = f"{self.prefix}{suffix}{len(self.words)}"
         self.words.append(word)
-        producer = Producer({"bootstrap.servers": self.lab.bootstrap, **QUIET})
+        producer = Producer({**kafka_config(self.lab.bootstrap), **QUIET})
         producer.produce(STREAMS_INPUT, value=word.encode())
         producer.flush(10)
         self.history.log("produced", id=word, key=word, seq=1, topic=STREAMS_INPUT, partition=0, offset=None,
@@ -252,7 +253,7 @@ class _Streams(_Client):
 
     def warm(self):   # every word so far counted in the read_committed output
         if self.consumer is None:
-            self.consumer = Consumer({"bootstrap.servers": self.lab.bootstrap, "group.id": f"{self.txn_id}-reader",
+            self.consumer = Consumer({**kafka_config(self.lab.bootstrap), "group.id": f"{self.txn_id}-reader",
                                       "isolation.level": "read_committed", "enable.auto.commit": False, **QUIET})
             self.consumer.assign([TopicPartition(STREAMS_OUTPUT, 0, OFFSET_BEGINNING)])
         for m in self.consumer.consume(500, timeout=0.1):
@@ -297,7 +298,7 @@ class _Streams(_Client):
         spark = spark_session()
 
         def frame(isolation):
-            raw = (spark.read.format("kafka").option("kafka.bootstrap.servers", self.lab.bootstrap)
+            raw = (spark.read.format("kafka").options(**spark_kafka_options(self.lab.bootstrap))
                    .option("subscribe", STREAMS_OUTPUT).option("startingOffsets", "earliest")
                    .option("endingOffsets", json.dumps({STREAMS_OUTPUT: {"0": self.end}}))
                    .option("kafka.isolation.level", isolation).load())

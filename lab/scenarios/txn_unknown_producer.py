@@ -14,6 +14,7 @@ import time
 from confluent_kafka import Consumer, TopicPartition
 
 from ..cluster import kafka_cluster, parse_version
+from ..connection import kafka_config
 from ..errors import LabError
 from ..experiment import Param, Run, grep, lab_lines
 from ..streams import JavaProgram, clients_classpath
@@ -59,7 +60,7 @@ def unknown_producer(run: Run, p: dict, timeline, parent: Run | None = None) -> 
     go = run.folder / f"{topic}.go"
     program = idle_producer(run, f"producer-{version}", p["old_client"], topic, go, topic)
     child = program.start()
-    watch = Consumer({"bootstrap.servers": run.bootstrap, "group.id": f"{topic}-watch", "log_level": 0})
+    watch = Consumer({**kafka_config(run.bootstrap), "group.id": f"{topic}-watch", "log_level": 0})
 
     def deleted():   # every record of the producer is gone: log start offset = end offset
         (parent or run).check()

@@ -48,6 +48,12 @@ def check(results):
             assert run["aborted_visible"] > 0, (label, run)
             # and the store, written before the crash, was wiped and rebuilt from the (committed) changelog.
             assert run["state_wiped"], (label, run)
+            # The broker's own record of it, read from the output topic's log segments: the killed producer
+            # committed before the halt, and after it the coordinator wrote ABORT markers for that producer id,
+            # closing exactly the records read_uncommitted saw as aborted.
+            assert run["producer_ids"] and run["commits_before"] >= 1, (label, run)
+            assert run["aborts_after"] >= 1 and run["first_abort_after_s"] >= 0, (label, run)
+            assert run["aborted_by_markers"] == run["aborted_visible"], (label, run)
             a = run["audit"]["counts"]
             assert a["duplicate"] == 0 and a["lost"] == 0 and a["stale_value"] == 0 and a["aborted_read"] == 0, (label, a)
         else:
@@ -55,10 +61,13 @@ def check(results):
             assert run["duplicates"] > 0 and run["lost"] == 0, (label, run)
             assert run["overcount"] > 0, (label, run)
             assert run["aborted_visible"] == 0, (label, run)
+            # no transactions, so no transaction marker at all on the output topic
+            assert run["markers"] == 0 and run["abort_markers"] == 0 and run["commit_markers"] == 0, (label, run)
             a = run["audit"]["counts"]
             assert a["duplicate"] == run["duplicates"] and a["stale_value"] > 0, (label, a, run)
     assert results["eos_duplicates"] == 0 and results["eos_lost"] == 0 and results["eos_count_errors"] == 0
     assert results["eos_aborted_visible"] > 0, results["eos_aborted_visible"]
+    assert results["eos_aborts_after"] >= 2 and results["alos_markers"] == 0, results
 
     h = results["handlers"]
     loop = h["replace_thread"]
@@ -93,6 +102,9 @@ def check_control(results):
         _clean_output(run, label)
         assert run["wrong_values"] == 0 and run["overcount"] == 0 and run["undercount"] == 0, (label, run)
         assert run["aborted_visible"] == 0, (label, run)
+        # no crash, no abort: exactly-once commits (COMMIT markers only), at-least-once writes no marker
+        assert run["abort_markers"] == 0, (label, run)
+        assert (run["commit_markers"] > 0) is (run["guarantee"] == "exactly_once_v2"), (label, run)
         a = run["audit"]["counts"]
         assert a == {"duplicate": 0, "lost": 0, "aborted_read": 0, "stale_value": 0}, (label, a)
         assert run["audit"]["passed"], (label, run["audit"])

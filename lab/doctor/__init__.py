@@ -1,0 +1,94 @@
+"""`lab.doctor`: a read-only diagnosis of a Kafka cluster against the failures this course reproduces.
+
+    from lab.doctor import diagnose
+    d = diagnose("broker:9092", jmx="broker:9999")   # jmx optional: KIP-511 client versions
+    d.findings, d.unreadable, d.table(), d.text(), d.as_record()
+
+It never writes to the cluster: Admin describe/list calls and an assign()-only consumer with no group.id that
+never commits (lab/java/ClusterFacts.java). The rules (rules.py) are pure functions of what it read.
+"""
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+
+from ..config import BOOTSTRAP_ENV
+from ..errors import LabError
+from .report import Diagnosis, Finding
+from .rules import findings as apply_rules
+
+__all__ = ["Diagnosis", "Finding", "diagnose"]
+HOST_PORT = re.compile(r"^[\w.\-\[\]:]+:\d{1,5}$")
+
+# What to do when a section could not be read, by the words of its error.
+SECTION_ADVICE = [
+    ("Authorization", ("grant the diagnosing principal DESCRIBE (and READ on __consumer_offsets / "
+                       "__transaction_state for the commit times) or run it as an admin")),
+    ("Timeout", "the cluster did not answer in time: retry, or check the brokers' health"),
+    ("UnsupportedVersion", "the brokers are too old for this request"),
+    ("SecurityException", "JMX needs credentials: pass a JMX endpoint without auth on a trusted network"),
+    ("ConnectException", "nothing answers on that JMX port: check --jmx host:port (the broker's JMX_PORT)"),
+    ("", "see the error"),
+]
+
+
+def diagnose(bootstrap: str | None = None, jmx: str | None = None, now_ms: int | None = None, progress=None,
+             *, command_config: str | Path | None = None, timeout_s: float = 20) -> Diagnosis:
+    """Read the cluster (read-only) and turn what it read into findings; see the module docstring."""
+    bootstrap = bootstrap or os.environ.get(BOOTSTRAP_ENV)
+    if not bootstrap:
+        raise LabError(f"lab doctor needs a cluster: pass bootstrap='host:port' or set {BOOTSTRAP_ENV}.")
+    bad = [a for a in bootstrap.split(",") if not HOST_PORT.match(a.strip())]
+    if bad:
+        raise LabError(f"lab doctor: bootstrap {bootstrap!r} is not host:port[,host:port] ({bad[0]!r}).")
+    if jmx is not None and (not jmx or any(not HOST_PORT.match(a.strip()) for a in jmx.split(","))):
+        raise LabError(f"lab doctor: jmx {jmx!r} is not host:port[,host:port] (the brokers' JMX ports).")
+    if not timeout_s > 0:
+        raise LabError(f"lab doctor: timeout_s must be positive, not {timeout_s!r}.")
+    say = progress or (lambda message: None)
+    from .facts import read_facts
+    started = time.monotonic()
+    say(f"lab doctor: reading {bootstrap} (read-only) ...")
+    with tempfile.TemporaryDirectory(prefix="lab-doctor-") as folder:
+        facts = read_facts(bootstrap, jmx=jmx, command_config=_command_config(command_config, Path(folder)),
+                           timeout_s=timeout_s)
+    if not jmx:
+        facts["clients"] = "unknown: pass --jmx host:port (the brokers' JMX) to read client versions (KIP-511)"
+    now_ms = int(now_ms if now_ms is not None else time.time() * 1000)
+    d = Diagnosis(apply_rules(facts, now_ms), unreadable=unreadable(facts), facts=facts,
+                  seconds=time.monotonic() - started, bootstrap=bootstrap, now_ms=now_ms)
+    say(f"lab doctor: {len(d.findings)} finding(s) in {d.seconds:.1f} s")
+    return d
+
+
+def unreadable(facts: dict) -> dict[str, str]:
+    """section -> one line: what could not be read and what to do."""
+    out = {}
+    for name, value in facts.items():
+        if isinstance(value, dict) and "error" in value:
+            error = str(value["error"]).splitlines()[0][:240]
+            advice = next(a for word, a in SECTION_ADVICE if word in error)
+            out[name] = f"{error} -> {advice}"
+        elif name == "clients" and isinstance(value, str):
+            out[name] = value
+    groups = facts.get("groups")
+    if isinstance(groups, dict) and "error" not in groups:
+        failed = [g for g, v in groups.items() if "error" in v or "offsets_error" in v]
+        if failed:
+            out["groups (some)"] = f"{len(failed)} group(s) could not be described, e.g. {failed[0]}: " \
+                                   f"{groups[failed[0]].get('error') or groups[failed[0]].get('offsets_error')}"
+    return out
+
+
+def _command_config(explicit: str | Path | None, folder: Path) -> Path | None:
+    """The client properties for a secured cluster: explicit, else the security settings lab.connection reads
+    from KAFKA_LAB_CLIENT_PROPERTIES (in Java's names, written to `folder`)."""
+    if explicit:
+        if not Path(explicit).is_file():
+            raise LabError(f"lab doctor: the client properties file {explicit} does not exist.")
+        return Path(explicit)
+    from ..connection import command_config
+    return command_config(folder)

@@ -1,0 +1,307 @@
+"""Pure rules: the raw facts lab.doctor read (see facts.py / ClusterFacts.java) -> findings. No JVM, no cluster.
+
+Each rule names the mechanism of one failure this course reproduces (/work/shared/reference/failures.md) and the
+notebook that measures it. A healthy cluster (long retentions, active groups, no quota on a Streams producer,
+current clients) gives no finding.
+"""
+from __future__ import annotations
+
+import re
+
+from .report import Finding, duration_text
+
+NOTEBOOKS = {"offsets": "01_offset_expiry_reprocessing.ipynb", "txn": "02_transactional_id_expiry.ipynb",
+             "quota": "03_quota_driven_fencing.ipynb", "standby": "04_stale_standby_cache.ipynb"}
+DEFAULTS = {"offsets.retention.minutes": 10080, "offsets.retention.check.interval.ms": 600000,
+            "transactional.id.expiration.ms": 604800000, "producer.id.expiration.ms": 86400000,
+            "transaction.remove.expired.transaction.cleanup.interval.ms": 3600000}
+HOUR_MS, DAY_MS = 3600_000, 86400_000
+IDLE_STATES = {"Empty", "CompleteCommit", "CompleteAbort"}      # what the transaction coordinator may expire
+# A Streams EOS producer's client id: <client.id>-StreamThread-N-producer (EOS v2), or with a task id (EOS alpha).
+STREAMS_EOS_PRODUCER = re.compile(r"-StreamThread-\d+(-\d+_\d+)?-producer$")
+BYTE_RATES = ("producer_byte_rate", "request_percentage")
+
+
+def severity(when_ms: int | None, now_ms: int) -> str:
+    """By how soon: within an hour (or overdue) high, within a day medium, later low."""
+    if when_ms is None:
+        return "high"
+    left = when_ms - now_ms
+    return "high" if left <= HOUR_MS else "medium" if left <= DAY_MS else "low"
+
+
+def idle_threshold_ms(expiration_ms: int) -> int:
+    """How long a transactional id or producer must have been silent to count as idle: a tenth of the expiration,
+    at most a minute. One that writes more often than that is active, and stays clear of the expiry."""
+    return min(60_000, expiration_ms // 10)
+
+
+def broker_config(facts: dict, name: str) -> int:
+    """The value the brokers run with (the first broker that answered), else Kafka's default."""
+    configs = facts.get("broker_configs")
+    if isinstance(configs, dict) and "error" not in configs:
+        for broker in configs.values():
+            if name in broker and broker[name].get("value") not in (None, ""):
+                return int(broker[name]["value"])
+    return DEFAULTS[name]
+
+
+def section(facts: dict, name: str):
+    """A section's data, or None when it could not be read."""
+    value = facts.get(name)
+    return None if value is None or (isinstance(value, dict) and "error" in value) or isinstance(value, str) \
+        else value
+
+
+def split_partition(tp: str) -> tuple[str, int]:
+    topic, _, p = tp.rpartition("-")
+    return topic, int(p)
+
+
+def streams_client_ids(facts: dict) -> list[str]:
+    """Client ids of group members that are Kafka Streams threads, and the ids of KIP-1071 streams groups."""
+    out = []
+    for gid, g in (section(facts, "groups") or {}).items():
+        if str(g.get("type", "")).lower() == "streams":
+            out.append(gid)
+        out += [m["client_id"] for m in g.get("members") or [] if "-StreamThread-" in (m.get("client_id") or "")]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------- rules
+
+def offsets_expire(facts: dict, now_ms: int) -> list[Finding]:
+    """Empty groups with committed offsets: when the coordinator deletes them, and what a restart then does."""
+    groups = section(facts, "groups") or {}
+    commits = section(facts, "commit_log")
+    topics = section(facts, "topics") or {}
+    offsets = section(facts, "topic_offsets") or {}
+    retention_min = broker_config(facts, "offsets.retention.minutes")
+    retention_ms = retention_min * 60_000
+    sweep_ms = broker_config(facts, "offsets.retention.check.interval.ms")
+    findings = []
+    for gid, g in groups.items():
+        committed = g.get("offsets") or {}
+        members = g.get("members")
+        if not committed or not (g.get("state") == "Empty" or members == []):
+            continue
+        kind = str(g.get("type", "classic")).lower()
+        kind = kind if kind in ("consumer", "streams") else "classic"   # unknown: the classic bound is the cautious one
+        last = {tp: c["commit_ms"] for tp, c in ((commits or {}).get(gid) or {}).items() if tp in committed}
+        reread = lag = 0
+        windows = []
+        for tp, offset in committed.items():
+            log = offsets.get(tp) or {}
+            if "earliest" in log:
+                reread += max(0, offset - max(log["earliest"], 0))
+                lag += max(0, log["latest"] - offset)
+        for topic in sorted({split_partition(tp)[0] for tp in committed}):
+            t = topics.get(topic) or {}
+            r = t.get("retention_ms")
+            if r is None:
+                continue
+            if r < 0 or r > retention_ms:
+                windows.append(f"topic {topic} retention {'forever' if r < 0 else duration_text(r)} > offsets "
+                               f"retention {duration_text(retention_ms)}: the records before the committed offsets "
+                               "are still there when the offsets go")
+            else:
+                windows.append(f"topic {topic} retention {duration_text(r)} <= offsets retention "
+                               f"{duration_text(retention_ms)}: by then only what the topic still holds is re-read")
+        if last:
+            first_commit = min(last.values())
+            when_ms = first_commit + retention_ms if kind != "classic" else max(last.values()) + retention_ms
+        else:
+            when_ms = None
+        if kind == "classic":
+            clock = ("classic group: the clock starts when the group became empty, which the broker does not "
+                     "expose, so this is the earliest it can happen (last commit + offsets.retention.minutes)")
+        else:
+            clock = (f"{kind} group (KIP-848): the clock is each offset's last commit time, expiry at last commit + "
+                     "offsets.retention.minutes")
+        when = ("when unknown: the commit times in __consumer_offsets could not be read" if when_ms is None else
+                f"{'expire in ' + duration_text(when_ms - now_ms) if when_ms > now_ms else 'are due to expire now'}"
+                f" if it stays empty (deleted at the coordinator's next sweep, every {duration_text(sweep_ms)})")
+        consequence = (f"group {gid}: offsets {when}; on restart `earliest` re-reads up to {reread:,} records "
+                       f"(log start to committed offset), `latest` skips the {lag:,} not yet consumed and all that "
+                       "arrive until the restart" + ("; " + "; ".join(windows) if windows else ""))
+        commit_text = ", ".join(f"{tp} @ {_stamp(ms)}" for tp, ms in sorted(last.items())[:4]) or "unknown"
+        evidence = (f"state {g.get('state')}, {len(members or [])} member(s), committed {_short(committed)}; last "
+                    f"commit {commit_text} (from __consumer_offsets); offsets.retention.minutes={retention_min}; "
+                    f"{clock}")
+        findings.append(Finding("offsets-expire", severity(when_ms, now_ms) if when_ms else "medium", f"group {gid}", evidence,
+                                consequence, when_ms, NOTEBOOKS["offsets"], rereads=reread))
+    return findings
+
+
+def transactional_id_expires(facts: dict, now_ms: int) -> list[Finding]:
+    """Idle transactional ids: the coordinator forgets them after transactional.id.expiration.ms."""
+    txns = section(facts, "transactions") or {}
+    log = section(facts, "transaction_log") or {}
+    expiration = broker_config(facts, "transactional.id.expiration.ms")
+    sweep = broker_config(facts, "transaction.remove.expired.transaction.cleanup.interval.ms")
+    idle_after = idle_threshold_ms(expiration)
+    streams = streams_client_ids(facts)
+    findings = []
+    for tid, t in txns.items():
+        record = log.get(tid) or {}
+        last = record.get("last_update_ms")
+        if t.get("state") not in IDLE_STATES or last is None or now_ms - last < idle_after:
+            continue
+        when_ms = last + expiration
+        consequence = (f"transactional id {tid} idle for {duration_text(now_ms - last)}: "
+                       f"{'expires in ' + duration_text(when_ms - now_ms) if when_ms > now_ms else 'due to expire now'}"
+                       f" (next sweep within {duration_text(sweep)}); its producer's next transaction then fails with "
+                       "InvalidPidMappingException (INVALID_PRODUCER_ID_MAPPING): abortable on Java clients 2.5-3.9, "
+                       "fatal on 4.0+; a Kafka Streams EOS app < 3.8 dies on it (KAFKA-16699)"
+                       + (" and this cluster runs Streams apps" if streams else ""))
+        evidence = (f"state {t['state']}, producer id {t.get('producer_id')} epoch {t.get('producer_epoch')}, last "
+                    f"update {_stamp(last)} (from __transaction_state); transactional.id.expiration.ms={expiration}")
+        findings.append(Finding("transactional-id-expires", severity(when_ms, now_ms), f"transactional id {tid}",
+                                evidence, consequence, when_ms, NOTEBOOKS["txn"]))
+    return findings
+
+
+def producer_id_expires(facts: dict, now_ms: int) -> list[Finding]:
+    """Idle idempotent producers: each partition leader forgets them after producer.id.expiration.ms (KIP-854).
+
+    Transactional producers are left to transactional_id_expires (their transactional id holds the producer id).
+    """
+    producers = section(facts, "producers") or {}
+    expiration = broker_config(facts, "producer.id.expiration.ms")
+    idle_after = idle_threshold_ms(expiration)
+    transactional = {t.get("producer_id") for t in (section(facts, "transactions") or {}).values()}
+    transactional |= {t.get("producer_id") for t in (section(facts, "transaction_log") or {}).values()}
+    latest: dict[int, tuple[int, list[str]]] = {}     # producer id -> (last write, partitions)
+    for tp, states in producers.items():
+        if not isinstance(states, list):
+            continue
+        for p in states:
+            pid = p["producer_id"]
+            if pid in transactional or p.get("txn_start_offset") is not None:
+                continue
+            last, tps = latest.get(pid, (0, []))
+            latest[pid] = (max(last, p["last_timestamp"]), tps + [tp])
+    findings = []
+    for pid, (last, tps) in sorted(latest.items()):
+        if last <= 0 or now_ms - last < idle_after:
+            continue
+        when_ms = last + expiration
+        consequence = (f"producer id {pid} idle for {duration_text(now_ms - last)} on {len(tps)} partition(s): the "
+                       f"brokers forget its sequence numbers {'in ' + duration_text(when_ms - now_ms) if when_ms > now_ms else 'now'}"
+                       ": a batch it retries after that is no longer deduplicated; brokers before 2.4 fail its next "
+                       "send with UnknownProducerIdException")
+        evidence = (f"describeProducers: last write {_stamp(last)} on {', '.join(tps[:4])}"
+                    f"{' ...' if len(tps) > 4 else ''}; producer.id.expiration.ms={expiration}")
+        findings.append(Finding("producer-id-expires", severity(when_ms, now_ms), f"producer id {pid}", evidence,
+                                consequence, when_ms, NOTEBOOKS["txn"]))
+    return findings
+
+
+def quota_on_streams_eos_producer(facts: dict, now_ms: int) -> list[Finding]:
+    """A byte-rate quota that throttles a Kafka Streams EOS producer: KAFKA-17455's fencing loop."""
+    streams = streams_client_ids(facts)
+    findings = []
+    for q in section(facts, "quotas") or []:
+        entity, rates = q.get("entity") or {}, {k: v for k, v in (q.get("quotas") or {}).items() if k in BYTE_RATES}
+        if not rates:
+            continue
+        client = entity.get("client-id")
+        user = entity.get("user")
+        if client and client != "<default>" and STREAMS_EOS_PRODUCER.search(client):
+            subject, why = f"client id {client}", "the client id is a Kafka Streams EOS producer's"
+        elif (client == "<default>" or (client is None and user)) and streams:
+            who = "every client id" if client == "<default>" else f"every client of user {user}"
+            subject = f"quota {_entity(entity)}"
+            why = f"it applies to {who}, and Streams apps run here ({', '.join(sorted(set(streams))[:3])})"
+        else:
+            continue
+        consequence = (f"{subject}: when its EOS producer goes over {_rates(rates)}, the broker throttles it; Streams "
+                       "< 3.9.1 (Java clients before the KAFKA-17455 fix) stall past transaction.timeout.ms, get fenced "
+                       "(InvalidProducerEpoch -> TaskMigrated) and rebalance, again and again; notebook 03 measured "
+                       "3.8.1 and 3.9.0 fenced, 3.9.1 and 4.3.1 clean")
+        evidence = f"describeClientQuotas: {_entity(entity)} {_rates(rates)}; {why}"
+        findings.append(Finding("quota-on-streams-eos-producer", "high", subject, evidence, consequence, None,
+                                NOTEBOOKS["quota"]))
+    return findings
+
+
+# Known bugs by Java client version: (id, affected(version tuple), what happens, notebook).
+KNOWN_BUGS = [
+    ("KAFKA-14624", lambda v: (2, 6, 0) <= v < (3, 4, 1),
+     ("stale reads from a cached state store after a standby -> active switch (fixed in 3.4.1 / 3.5.0; notebook 04 "
+      "measured it on 3.3.1, not on 3.5.2)"), NOTEBOOKS["standby"]),
+    ("KAFKA-17455", lambda v: v < (3, 9, 1),
+     ("an EOS producer throttled by a quota stalls and is fenced in a loop (fixed in 3.9.1 / 4.0; notebook 03 measured "
+      "3.8.1 and 3.9.0 fenced)"), NOTEBOOKS["quota"]),
+    ("KAFKA-16699", lambda v: v < (3, 8, 0),
+     ("an idle exactly-once Streams app dies with InvalidPidMappingException when its transactional id expires "
+      "(3.8+ recovers)"), NOTEBOOKS["txn"]),
+    ("KIP-572", lambda v: v < (2, 8, 0),
+     "a broker bounce longer than delivery.timeout.ms kills the stream threads (2.8+ retries until task.timeout.ms)",
+     ""),
+]
+
+
+def client_version_bug(facts: dict, now_ms: int) -> list[Finding]:
+    """Java client versions (KIP-511, from the broker's socket-server metrics) in a known-bug range."""
+    clients = section(facts, "clients") or []
+    streams = bool(streams_client_ids(facts))
+    versions: dict[str, int] = {}
+    for c in clients:
+        if c.get("connections", 0) <= 0:
+            continue
+        name = c.get("name") or ""
+        if name == "apache-kafka-java" or name == "unknown":
+            key = c.get("version") if name == "apache-kafka-java" else "unknown"
+            versions[key] = versions.get(key, 0) + c["connections"]
+    findings = []
+    for version, connections in sorted(versions.items()):
+        if version == "unknown":
+            parsed, shown = (2, 3, 99), "an unknown version (no KIP-511: before 2.4)"
+        else:
+            parsed, shown = _parse(version), f"apache-kafka-java {version}"
+            if parsed is None:
+                continue
+        for bug, affected, what, notebook in KNOWN_BUGS:
+            if not affected(parsed) or (bug == "KAFKA-14624" and version == "unknown"):
+                continue
+            scope = ("the cluster runs Kafka Streams apps" if streams else
+                     "if this client is a Kafka Streams app (KIP-511 does not tie a version to a client id)")
+            consequence = f"{shown}: {what}; {scope}"
+            evidence = f"socket-server-metrics clientSoftwareName/Version: {shown}, {connections} connection(s)"
+            findings.append(Finding("client-version-bug", "high" if streams else "medium",
+                                    f"clients {version} ({bug})", evidence, consequence, None, notebook))
+    return findings
+
+
+RULES = [offsets_expire, transactional_id_expires, producer_id_expires, quota_on_streams_eos_producer,
+         client_version_bug]
+
+
+def findings(facts: dict, now_ms: int) -> list[Finding]:
+    return [f for rule in RULES for f in rule(facts, now_ms)]
+
+
+# ---------------------------------------------------------------------------------------------------- text helpers
+
+def _parse(version: str) -> tuple[int, int, int] | None:
+    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", version or "")
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)) if m else None
+
+
+def _stamp(ms: int) -> str:
+    import time
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ms / 1000))
+
+
+def _short(committed: dict, n: int = 4) -> str:
+    items = sorted(committed.items())
+    return ", ".join(f"{tp}={o}" for tp, o in items[:n]) + (f" (+{len(items) - n} more)" if len(items) > n else "")
+
+
+def _entity(entity: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(entity.items()))
+
+
+def _rates(rates: dict) -> str:
+    return ", ".join(f"{k}={v:g}" for k, v in sorted(rates.items()))

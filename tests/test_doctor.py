@@ -1,0 +1,269 @@
+"""lab.doctor: the rules on synthetic facts (no JVM), then one read-only diagnosis of a small risky embedded cluster."""
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from lab.doctor import Diagnosis, diagnose, rules
+from lab.errors import LabError
+
+NOW = 1_700_000_000_000
+MIN, HOUR, DAY = 60_000, 3_600_000, 86_400_000
+
+
+def configs(**values) -> dict:
+    names = {"offsets_retention_minutes": "offsets.retention.minutes",
+             "transactional_id_expiration_ms": "transactional.id.expiration.ms",
+             "producer_id_expiration_ms": "producer.id.expiration.ms"}
+    return {"1": {names[k]: {"value": str(v), "source": "STATIC_BROKER_CONFIG"} for k, v in values.items()}}
+
+
+def cluster_facts(*, group_state="Empty", members=(), group_type="Classic", commit_ago=10 * MIN,
+                  txn_state="CompleteCommit", txn_idle=5 * MIN, producer_idle=5 * MIN, quota_client=None,
+                  clients=(), retention_minutes=1440, topic_retention=14 * DAY) -> dict:
+    """One topic `orders` (2 partitions, records 100-400 retained), a group `billing` that committed 250 and 300,
+    a transactional id `invoicer`, an idempotent producer 7, and whatever quota and clients are asked for."""
+    return {
+        "broker_configs": configs(offsets_retention_minutes=retention_minutes,
+                                  transactional_id_expiration_ms=7 * DAY, producer_id_expiration_ms=DAY),
+        "topics": {"orders": {"partitions": 2, "retention_ms": topic_retention, "cleanup_policy": "delete"}},
+        "topic_offsets": {"orders-0": {"earliest": 100, "latest": 400}, "orders-1": {"earliest": 0, "latest": 300}},
+        "groups": {"billing": {"type": group_type, "protocol": "consumer", "state": group_state,
+                               "members": [{"client_id": c, "host": "/10.0.0.1", "partitions": 1} for c in members],
+                               "offsets": {"orders-0": 250, "orders-1": 300}}},
+        "commit_log": {"billing": {"orders-0": {"offset": 250, "commit_ms": NOW - commit_ago - MIN},
+                                   "orders-1": {"offset": 300, "commit_ms": NOW - commit_ago}}},
+        "transactions": {"invoicer": {"state": txn_state, "producer_id": 3, "producer_epoch": 0,
+                                      "timeout_ms": 60000, "start_ms": None, "partitions": 0}},
+        "transaction_log": {"invoicer": {"producer_id": 3, "epoch": 0, "status": 4,
+                                         "last_update_ms": NOW - txn_idle, "start_ms": -1}},
+        "producers": {"orders-0": [{"producer_id": 7, "epoch": 0, "last_sequence": 9,
+                                    "last_timestamp": NOW - producer_idle, "txn_start_offset": None},
+                                   {"producer_id": 3, "epoch": 0, "last_sequence": 0,
+                                    "last_timestamp": NOW - txn_idle, "txn_start_offset": None}]},
+        "quotas": ([{"entity": {"client-id": quota_client}, "quotas": {"producer_byte_rate": 35000.0}}]
+                   if quota_client else []),
+        "clients": [{"jmx": "h:1", "listener": "PLAINTEXT", "name": n, "version": v, "connections": 1}
+                    for n, v in clients],
+    }
+
+
+HEALTHY = {"group_state": "Stable", "members": ("billing-1",), "txn_idle": 200, "producer_idle": 300,
+           "clients": (("apache-kafka-java", "4.3.1"), ("confluent-kafka-python", "2.6.0")),
+           "quota_client": "reporting-consumer"}
+
+
+def by_rule(facts, rule):
+    return [f for f in rules.findings(facts, NOW) if f.rule == rule]
+
+
+def test_a_healthy_cluster_gives_no_finding():
+    assert rules.findings(cluster_facts(**HEALTHY), NOW) == []
+
+
+def test_an_empty_classic_group_expires_at_the_earliest_one_retention_after_its_last_commit():
+    [f] = by_rule(cluster_facts(), "offsets-expire")
+    assert f.when_ms == NOW - 10 * MIN + 1440 * MIN and f.severity == "medium"
+    assert "re-reads up to 450 records" in f.consequence      # (250 - 100) + (300 - 0): log start to committed
+    assert "skips the 150 not yet consumed" in f.consequence and "earliest it can happen" in f.evidence
+    assert f.notebook == "01_offset_expiry_reprocessing.ipynb"
+
+
+def test_a_consumer_protocol_group_expires_one_retention_after_its_oldest_commit():
+    [f] = by_rule(cluster_facts(group_type="Consumer", retention_minutes=1), "offsets-expire")
+    assert f.when_ms == NOW - 11 * MIN + MIN and f.severity == "high" and "KIP-848" in f.evidence
+    assert "due to expire now" in f.consequence
+
+
+def test_a_group_with_members_or_without_commits_is_not_at_risk():
+    assert by_rule(cluster_facts(group_state="Stable", members=("c1",)), "offsets-expire") == []
+    facts = cluster_facts()
+    facts["groups"]["billing"]["offsets"] = {}
+    assert by_rule(facts, "offsets-expire") == []
+
+
+def test_unknown_commit_times_say_so_instead_of_guessing():
+    facts = {**cluster_facts(), "commit_log": {"error": "TopicAuthorizationException: __consumer_offsets"}}
+    [f] = by_rule(facts, "offsets-expire")
+    assert f.when_ms is None and "unknown" in f.consequence
+
+
+def test_an_idle_transactional_id_expires_one_expiration_after_its_last_update():
+    [f] = by_rule(cluster_facts(), "transactional-id-expires")
+    assert f.when_ms == NOW - 5 * MIN + 7 * DAY and f.severity == "low" and "InvalidPidMapping" in f.consequence
+    assert by_rule(cluster_facts(txn_state="Ongoing"), "transactional-id-expires") == []
+    assert by_rule(cluster_facts(txn_idle=500), "transactional-id-expires") == []     # commits often: active
+
+
+def test_an_idle_idempotent_producer_expires_but_transactional_ones_are_left_to_their_id():
+    found = by_rule(cluster_facts(), "producer-id-expires")
+    assert [f.subject for f in found] == ["producer id 7"] and found[0].when_ms == NOW - 5 * MIN + DAY
+
+
+@pytest.mark.parametrize("client, fires", [("pricing-StreamThread-1-producer", True),
+                                           ("app-StreamThread-2-0_1-producer", True),
+                                           ("pricing-StreamThread-1-consumer", False), ("reporting", False)])
+def test_a_quota_on_a_streams_eos_producer(client, fires):
+    found = by_rule(cluster_facts(quota_client=client), "quota-on-streams-eos-producer")
+    assert bool(found) == fires
+    if fires:
+        assert found[0].severity == "high" and "KAFKA-17455" in found[0].consequence and found[0].when_ms is None
+
+
+def test_the_default_client_quota_matters_only_where_streams_apps_run():
+    assert by_rule(cluster_facts(quota_client="<default>"), "quota-on-streams-eos-producer") == []
+    streams = cluster_facts(quota_client="<default>", group_state="Stable", members=("pricing-StreamThread-1-consumer",))
+    [f] = by_rule(streams, "quota-on-streams-eos-producer")
+    assert "every client id" in f.evidence
+
+
+def test_old_java_clients_map_to_the_bugs_this_course_reproduces():
+    found = by_rule(cluster_facts(clients=(("apache-kafka-java", "3.3.1"),)), "client-version-bug")
+    bugs = {f.subject.split("(")[1].rstrip(")"): f for f in found}
+    assert set(bugs) == {"KAFKA-14624", "KAFKA-17455", "KAFKA-16699"}
+    assert bugs["KAFKA-14624"].notebook == "04_stale_standby_cache.ipynb"
+    assert all("if this client is a Kafka Streams app" in f.consequence for f in found)
+    assert {f.subject for f in by_rule(cluster_facts(clients=(("apache-kafka-java", "3.9.0"),)),
+                                       "client-version-bug")} == {"clients 3.9.0 (KAFKA-17455)"}
+    assert by_rule(cluster_facts(clients=(("apache-kafka-java", "3.9.1"),)), "client-version-bug") == []
+
+
+def test_report_sorts_by_severity_then_time_and_renders():
+    d = Diagnosis(rules.findings(cluster_facts(quota_client="x-StreamThread-1-producer"), NOW),
+                  unreadable={"clients": "unknown: pass --jmx"}, now_ms=NOW, bootstrap="b:9092")
+    assert [f.severity for f in d.findings] == sorted((f.severity for f in d.findings), key=rules_order)
+    assert list(d.table().columns)[:3] == ["severity", "rule", "subject"]
+    assert "offsets-expire" in d.text() and "could not read clients" in d.text()
+    record = json.loads(json.dumps(d.as_record()))
+    assert record["findings"][0]["rule"] == "quota-on-streams-eos-producer"
+
+
+def rules_order(severity):
+    return ("high", "medium", "low").index(severity)
+
+
+@pytest.mark.parametrize("kwargs, words", [({"bootstrap": "no-port"}, "not host:port"),
+                                           ({"bootstrap": "h:9092", "jmx": "h"}, "jmx"),
+                                           ({"bootstrap": "h:9092", "timeout_s": 0}, "timeout_s")])
+def test_bad_parameters_give_one_clear_error_before_anything_starts(kwargs, words):
+    with pytest.raises(LabError, match=words):
+        diagnose(**kwargs)
+
+
+def test_no_bootstrap_anywhere(monkeypatch):
+    monkeypatch.delenv("KAFKA_LAB_BOOTSTRAP", raising=False)
+    with pytest.raises(LabError, match="KAFKA_LAB_BOOTSTRAP"):
+        diagnose()
+
+
+# ------------------------------------------------------------------------------------------- real Kafka (JVM)
+
+def test_unreachable_bootstrap_and_unknown_properties_key_give_one_line_and_exit_code_2(tmp_path):
+    from lab.cluster import free_port
+    cli = [sys.executable, "-m", "lab", "doctor", "--bootstrap", f"127.0.0.1:{free_port()}", "--timeout", "3"]
+    run = subprocess.run(cli, check=False, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and run.stdout == ""
+    assert len(run.stderr.strip().splitlines()) == 1 and "step 'connect'" in run.stderr
+    props = tmp_path / "client.properties"
+    props.write_text("security.protocol=PLAINTEXT\nsasl.mechanismz=PLAIN\n")
+    run = subprocess.run([*cli, "--command-config", str(props)], check=False, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "step 'config'" in run.stderr and "sasl.mechanismz" in run.stderr
+
+
+def test_diagnosis_of_a_risky_cluster_finds_every_risk_and_writes_nothing(tmp_path):
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import NewTopic
+
+    from lab.cluster import KafkaCluster, free_port
+    from lab.streams import JavaProgram
+    config = {"offsets.retention.minutes": "1", "offsets.retention.check.interval.ms": "600000",
+              "transactional.id.expiration.ms": "30000", "producer.id.expiration.ms": "30000",
+              "transaction.remove.expired.transaction.cleanup.interval.ms": "600000"}
+    with KafkaCluster(name="doctor-test", broker_config=config, jmx_port=free_port(), folder=tmp_path / "kafka") as kc:
+        admin = kc.admin()
+        for f in admin.create_topics([NewTopic("orders", 2, 1), NewTopic("invoicer", 1, 1)]).values():
+            f.result()
+        producer = Producer({"bootstrap.servers": kc.bootstrap, "enable.idempotence": True, "log_level": 0})
+        for i in range(30):
+            producer.produce("orders", str(i).encode(), partition=i % 2)
+        producer.flush(30)
+        before_commit = int(time.time() * 1000)
+        consumer = Consumer({"bootstrap.servers": kc.bootstrap, "group.id": "billing", "auto.offset.reset": "earliest",
+                             "enable.auto.commit": False, "log_level": 0})
+        consumer.subscribe(["orders"])
+        seen = 0
+        while seen < 30:
+            seen += consumer.poll(1) is not None
+        consumer.commit(asynchronous=False)
+        consumer.close()          # leaves: the group is Empty with committed offsets
+        after_commit = int(time.time() * 1000)
+        kc.set_quota("pricing-StreamThread-1-producer", producer_byte_rate=35000)
+        idle = JavaProgram("invoicer", "3.3.1", "IdleTransactionalProducer", ["IdleTransactionalProducer.java"],
+                           properties={"bootstrap.servers": kc.bootstrap, "transactional.id": "invoicer",
+                                       "lab.topic": "invoicer", "lab.go.file": tmp_path / "never"},
+                           folder=tmp_path, streams=False, heap="128m")
+        idle.start()
+        try:
+            deadline = time.monotonic() + 60
+            while not idle.process.grep('"kind": ?"idle"') and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert idle.process.grep('"kind": ?"idle"'), idle.process.log()[-2000:]
+            time.sleep(3.5)       # idle longer than a tenth of the 30 s expirations: counted as idle
+            snapshot = read_only_snapshot(kc, admin, TopicPartition)
+            d = diagnose(kc.bootstrap, jmx=kc.jmx)
+            assert read_only_snapshot(kc, admin, TopicPartition) == snapshot
+        finally:
+            idle.stop()
+    assert d.unreadable == {}, d.unreadable
+    found = {f.rule: [g for g in d.findings if g.rule == f.rule] for f in d.findings}
+    assert set(found) == {"offsets-expire", "transactional-id-expires", "producer-id-expires",
+                          "quota-on-streams-eos-producer", "client-version-bug"}, d.text()
+    [offsets] = found["offsets-expire"]
+    assert offsets.subject == "group billing" and "re-reads up to 30 records" in offsets.consequence
+    assert before_commit + MIN <= offsets.when_ms <= after_commit + MIN and offsets.severity == "high"
+    [txn] = found["transactional-id-expires"]
+    started = d.facts["transaction_log"]["invoicer"]["last_update_ms"]
+    assert txn.when_ms == started + 30000 and before_commit <= started <= d.now_ms
+    assert found["quota-on-streams-eos-producer"][0].subject == "client id pricing-StreamThread-1-producer"
+    assert "clients 3.3.1 (KAFKA-14624)" in {f.subject for f in found["client-version-bug"]}
+
+
+def read_only_snapshot(kc, admin, TopicPartition):
+    """What a diagnosis must not change: topics, end offsets, groups and their committed offsets."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+    topics = sorted(admin.list_topics(timeout=10).topics)
+    groups = sorted(g.group_id for g in admin.list_consumer_groups(request_timeout=10).result().valid)
+    committed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("billing")])["billing"].result()
+    from lab.experiment.admin import topic_offsets
+    return (topics, groups, sorted((tp.topic, tp.partition, tp.offset) for tp in committed.topic_partitions),
+            topic_offsets(admin, "orders", 2), topic_offsets(admin, "invoicer", 1))
+
+
+def test_on_a_secured_cluster_missing_acls_become_unreadable_sections_and_a_bad_password_one_line(tmp_path,
+                                                                                                   monkeypatch):
+    from lab.cluster import KafkaCluster
+    from lab.config import CLIENT_PROPERTIES_ENV
+    with KafkaCluster(name="doctor-acl", sasl_users={"ops": "ops-secret-1", "stranger": "stranger-secret-1"},
+                      acls=True, folder=tmp_path / "kafka") as kc:
+        kc.allow_all("ops")
+        monkeypatch.setenv(CLIENT_PROPERTIES_ENV, str(kc.client_properties_file("ops")))
+        full = diagnose(kc.bootstrap)
+        monkeypatch.setenv(CLIENT_PROPERTIES_ENV, str(kc.client_properties_file("stranger")))
+        partial = diagnose(kc.bootstrap)
+        wrong = tmp_path / "wrong.properties"
+        wrong.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
+                         "sasl.username=ops\nsasl.password=not-the-password\n")
+        monkeypatch.setenv(CLIENT_PROPERTIES_ENV, str(wrong))
+        with pytest.raises(LabError) as caught:
+            diagnose(kc.bootstrap)
+    assert set(full.unreadable) == {"clients"} and full.findings == []
+    # A user without ACLs: what needs cluster rights or the internal topics is named, the rest is still read.
+    assert {"broker_configs", "quotas", "commit_log", "transaction_log"} <= set(partial.unreadable), partial.unreadable
+    assert all("Authorization" in partial.unreadable[s] and "grant" in partial.unreadable[s]
+               for s in ("broker_configs", "quotas", "commit_log"))
+    assert "topics" not in partial.unreadable and partial.facts["topics"] == {}
+    message = str(caught.value)
+    assert len(message.splitlines()) == 1 and "step 'connect'" in message and "authentication failed" in message
+    assert "not-the-password" not in message

@@ -1,0 +1,193 @@
+"""Secured clusters: one client properties file (KAFKA_LAB_CLIENT_PROPERTIES) for every client the lab builds,
+against a real embedded SASL_PLAINTEXT/SCRAM-SHA-256 cluster with ACLs."""
+import pytest
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from lab.cluster import ExternalCluster, KafkaCluster, kafka_cluster
+from lab.cluster.kraft import free_port
+from lab.config import BOOTSTRAP_ENV, CLIENT_PROPERTIES_ENV, KAFKA_VERSION
+from lab.connection import (command_config, explain_failure, java_properties, kafka_config, redacted,
+                            security_properties, spark_kafka_options)
+from lab.errors import LabError
+from lab.experiment.admin import read_to_end
+from lab.generator import generate
+from lab.history import History
+from lab.processes import wait_until
+from lab.streams import JavaProgram
+
+GOOD, WRONG, STRANGER = "pw-lab-7Qx", "pw-wrong-3Kd", "pw-stranger-9Zr"   # each must never reach a message
+
+
+@pytest.fixture(scope="module")
+def scram(tmp_path_factory):
+    """One SCRAM cluster with ACLs: user lab may do anything, user stranger nothing. Topic "secured" holds 30
+    records written through the lab's own generator with lab's properties file."""
+    cluster = KafkaCluster(name="scram", sasl_users={"lab": GOOD, "stranger": STRANGER}, acls=True)
+    with cluster, pytest.MonkeyPatch.context() as env:
+        cluster.allow_all("lab")
+        env.setenv(CLIENT_PROPERTIES_ENV, str(cluster.client_properties_file("lab")))
+        history = History(tmp_path_factory.mktemp("history"), "security")
+        cluster.made = generate(cluster.bootstrap, "secured", 30, history, keys=3)
+        env.undo()
+        yield cluster
+
+
+@pytest.fixture
+def as_lab(scram, monkeypatch):
+    monkeypatch.setenv(CLIENT_PROPERTIES_ENV, str(scram.client_properties_file("lab")))
+    monkeypatch.delenv(BOOTSTRAP_ENV, raising=False)
+    return scram
+
+
+def properties(tmp_path, text: str):
+    path = tmp_path / "client.properties"
+    path.write_text(text)
+    return path
+
+
+# ------------------------------------------------------------------ the file (no broker)
+
+def test_the_file_is_read_like_java_properties_and_translated_for_each_client(tmp_path, monkeypatch):
+    path = properties(tmp_path, "# a comment\n! another\n\nsecurity.protocol = SASL_SSL\nsasl.mechanism:PLAIN\n"
+                                f"sasl.username=lab\nsasl.password={GOOD}\n")
+    monkeypatch.setenv(CLIENT_PROPERTIES_ENV, str(path))
+    assert security_properties()["security.protocol"] == "SASL_SSL"
+    rd = kafka_config("h:1", {"linger.ms": 5})
+    assert rd == {"bootstrap.servers": "h:1", "security.protocol": "sasl_ssl", "sasl.mechanisms": "PLAIN",
+                  "sasl.username": "lab", "sasl.password": GOOD, "linger.ms": 5}
+    java = java_properties("h:1")
+    assert java["sasl.jaas.config"] == ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+                                        f'username="lab" password="{GOOD}";')
+    assert "sasl.username" not in java and "sasl.password" not in java
+    assert spark_kafka_options("h:1")["kafka.sasl.jaas.config"] == java["sasl.jaas.config"]
+    assert GOOD not in repr(redacted(rd)) + repr(redacted(java))
+    written = command_config(tmp_path)
+    assert written.stat().st_mode & 0o777 == 0o600
+
+
+def test_unset_means_plaintext(monkeypatch, tmp_path):
+    monkeypatch.delenv(CLIENT_PROPERTIES_ENV, raising=False)
+    assert security_properties() == {} and command_config(tmp_path) is None
+    assert kafka_config("h:1") == {"bootstrap.servers": "h:1"}
+
+
+@pytest.mark.parametrize("text, words", [
+    ("security.protocol=SASL_PLAINTEXT\nbatch.size=5\n", ["'batch.size'", "client.properties", "sasl.jaas.config"]),
+    ("security.protocol=SSL\nssl.truststore.location=/etc/x.jks\nssl.truststore.type=JKS\n", ["JKS", "librdkafka"]),
+    ("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=GSSAPI\nsasl.username=a\nsasl.password=b\n", ["GSSAPI"]),
+    ("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n", ["no credentials"]),
+])
+def test_bad_files_give_one_clear_error(tmp_path, monkeypatch, text, words):
+    monkeypatch.setenv(CLIENT_PROPERTIES_ENV, str(properties(tmp_path, text)))
+    with pytest.raises(LabError) as caught:
+        kafka_config("h:1")
+    assert all(w in str(caught.value) for w in words), str(caught.value)
+
+
+def test_a_missing_file_is_one_error(tmp_path, monkeypatch):
+    monkeypatch.setenv(CLIENT_PROPERTIES_ENV, str(tmp_path / "nowhere.properties"))
+    with pytest.raises(LabError, match="Cannot read the client properties file .*nowhere.properties"):
+        security_properties()
+
+
+def test_an_unknown_key_is_refused_before_any_connection(tmp_path, monkeypatch):
+    monkeypatch.setenv(CLIENT_PROPERTIES_ENV, str(properties(tmp_path, f"sasl.password={GOOD}\nacks=all\n")))
+    monkeypatch.setenv(BOOTSTRAP_ENV, f"127.0.0.1:{free_port()}")   # nothing listens: a connection would time out
+    with pytest.raises(LabError) as caught:
+        kafka_cluster()
+    assert "'acks'" in str(caught.value) and "does not answer" not in str(caught.value)
+    assert GOOD not in str(caught.value)
+
+
+# ------------------------------------------------------------------ a real SCRAM cluster
+
+def test_lab_helpers_produce_and_read_over_scram(as_lab):
+    assert as_lab.made.produced == 30 and as_lab.made.failed == 0
+    assert len(read_to_end(as_lab.bootstrap, "secured")) == 30
+
+
+def test_the_external_cluster_check_passes_with_the_file(as_lab, monkeypatch):
+    monkeypatch.setenv(BOOTSTRAP_ENV, as_lab.bootstrap)
+    external = kafka_cluster()
+    assert isinstance(external, ExternalCluster) and external.node_ids == [1]
+    assert "secured" in external.admin().list_topics(timeout=10).topics
+
+
+def test_spark_reads_the_secured_topic(as_lab):
+    from lab.spark import read_topic
+    rows = read_topic(as_lab.bootstrap, "secured").collect()
+    assert len(rows) == 30 and {r.key for r in rows} == {"k0", "k1", "k2"}
+
+
+def test_java_tools_use_the_file(as_lab, tmp_path):
+    secured = command_config(tmp_path)
+    out = as_lab._java_output("kafka.admin.ConfigCommand", ["--bootstrap-server", as_lab.bootstrap, "--command-config",
+                                                            str(secured), "--describe", "--entity-type", "topics",
+                                                            "--entity-name", "secured"])
+    assert "secured" in out
+    as_lab.set_quota("secured-client", producer_byte_rate=1000)   # the cluster's own ConfigCommand, as its broker user
+    assert as_lab.quotas("secured-client") == {"producer_byte_rate": 1000.0}
+
+
+def test_java_programs_get_the_file(as_lab, tmp_path):
+    program = JavaProgram("secured-java", KAFKA_VERSION, "IdleTransactionalProducer",
+                          ["IdleTransactionalProducer.java"],
+                          properties={"bootstrap.servers": as_lab.bootstrap, "transactional.id": "secured-java",
+                                      "lab.topic": "secured-java", "lab.go.file": str(tmp_path / "go"),
+                                      "lab.id.prefix": "java"}, folder=tmp_path, streams=False, heap="128m")
+    program.start()
+    try:
+        wait_until(lambda: read_to_end(as_lab.bootstrap, "secured-java", timeout=2), 90,
+                   "a committed record from the Java program", child=program.process)
+    finally:
+        program.stop()
+    written = tmp_path / "secured-java.properties"
+    assert written.stat().st_mode & 0o777 == 0o600 and "ScramLoginModule" in written.read_text()
+
+
+def test_a_wrong_password_names_the_step_and_hides_the_password(scram, tmp_path, monkeypatch):
+    path = properties(tmp_path, "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
+                                f"sasl.username=lab\nsasl.password={WRONG}\n")
+    monkeypatch.setenv(CLIENT_PROPERTIES_ENV, str(path))
+    monkeypatch.setenv(BOOTSTRAP_ENV, scram.bootstrap)
+    with pytest.raises(LabError) as caught:
+        kafka_cluster()
+    message = str(caught.value)
+    assert "listing topics" in message.lower() and "as user lab" in message
+    assert "authentication failed (SCRAM-SHA-256)" in message and str(path) in message
+    assert WRONG not in message and GOOD not in message
+    print(message)
+
+
+def test_a_user_without_acls_gets_authorization_failed(scram, monkeypatch):
+    monkeypatch.setenv(CLIENT_PROPERTIES_ENV, str(scram.client_properties_file("stranger")))
+    admin = AdminClient(kafka_config(scram.bootstrap, {"log_level": 0}))
+    with pytest.raises(KafkaException) as caught:
+        admin.create_topics([NewTopic("not-yours", 1, 1)], request_timeout=15)["not-yours"].result()
+    message = str(explain_failure("creating topic not-yours", scram.bootstrap, caught.value))
+    assert "authorization failed" in message and "stranger" in message and STRANGER not in message
+    print(message)
+
+
+def test_a_plaintext_client_is_told_the_cluster_wants_authentication(scram, monkeypatch):
+    monkeypatch.delenv(CLIENT_PROPERTIES_ENV, raising=False)
+    monkeypatch.setenv(BOOTSTRAP_ENV, scram.bootstrap)
+    with pytest.raises(LabError) as caught:
+        kafka_cluster()
+    assert "listing topics" in str(caught.value).lower()
+
+
+def test_fits_never_mixes_plaintext_and_sasl(as_lab, monkeypatch):
+    assert as_lab.fits(1, KAFKA_VERSION, {})
+    assert not KafkaCluster(name="plain").fits(1, KAFKA_VERSION, {})   # not started: only compares settings
+    monkeypatch.delenv(CLIENT_PROPERTIES_ENV)
+    assert not as_lab.fits(1, KAFKA_VERSION, {})
+    assert KafkaCluster(name="plain").fits(1, KAFKA_VERSION, {})
+
+
+def test_the_doctor_diagnoses_a_secured_cluster(as_lab):
+    from lab.doctor import diagnose
+    diagnosis = diagnose(as_lab.bootstrap, timeout_s=30)
+    assert set(diagnosis.unreadable) <= {"clients"}, diagnosis.unreadable   # client versions need --jmx
+    assert "secured" in str(diagnosis.facts)
