@@ -23,7 +23,8 @@ sys.path.insert(0, str(ROOT))
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import NewTopic  # noqa: E402
 
-from lab.cluster import KafkaCluster, free_port  # noqa: E402
+from lab.cluster import KafkaCluster  # noqa: E402
+from lab.ports import free_port  # noqa: E402
 from lab.doctor import diagnose  # noqa: E402
 
 THREADS = 8

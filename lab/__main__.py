@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .ports import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -31,20 +33,6 @@ JUPYTERLAB_SETTINGS = {
     # no "Would you like to get notified about official Jupyter news?" popup, no check for JupyterLab updates
     "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
 }
-
-
-def free_port(preferred: int | None = None) -> int:
-    """`preferred` if nothing listens on it on 127.0.0.1, else a free port the system picks."""
-    import socket
-
-    def bind(port: int) -> int | None:
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                return None
-            return s.getsockname()[1]
-    return (bind(preferred) if preferred else None) or bind(0)
 
 
 def jupyterlab_settings() -> Path:

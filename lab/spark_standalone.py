@@ -10,9 +10,9 @@ Every process is a lab.processes child (logs in `folder`, dies with this process
 """
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
+from .ports import free_port, listening
 from .processes import Child, require_java, wait_until
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
@@ -25,18 +25,6 @@ def spark_home() -> Path:
     """The pip-installed pyspark is a Spark distribution: bin/spark-class, bin/spark-submit, jars/."""
     import pyspark
     return Path(pyspark.__file__).parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(0.5)
-        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 class StandaloneSpark:
@@ -59,7 +47,7 @@ class StandaloneSpark:
         self.master = Child("spark-master", [spark_class, MASTER_CLASS, "--host", "127.0.0.1",
                                              "--port", str(self.port), "--webui-port", str(free_port())],
                             self.folder / "master.log", env=self.env, cwd=self.folder)
-        wait_until(lambda: _listening(self.port), START_SECONDS, "the Spark master to listen", child=self.master)
+        wait_until(lambda: listening(self.port), START_SECONDS, "the Spark master to listen", child=self.master)
         self.worker = Child("spark-worker", [spark_class, WORKER_CLASS, "--host", "127.0.0.1",
                                              "--cores", str(self.cores), "--memory", self.memory,
                                              "--webui-port", str(free_port()), "--work-dir", str(self.work_dir),

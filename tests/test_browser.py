@@ -28,7 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from lab.__main__ import free_port, jupyter_command
+from lab.__main__ import jupyter_command
+from lab.ports import free_port
 from tests.expectations import nb00
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,7 +14,8 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import NewTopic
 
 from lab.cluster import ExternalCluster, KafkaCluster, ZooKeeperKafkaCluster, kafka_cluster
-from lab.cluster.kraft import BASE_BROKER_CONFIG, free_port, known_broker_configs
+from lab.cluster.kraft import BASE_BROKER_CONFIG, known_broker_configs
+from lab.ports import free_port
 from lab.cluster.versions import is_zookeeper_version, parse_version
 from lab.config import BOOTSTRAP_ENV, KAFKA_VERSION
 from lab.errors import LabError

@@ -161,7 +161,7 @@ def test_no_bootstrap_anywhere(monkeypatch):
 # ------------------------------------------------------------------------------------------- real Kafka (JVM)
 
 def test_unreachable_bootstrap_and_unknown_properties_key_give_one_line_and_exit_code_2(tmp_path):
-    from lab.cluster import free_port
+    from lab.ports import free_port
     cli = [sys.executable, "-m", "lab", "doctor", "--bootstrap", f"127.0.0.1:{free_port()}", "--timeout", "3"]
     run = subprocess.run(cli, check=False, capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and run.stdout == ""
@@ -176,7 +176,8 @@ def test_diagnosis_of_a_risky_cluster_finds_every_risk_and_writes_nothing(tmp_pa
     from confluent_kafka import Consumer, Producer, TopicPartition
     from confluent_kafka.admin import NewTopic
 
-    from lab.cluster import KafkaCluster, free_port
+    from lab.cluster import KafkaCluster
+    from lab.ports import free_port
     from lab.streams import JavaProgram
     config = {"offsets.retention.minutes": "1", "offsets.retention.check.interval.ms": "600000",
               "transactional.id.expiration.ms": "30000", "producer.id.expiration.ms": "30000",

@@ -5,7 +5,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from lab.cluster import ExternalCluster, KafkaCluster, kafka_cluster
-from lab.cluster.kraft import free_port
+from lab.ports import free_port
 from lab.config import BOOTSTRAP_ENV, CLIENT_PROPERTIES_ENV, KAFKA_VERSION
 from lab.connection import (command_config, explain_failure, java_properties, kafka_config, redacted,
                             security_properties, spark_kafka_options)

@@ -116,7 +116,7 @@ def test_audit_through_spark_connect_matches_local_mode(standalone, written, loc
 
 def test_unreachable_master_or_connect_server_is_one_clear_error(monkeypatch):
     import lab.spark
-    from lab.spark_standalone import free_port
+    from lab.ports import free_port
     monkeypatch.setattr(lab.spark, "_session", None)   # as in a fresh kernel; nothing is started
     port = free_port()   # nothing listens there
     monkeypatch.setenv(SPARK_MASTER_ENV, f"spark://127.0.0.1:{port}")

@@ -19,9 +19,9 @@ from ..errors import LabError
 from .versions import is_zookeeper_version, parse_version
 
 # The launchers load on first use, so `lab.cluster.versions` (lab.streams needs it) stays light.
-_LAZY = {"KafkaCluster": "kraft", "BASE_BROKER_CONFIG": "kraft", "free_port": "kraft",
-         "kafka_classpath": "kraft", "known_broker_configs": "kraft",
-         "ZooKeeperKafkaCluster": "zookeeper", "zookeeper_for": "zookeeper", "ExternalCluster": "external"}
+_LAZY = {"KafkaCluster": "kraft", "BASE_BROKER_CONFIG": "kraft", "kafka_classpath": "kraft",
+         "known_broker_configs": "kraft", "ZooKeeperKafkaCluster": "zookeeper", "zookeeper_for": "zookeeper",
+         "ExternalCluster": "external"}
 __all__ = ["kafka_cluster", "parse_version", "is_zookeeper_version", *_LAZY]
 
 

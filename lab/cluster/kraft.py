@@ -7,7 +7,6 @@ import base64
 import os
 import re
 import shutil
-import socket
 import subprocess
 import time
 import uuid
@@ -20,6 +19,7 @@ from confluent_kafka.admin import AdminClient
 from .. import connection, maven
 from ..config import CACHE_DIR, KAFKA_VERSION, SCALA_BINARY, WORK_DIR
 from ..errors import LabError
+from ..ports import free_ports, listening, port_is_free
 from ..processes import Child, java_executable, require_java, spawn_java, wait_until
 from .segments import DUMP_LOG_SEGMENTS, parse_markers, segment_files
 from .versions import KRAFT_COMBINED, parse_version
@@ -88,44 +88,6 @@ def check_broker_config(overrides: dict, version: str) -> None:
 
 def _distance(a: str, b: str) -> int:
     return len(set(a.split(".")) ^ set(b.split("."))) * 10 + abs(len(a) - len(b))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def free_ports(n: int, avoid=()) -> list[int]:
-    """n distinct free ports, none in `avoid`: all held open at once, so the system cannot hand one out twice."""
-    held = []
-    try:
-        while len(held) < n:
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            if s.getsockname()[1] in avoid:
-                s.close()
-                continue
-            held.append(s)
-        return [s.getsockname()[1] for s in held]
-    finally:
-        for s in held:
-            s.close()
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(0.5)
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-def port_is_free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-            return True
-        except OSError:
-            return False
 
 
 @dataclass
@@ -243,7 +205,7 @@ class KafkaCluster:
                     tail = "\n".join(n.process.log().splitlines()[-20:])
                     raise LabError(f"Kafka node {n.node_id} exited while starting "
                                    f"(log {n.log_path}):\n{tail}")
-            if not all(_listening(n.port) for n in live):
+            if not all(listening(n.port) for n in live):
                 return False
             try:
                 md = admin.list_topics(timeout=2)

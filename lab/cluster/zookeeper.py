@@ -16,8 +16,9 @@ from pathlib import Path
 
 from .. import maven
 from ..errors import LabError
+from ..ports import free_port
 from ..processes import Child, require_java, spawn_java, wait_until
-from .kraft import BASE_BROKER_CONFIG, LOG4J1, KafkaCluster, Node, _distance, free_port, known_broker_configs
+from .kraft import BASE_BROKER_CONFIG, LOG4J1, KafkaCluster, Node, _distance, known_broker_configs
 from .versions import OLDEST_ZOOKEEPER as OLDEST, is_zookeeper_version, parse_version
 
 

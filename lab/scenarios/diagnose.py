@@ -67,7 +67,8 @@ def embedded_cluster(p: dict, name: str = "diagnose"):
 
     Always embedded, even with KAFKA_LAB_BOOTSTRAP set: the risks are built here, never in your cluster,
     which only your_cluster() reads."""
-    from ..cluster import KafkaCluster, free_port
+    from ..cluster import KafkaCluster
+    from ..ports import free_port
     return KafkaCluster(**needs(p), name=name, jmx_port=free_port())
 
 
@@ -78,7 +79,7 @@ def run(cluster=None, progress: bool = True, **params) -> "DiagnoseResult":
         raise LabError(EMBEDDED_ONLY)
     if cluster is not None and getattr(cluster, "jmx", None) is None:
         cluster = None   # without JMX the broker hides client versions (KIP-511): start one that has it
-    from ..cluster import free_port
+    from ..ports import free_port
     with Run("diagnose", cluster=cluster, progress=progress, cluster_options={"jmx_port": free_port()},
              **needs(p)) as r:
         if not r.cluster.owns_broker:   # KAFKA_LAB_BOOTSTRAP: never build risks into someone's cluster
