@@ -87,26 +87,30 @@ class History:
         """The kinds that have at least one line."""
         return sorted(f.stem for f in self.folder.glob("*.jsonl") if f.stat().st_size > 0)
 
+    def rows(self, kind: str, all_runs: bool = False) -> list[dict]:
+        """One kind's lines as dicts, in the order written (this run's only unless all_runs)."""
+        path = self.path(kind)
+        if not path.exists():
+            return []
+        rows = []
+        with open(path, "rb") as f:
+            for line in f:
+                try:
+                    row = json.loads(line)
+                except ValueError:  # a line cut short by a kill -9: not a record
+                    continue
+                if all_runs or row.get("run_id") == self.run_id:
+                    rows.append(row)
+        return rows
+
     def frame(self, kind: str, all_runs: bool = False):
         """One kind as a pandas DataFrame (this run's lines only unless all_runs).
 
         Ids stay strings: lines are parsed with json, not guessed by pandas.
         """
         import pandas as pd
-        path = self.path(kind)
-        if not path.exists():
-            return pd.DataFrame(columns=["run_id", "kind", "ts"])
-        rows = []
-        with open(path, "rb") as f:
-            for line in f:
-                try:
-                    rows.append(json.loads(line))
-                except ValueError:  # a line cut short by a kill -9: not a record
-                    continue
-        df = pd.DataFrame(rows)
-        if not all_runs and len(df):
-            df = df[df["run_id"] == self.run_id].reset_index(drop=True)
-        return df
+        rows = self.rows(kind, all_runs)
+        return pd.DataFrame(rows) if rows else pd.DataFrame(columns=["run_id", "kind", "ts"])
 
     def run_ids(self) -> dict[str, int]:
         """Lines per run_id over every kind: more than one key means mixed runs."""

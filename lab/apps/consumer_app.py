@@ -17,6 +17,11 @@ audit checks). What it does is reported as evidence lines (lab.experiment.eviden
                   effect that reprocessing repeats)
 --dedupe-db       the idempotent sink: a SQLite table of processed ids, kept across restarts;
                   an id already in it is not written again (dedupe by key)
+--work-ms, --batch, --max-poll-interval-ms, --pause   notebook 07's slow consumer: each record takes
+                  WORK_MS; consume() hands over up to BATCH records (librdkafka's max.poll.records);
+                  --pause pauses the partitions and processes in a thread while consume() goes on.
+                  A member dropped for exceeding the interval shows as `max_poll_exceeded` and
+                  `commit_failed` lines, and it reads the same offsets again.
 --reset error     auto.offset.reset=error: when the group has no committed offset the client
                   delivers _AUTO_OFFSET_RESET instead of guessing; the app logs it and exits 3
 """
@@ -27,8 +32,10 @@ import json
 import signal
 import sqlite3
 import sys
+import threading
+import time
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from lab.connection import kafka_config
 from lab.experiment.evidence import emit
@@ -51,6 +58,11 @@ def parse_args(argv=None):
                    help="group.protocol: classic rebalance or KIP-848 'consumer'")
     p.add_argument("--output-topic")
     p.add_argument("--dedupe-db")
+    p.add_argument("--work-ms", type=float, default=0, help="processing time per record")
+    p.add_argument("--batch", type=int, default=200, help="records per consume() call")
+    p.add_argument("--max-poll-interval-ms", type=int, help="max.poll.interval.ms (and session.timeout.ms "
+                   "when it is shorter than 10 s: librdkafka needs session <= interval)")
+    p.add_argument("--pause", action="store_true", help="pause, process in a thread, keep calling consume()")
     return p.parse_args(argv)
 
 
@@ -80,6 +92,10 @@ def main(argv=None) -> int:
               "group.protocol": args.protocol}
     if args.protocol == "classic":
         config["session.timeout.ms"] = 10000    # KIP-848 groups take this from the broker instead
+    if args.max_poll_interval_ms:
+        config["max.poll.interval.ms"] = args.max_poll_interval_ms
+        if args.protocol == "classic":
+            config["session.timeout.ms"] = min(10000, args.max_poll_interval_ms)
     consumer = Consumer(config)
     producer = Producer({**kafka_config(args.bootstrap), "linger.ms": 5}) if args.output_topic else None
     dedupe = DedupeStore(args.dedupe_db) if args.dedupe_db else None
@@ -91,7 +107,7 @@ def main(argv=None) -> int:
     total = 0
     try:
         while not stopping:
-            batch = consumer.consume(num_messages=200, timeout=0.5)
+            batch = consumer.consume(num_messages=args.batch, timeout=0.5)
             records = []
             for msg in batch:
                 if msg.error():
@@ -105,11 +121,17 @@ def main(argv=None) -> int:
                                    f"auto.offset.reset=error: {msg.error().str()}")
                         consumer.close()
                         return EXIT_NO_OFFSET
+                    if msg.error().code() == KafkaError._MAX_POLL_EXCEEDED:   # dropped from the group
+                        emit("max_poll_exceeded", **who, error=msg.error().str())
+                        continue
                     emit("consumer_error", **who, error=str(msg.error()))
                     continue
                 records.append(msg)
             if records:
-                process(records, args, who, history, producer, dedupe)
+                if args.pause:
+                    process_paused(consumer, records, args, who, history, producer, dedupe)
+                else:
+                    process(records, args, who, history, producer, dedupe)
                 total += len(records)
                 commit(consumer, args, who, history, len(records))
     finally:
@@ -119,9 +141,24 @@ def main(argv=None) -> int:
     return 0
 
 
+def process_paused(consumer, records, args, who, history, producer, dedupe) -> None:
+    """Process in a worker thread while consume() keeps the member alive; paused partitions return nothing."""
+    parts = list({(m.topic(), m.partition()): TopicPartition(m.topic(), m.partition()) for m in records}.values())
+    consumer.pause(parts)
+    worker = threading.Thread(target=process, args=(records, args, who, history, producer, dedupe))
+    worker.start()
+    while worker.is_alive():
+        for msg in consumer.consume(num_messages=1, timeout=0.1):
+            if msg.error() is None:
+                raise RuntimeError("a paused partition returned a record")
+    consumer.resume(parts)
+
+
 def process(records, args, who, history, producer, dedupe) -> None:
     rows = []
     for msg in records:
+        if args.work_ms:
+            time.sleep(args.work_ms / 1000)   # the work: an external call, a slow computation
         value = json.loads(msg.value())
         rows.append({**who, "group": args.group, "topic": msg.topic(), "partition": msg.partition(),
                      "offset": msg.offset(), "id": value["id"]})
@@ -151,6 +188,9 @@ def commit(consumer, args, who, history, records: int) -> None:
         committed = consumer.commit(asynchronous=False)
     except KafkaException as exc:
         if exc.args[0].code() == KafkaError._NO_OFFSET:  # nothing new to commit
+            return
+        if args.work_ms:   # notebook 07: a member dropped from the group cannot commit; it goes on
+            emit("commit_failed", **who, error=exc.args[0].str(), code=exc.args[0].name())
             return
         raise
     done = [tp for tp in committed or [] if tp.offset >= 0 and tp.error is None]

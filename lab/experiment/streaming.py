@@ -69,6 +69,9 @@ def audit_many(jobs: dict, parallel: int = 2) -> dict:
     at a time: small Spark jobs, two at a time keep both cores busy."""
     from concurrent.futures import ThreadPoolExecutor
     from ..audit import audit
+    from ..spark import spark_session
+    if jobs:
+        spark_session()   # once, here: two threads importing pyspark for the first time trip on its circular imports
     with ThreadPoolExecutor(parallel) as pool:
         futures = {k: pool.submit(lambda a: audit(a.pop("history"), **a), dict(a)) for k, a in jobs.items()}
         return {k: f.result() for k, f in futures.items()}

@@ -1,0 +1,160 @@
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.WakeupException;
+import org.apache.kafka.common.serialization.StringDeserializer;
+
+import java.io.FileInputStream;
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+/**
+ * The consumer of seed 002's "Timeouts and rebalances": each record takes lab.work.ms to process, and a
+ * batch of max.poll.records may take longer than max.poll.interval.ms. args[0] is a properties file with
+ * consumer configs plus
+ *   lab.topic, lab.app, lab.history (a lab.history.History folder), lab.run.id
+ *   lab.work.ms   processing time per record
+ *   lab.pause     true: pause the partitions, process in a worker thread and keep calling poll() (the fix
+ *                 that keeps the member alive without changing the batch)
+ * Each record read is a "read" row and each commit a "committed" row of the History (what the audit
+ * checks); each batch, commit and failed commit is one "LAB {json}" line. SIGTERM leaves the group.
+ */
+public class PollLoopConsumer {
+    private static String app, group, runId, historyDir;
+
+    public static void main(String[] args) throws Exception {
+        Properties all = new Properties();
+        try (FileInputStream in = new FileInputStream(args[0])) {
+            all.load(in);
+        }
+        Properties config = new Properties();
+        for (String key : all.stringPropertyNames()) {
+            if (!key.startsWith("lab.")) config.setProperty(key, all.getProperty(key));
+        }
+        String topic = all.getProperty("lab.topic");
+        app = all.getProperty("lab.app");
+        group = config.getProperty("group.id");
+        runId = all.getProperty("lab.run.id");
+        historyDir = all.getProperty("lab.history");
+        long workMs = Long.parseLong(all.getProperty("lab.work.ms"));
+        boolean pause = Boolean.parseBoolean(all.getProperty("lab.pause", "false"));
+
+        KafkaConsumer<String, String> consumer =
+                new KafkaConsumer<>(config, new StringDeserializer(), new StringDeserializer());
+        Thread main = Thread.currentThread();
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {   // SIGTERM: leave the group, then exit
+            consumer.wakeup();
+            try {
+                main.join(20_000);
+            } catch (InterruptedException ignored) {
+            }
+        }));
+        ExecutorService worker = Executors.newSingleThreadExecutor();
+        consumer.subscribe(Collections.singletonList(topic));
+        lab("start", "\"pause\":" + pause + ",\"work_ms\":" + workMs);
+        try {
+            while (true) {
+                ConsumerRecords<String, String> records = consumer.poll(Duration.ofMillis(200));
+                if (records.isEmpty()) continue;
+                lab("batch", "\"records\":" + records.count());
+                if (pause) {   // poll() keeps the member alive; paused partitions return nothing
+                    consumer.pause(records.partitions());
+                    Future<?> done = worker.submit(() -> process(records, workMs));
+                    while (!done.isDone()) consumer.poll(Duration.ofMillis(100));
+                    done.get();
+                    consumer.resume(consumer.paused());
+                } else {
+                    process(records, workMs);
+                }
+                commit(consumer, records);
+            }
+        } catch (WakeupException stopping) {
+            // SIGTERM
+        } finally {
+            worker.shutdownNow();
+            consumer.close();
+            lab("stopped", "");
+        }
+    }
+
+    static void process(ConsumerRecords<String, String> records, long workMs) {
+        StringBuilder rows = new StringBuilder();
+        for (ConsumerRecord<String, String> r : records) {
+            try {
+                Thread.sleep(workMs);   // the work: an external call, a slow computation
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+            rows.append(row("read", r.topic(), r.partition(), r.offset(), ",\"id\":" + str(idOf(r.value()))));
+        }
+        history("read", rows.toString());
+    }
+
+    static void commit(KafkaConsumer<String, String> consumer, ConsumerRecords<String, String> records) {
+        Map<TopicPartition, OffsetAndMetadata> next = new HashMap<>();
+        for (TopicPartition tp : records.partitions()) {
+            java.util.List<ConsumerRecord<String, String>> part = records.records(tp);
+            next.put(tp, new OffsetAndMetadata(part.get(part.size() - 1).offset() + 1));
+        }
+        try {
+            consumer.commitSync(next);
+        } catch (KafkaException e) {   // CommitFailedException, RebalanceInProgressException, …
+            if (e instanceof WakeupException) throw (WakeupException) e;
+            lab("commit_failed", "\"exception\":" + str(e.getClass().getSimpleName())
+                    + ",\"message\":" + str(String.valueOf(e.getMessage())));
+            return;
+        }
+        StringBuilder rows = new StringBuilder();
+        for (Map.Entry<TopicPartition, OffsetAndMetadata> e : next.entrySet()) {
+            rows.append(row("committed", e.getKey().topic(), e.getKey().partition(), e.getValue().offset(), ""));
+        }
+        history("committed", rows.toString());
+        lab("commit", "\"records\":" + records.count());
+    }
+
+    static String idOf(String value) {   // the generator's {"id": "...", ...}
+        int at = value == null ? -1 : value.indexOf("\"id\"");
+        if (at < 0) return "";
+        int open = value.indexOf('"', value.indexOf(':', at) + 1);
+        return value.substring(open + 1, value.indexOf('"', open + 1));
+    }
+
+    static String row(String kind, String topic, int partition, long offset, String extra) {
+        return "{\"run_id\":" + str(runId) + ",\"kind\":" + str(kind) + ",\"ts\":" + System.currentTimeMillis() / 1000.0
+                + ",\"app\":" + str(app) + ",\"incarnation\":0,\"group\":" + str(group) + ",\"topic\":" + str(topic)
+                + ",\"partition\":" + partition + ",\"offset\":" + offset + extra + "}\n";
+    }
+
+    /** One append of whole lines: lab.history.History's contract (O_APPEND, one write). */
+    static void history(String kind, String lines) {
+        if (lines.isEmpty()) return;
+        try (FileOutputStream out = new FileOutputStream(historyDir + "/" + kind + ".jsonl", true)) {
+            out.write(lines.getBytes(StandardCharsets.UTF_8));
+        } catch (IOException e) {
+            throw new RuntimeException(e);
+        }
+    }
+
+    static void lab(String kind, String fields) {
+        System.out.println("LAB {\"kind\":" + str(kind) + ",\"app\":" + str(app) + ",\"ts\":"
+                + System.currentTimeMillis() / 1000.0 + (fields.isEmpty() ? "" : "," + fields) + "}");
+        System.out.flush();
+    }
+
+    static String str(String s) {
+        return "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", " ") + "\"";
+    }
+}
