@@ -212,6 +212,7 @@ class Outcome:
     rows: list[dict]                     # one per variant
     reads: dict                          # variant -> [(t_s, offset)] for the figure
     evidence: dict = field(default_factory=dict)   # variant -> the client's own first line about it
+    audits: dict = field(default_factory=dict)     # variant -> the Spark audit's Verdict (lab.audit)
 
     @classmethod
     def measure(cls, lab, p: dict, variants: list[Variant], topic: str) -> "Outcome":
@@ -245,7 +246,7 @@ class Outcome:
                 "audit_jumps_back": None if audit is None else audit.counts.get("non_monotonic"),
                 "looped": bool(failures or said) or max(per_offset.values(), default=0) > 1})
             reads[v.name] = [(r["ts"] - lab.t0, r["offset"]) for r in read]
-        return cls(rows, reads, evidence)
+        return cls(rows, reads, evidence, audits)
 
     @property
     def failed(self) -> bool:

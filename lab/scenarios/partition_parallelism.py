@@ -1,0 +1,132 @@
+"""Seed 002, "Plan the # of partitions in advance": a partition is one task and a task runs on one thread of
+one instance, so instances beyond the partition count sit idle and add nothing.
+
+One lesson of notebook 07 (the part interface: PARAMS, RULES, needs, run_lesson -> Outcome). For each
+partition count P, apps of N = each of INSTANCES instances of lab/java/ThroughputApp.java (one thread each,
+PAR_WORK_MS of work per record) read the same backlog at once, each app under its own application.id.
+Once every app has settled (its group STABLE for 5 s, every instance RUNNING, every task assigned), a window
+measures each instance's records per second and its tasks. N <= P is the control: every instance works.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+from ..experiment import Param
+from ..experiment.admin import group_offsets, topic_offsets
+from ..generator import generate
+from ..history import History
+from .throughput import StreamsApp, check_jvms
+
+PARAMS = [
+    Param("par_partitions", [2, 4], "partition counts of the input topic, one round each", lo=1, hi=12),
+    Param("par_instances", [1, 2, 4], "instances per app: one app each, side by side", lo=1, hi=8),
+    Param("par_work_ms", 10, "work per record (1000 / it = records per second per thread)", lo=1, hi=1000,
+          unit="ms"),
+    Param("par_window_s", 10.0, "the measured window, once every app has settled", lo=3, hi=120, unit="s"),
+]
+
+
+def _fits(p: dict) -> str | None:
+    if len(set(p["par_instances"])) != len(p["par_instances"]):
+        return f"PAR_INSTANCES={p['par_instances']!r} names a value twice."
+    return check_jvms(sum(p["par_instances"]), f"PAR_INSTANCES={p['par_instances']} (all at once)")
+
+
+RULES = [_fits]
+
+
+def needs(p: dict) -> dict:
+    return dict(nodes=1, broker_config={})
+
+
+def backlog(p: dict, partitions: int, settle_s: float = 40) -> int:
+    """Records enough that no app runs dry before its window ends: the fastest app's rate x the time."""
+    fastest = min(max(p["par_instances"]), partitions) * 1000 / p["par_work_ms"]
+    return math.ceil(fastest * (settle_s + p["par_window_s"]))
+
+
+def run_lesson(lab, p: dict) -> "Outcome":
+    lab.phase("3 · partitions bound parallelism")
+    rows = []
+    for partitions in p["par_partitions"]:
+        topic = lab.topics(f"par-input-p{partitions}-{lab.id[-6:]}", partitions=partitions)[0]
+        n = backlog(p, partitions)
+        with lab.step(f"a backlog of {n} records on {partitions} partitions", lane="input"):
+            generate(lab.bootstrap, topic, n, History(lab.folder / f"par-input-p{partitions}", lab.id),
+                     keys=max(64, partitions * 8))
+        apps = {count: StreamsApp(lab, f"p{partitions}-n{count}", topic, instances=count, work_ms=p["par_work_ms"])
+                for count in p["par_instances"]}
+        for app in apps.values():
+            app.start()
+        lab.wait(lambda: all(a.settled(partitions) for a in apps.values()), 120,
+                 f"{sum(p['par_instances'])} instances to settle on {partitions} partitions",
+                 evidence=lambda: {a.name: a.tasks() for a in apps.values()})
+        start = time.time()
+        lab.countdown(f"measuring {partitions} partitions", p["par_window_s"])
+        end = time.time()
+        admin = lab.cluster.admin()
+        ends = topic_offsets(admin, topic, partitions)
+        committed = group_offsets(admin, {c: a.app_id for c, a in apps.items()}, topic)
+        for count, app in apps.items():
+            rates, tasks = app.rates(start, end), app.tasks()
+            lag = sum(ends[q] - ((committed.get(count) or {}).get(q) or 0) for q in range(partitions))
+            rows.append({"partitions": partitions, "instances": count,
+                         "records_per_s": round(sum(rates.values()), 1),
+                         # busy: processed records in the window; idle: no task (its own report)
+                         "busy_instances": sum(1 for i in rates if rates[i] > 0),
+                         "idle_instances": sum(1 for i in tasks if not tasks[i]),
+                         "idle_processed": round(sum(rates[i] for i in tasks if not tasks[i]) * (end - start)),
+                         "tasks": {i: t for i, t in tasks.items()}, "lag_at_end": lag})
+            lab.event("parallelism", f"P={partitions} N={count}", detail=f"{sum(rates.values()):.0f} records/s")
+        for app in apps.values():
+            for prog in app.programs:
+                prog.stop()
+    return Outcome(rows, p["par_work_ms"])
+
+
+@dataclass
+class Outcome:
+    rows: list[dict]
+    work_ms: float
+
+    @property
+    def failed(self) -> bool:
+        return any(r["idle_instances"] for r in self.rows)
+
+    def as_record(self) -> dict:
+        return {"parallelism": {f"p{r['partitions']}_n{r['instances']}": r for r in self.rows}}
+
+    def verdict(self) -> str:
+        idle = [f"{r['instances']} instances on {r['partitions']} partitions: {r['idle_instances']} idle"
+                for r in self.rows if r["idle_instances"]]
+        return "; ".join(idle) if idle else "every instance had a partition to work on"
+
+    def table(self):
+        import pandas as pd
+        return pd.DataFrame(self.rows).drop(columns=["tasks"])
+
+    def explain(self) -> str:
+        lines = [f"One thread does at most {1000 / self.work_ms:.0f} records/s ({self.work_ms:g} ms each)."]
+        for r in self.rows:
+            line = (f"- {r['partitions']} partitions, {r['instances']} instance(s): {r['records_per_s']:.0f} "
+                    f"records/s, lag {r['lag_at_end']} at the end")
+            if r["idle_instances"]:
+                line += (f"; **{r['idle_instances']} instance(s) with no task** processed "
+                         f"{r['idle_processed']} records in the window: a partition is one task, and tasks are "
+                         "all there is to share")
+            lines.append(line)
+        return "\n".join(lines)
+
+    def figure(self):
+        import plotly.graph_objects as go
+        fig = go.Figure()
+        for partitions in sorted({r["partitions"] for r in self.rows}):
+            mine = sorted((r for r in self.rows if r["partitions"] == partitions), key=lambda r: r["instances"])
+            fig.add_scatter(x=[r["instances"] for r in mine], y=[r["records_per_s"] for r in mine],
+                            mode="lines+markers", name=f"{partitions} partitions")
+        fig.update_layout(title="Throughput against instances: flat past the partition count",
+                          xaxis_title="instances", yaxis_title="records per second", template="plotly_white",
+                          height=380)
+        return fig

@@ -1,0 +1,156 @@
+"""Seed 002, "It's ok to do external lookups": each record waits for a remote call, so one thread does at most
+1000 / latency records per second; an input faster than that becomes lag that grows for ever.
+
+One lesson of notebook 07 (the part interface: PARAMS, RULES, needs, run_lesson -> Outcome). A local HTTP
+service (lab/apps/lookup_service.py) answers after LOOKUP_LATENCY_MS. Input arrives at LOOKUP_RATE records/s
+on LOOKUP_THREADS partitions, and one instance of lab/java/ThroughputApp.java per mode reads it:
+    plain     one call per record, one thread: the failure when the rate is above 1000 / latency
+    cache     one call per key not seen before (LOOKUP_KEYS keys repeat)
+    batch     one call per up to LOOKUP_BATCH records of a task, or per second (its linger)
+    threads   one call per record on LOOKUP_THREADS threads (one per partition)
+The lag (end offsets - the app's committed offsets) is sampled through the window: a mode keeps up
+when its lag does not grow by more than a quarter of the window's input.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+from ..apps.lookup_service import LookupService
+from ..experiment import Param
+from ..experiment.admin import group_offsets, topic_offsets
+from ..generator import generate
+from ..history import History
+from .throughput import StreamsApp, check_jvms
+
+MODES = ("plain", "cache", "batch", "threads")
+
+PARAMS = [
+    Param("lookup_modes", list(MODES), "plain: one call per record; the others: a fix each, side by side",
+          choices=MODES),
+    Param("lookup_latency_ms", 50, "the service's latency per call", lo=1, hi=5000, unit="ms"),
+    Param("lookup_rate", 50.0, "input records per second", lo=1, hi=2000, unit="records/s"),
+    Param("lookup_keys", 20, "distinct keys (what the cache can hold on to)", lo=1, hi=100_000),
+    Param("lookup_batch", 50, "records per call in batch mode", lo=2, hi=10_000),
+    Param("lookup_threads", 4, "threads of the threads mode, and the input's partitions", lo=1, hi=8),
+    Param("lookup_window_s", 15.0, "the measured window, once every app has settled", lo=5, hi=300, unit="s"),
+]
+
+
+def _fits(p: dict) -> str | None:
+    if len(set(p["lookup_modes"])) != len(p["lookup_modes"]):
+        return f"LOOKUP_MODES={p['lookup_modes']!r} names a value twice."
+    return check_jvms(len(p["lookup_modes"]), f"LOOKUP_MODES={p['lookup_modes']}")
+
+
+RULES = [_fits]
+
+
+def needs(p: dict) -> dict:
+    return dict(nodes=1, broker_config={})
+
+
+def capacity(p: dict, mode: str) -> float | None:
+    """Records per second the arithmetic allows a mode; None for the cache (once warm, no call at all)."""
+    per_thread = 1000 / p["lookup_latency_ms"]
+    return {"plain": per_thread, "threads": per_thread * p["lookup_threads"],
+            "batch": per_thread * p["lookup_batch"]}.get(mode)
+
+
+def run_lesson(lab, p: dict) -> "Outcome":
+    lab.phase("4 · slow lookups")
+    partitions = p["lookup_threads"]
+    topic = lab.topics(f"lookup-input-{lab.id[-6:]}", partitions=partitions)[0]
+    stop_input = threading.Event()
+    with LookupService(p["lookup_latency_ms"]) as service:
+        feeding = lab.background(generate, lab.bootstrap, topic, None, History(lab.folder / "lookup-input", lab.id),
+                                 keys=p["lookup_keys"], rate=p["lookup_rate"], until=stop_input, name="input")
+        try:
+            apps = {mode: StreamsApp(lab, f"lookup-{mode}", topic, instances=1,
+                                     threads=partitions if mode == "threads" else 1, lookup_url=service.url,
+                                     lookup_mode="plain" if mode == "threads" else mode,
+                                     batch_size=p["lookup_batch"], lookup_latency_ms=p["lookup_latency_ms"])
+                    for mode in p["lookup_modes"]}
+            for app in apps.values():
+                app.start()
+            lab.wait(lambda: all(a.settled(partitions) for a in apps.values()), 120,
+                     "the lookup apps to settle", evidence=lambda: {a.name: a.tasks() for a in apps.values()})
+            groups = {mode: a.app_id for mode, a in apps.items()}
+            lags: dict = {mode: [] for mode in apps}
+            admin = lab.cluster.admin()
+
+            def sample():
+                ends = topic_offsets(admin, topic, partitions)
+                committed = group_offsets(admin, groups, topic)
+                now = time.time() - lab.t0
+                for mode in apps:
+                    mine = committed.get(mode) or {}
+                    lags[mode].append((now, sum(ends[q] - (mine.get(q) or 0) for q in range(partitions))))
+
+            start = time.time()
+            sample()
+            lab.countdown("measuring the lookup apps", p["lookup_window_s"], done=lambda: sample() and False)
+            end = time.time()
+        finally:
+            stop_input.set()
+        feeding.result(timeout=30)
+        for app in apps.values():
+            for prog in app.programs:
+                prog.stop()
+    rows = []
+    for mode, app in apps.items():
+        rate = sum(app.rates(start, end).values())
+        series = lags[mode]
+        growth = series[-1][1] - series[0][1]
+        rows.append({"mode": mode, "records_per_s": round(rate, 1), "input_per_s": p["lookup_rate"],
+                     "capacity_per_s": None if capacity(p, mode) is None else round(capacity(p, mode), 1),
+                     "calls_per_s": round(app.calls(start, end) / (end - start), 1),
+                     "lag_start": series[0][1], "lag_end": series[-1][1], "lag_growth": growth,
+                     "keeps_up": growth <= 0.25 * p["lookup_rate"] * (end - start)})
+        lab.event("lookups", mode, detail=f"{rate:.0f} records/s, lag {series[0][1]} -> {series[-1][1]}",
+                  tone="control" if rows[-1]["keeps_up"] else "failure")
+    return Outcome(rows, lags, p["lookup_latency_ms"], service.calls)
+
+
+@dataclass
+class Outcome:
+    rows: list[dict]
+    lags: dict          # mode -> [(t_s, lag)]
+    latency_ms: float
+    calls: int          # the service's own count
+
+    @property
+    def failed(self) -> bool:
+        return any(not r["keeps_up"] for r in self.rows)
+
+    def as_record(self) -> dict:
+        return {"lookups": {r["mode"]: r for r in self.rows}, "lookup_service_calls": self.calls}
+
+    def verdict(self) -> str:
+        behind = [r["mode"] for r in self.rows if not r["keeps_up"]]
+        ahead = [r["mode"] for r in self.rows if r["keeps_up"]]
+        return "; ".join(filter(None, [f"falling behind (lag grows): {', '.join(behind)}" if behind else "",
+                                       f"keeping up: {', '.join(ahead)}" if ahead else ""]))
+
+    def table(self):
+        import pandas as pd
+        return pd.DataFrame(self.rows)
+
+    def explain(self) -> str:
+        lines = [f"Each call waits {self.latency_ms:g} ms: one thread makes at most {1000 / self.latency_ms:.0f} "
+                 "calls per second."]
+        for r in self.rows:
+            lines.append(f"- **{r['mode']}**: {r['records_per_s']:.0f} records/s for {r['input_per_s']:g} in, "
+                         f"{r['calls_per_s']:.0f} calls/s; lag {r['lag_start']} -> {r['lag_end']} "
+                         f"({'keeps up' if r['keeps_up'] else 'falls behind'}).")
+        return "\n".join(lines)
+
+    def figure(self):
+        import plotly.graph_objects as go
+        fig = go.Figure()
+        for mode, series in self.lags.items():
+            fig.add_scatter(x=[t for t, _ in series], y=[lag for _, lag in series], mode="lines+markers", name=mode)
+        fig.update_layout(title="Lag while the app calls a slow service", xaxis_title="seconds since the run began",
+                          yaxis_title="lag (records)", template="plotly_white", height=380)
+        return fig

@@ -1,0 +1,106 @@
+"""What notebook 07's parallelism and lookup lessons share: instances of one Kafka Streams app
+(lab/java/ThroughputApp.java) started together, settled, and measured over a window.
+
+    app = StreamsApp(lab, "p2-n3", topic, instances=3, threads=1, partitions=2, work_ms=10)
+    app.start(); app.wait_settled()
+    start = time.time(); lab.countdown(...); rates = app.rates(start, time.time())
+"""
+from __future__ import annotations
+
+import time
+import uuid
+
+from ..config import KAFKA_VERSION
+from ..errors import LabError
+from ..experiment import lab_lines
+from ..streams import JavaProgram
+
+HEAP_MB = 160
+MAX_JVMS = 8   # at once on 2 cores: more and the lesson measures the machine, not Kafka
+
+
+def check_jvms(count: int, what: str) -> str | None:
+    if count > MAX_JVMS:
+        return (f"{what} asks for {count} Kafka Streams JVMs at once; this machine (2 cores) runs at most "
+                f"{MAX_JVMS} without measuring its own load instead of Kafka's.")
+    return None
+
+
+class StreamsApp:
+    """`instances` JVMs of ThroughputApp sharing one application.id."""
+
+    def __init__(self, lab, name: str, topic: str, *, instances: int, threads: int = 1, work_ms: float = 0,
+                 lookup_url: str = "", lookup_mode: str = "plain", batch_size: int = 1, lookup_latency_ms: float = 0):
+        self.lab, self.name, self.topic = lab, name, topic
+        self.app_id = f"tput-{name}-{uuid.uuid4().hex[:4]}"
+        self.admin, self._stable_since = lab.cluster.admin(), None
+        output = lab.topics(f"{topic}-{name}-out", partitions=1)[0]
+        self.programs = [lab.program(JavaProgram(
+            f"{name}-{i}", KAFKA_VERSION, "ThroughputApp", ["ThroughputApp.java"], heap=f"{HEAP_MB}m",
+            properties={"bootstrap.servers": lab.bootstrap, "application.id": self.app_id,
+                        "processing.guarantee": "at_least_once", "commit.interval.ms": 1000,
+                        "num.stream.threads": threads, "state.dir": lab.folder / self.app_id / str(i),
+                        "consumer.auto.offset.reset": "earliest", "producer.linger.ms": 5,
+                        # about a second of work between two polls: a rebalance waits for every member's
+                        # next poll, and Streams' cooperative rebalance needs two of them
+                        "consumer.max.poll.records": max(1, int(1000 / max(work_ms, 1))) if not lookup_url
+                        else max(1, int(1000 / max(lookup_latency_ms, 1))),
+                        "lab.input.topic": topic, "lab.output.topic": output, "lab.app": f"{name}-{i}",
+                        "lab.work.ms": int(work_ms), "lab.lookup.url": lookup_url, "lab.lookup.mode": lookup_mode,
+                        "lab.batch.size": batch_size}))
+            for i in range(instances)]
+
+    def _group_state(self) -> str:
+        description = self.admin.describe_consumer_groups([self.app_id], request_timeout=10)[self.app_id]
+        try:
+            return description.result().state.name
+        except Exception:   # not known to the coordinator yet
+            return "UNKNOWN"
+
+    def start(self) -> None:
+        for program in self.programs:
+            program.start()
+
+    def progress(self, program) -> list[dict]:
+        return lab_lines(program.log_path, kind="progress")
+
+    def tasks(self) -> dict[str, list[str]]:
+        """instance -> its active tasks, from its last progress line."""
+        return {p.name: (self.progress(p) or [{}])[-1].get("tasks", []) for p in self.programs}
+
+    def settled(self, partitions: int, stable_s: float = 5.0) -> bool:
+        """The group STABLE (no rebalance under way, nor a follow-up), every instance RUNNING, every
+        partition's task assigned, and no change for `stable_s`."""
+        now = time.time()
+        if self._group_state() != "STABLE":
+            self._stable_since = None
+            return False
+        self._stable_since = self._stable_since or now
+        if now - self._stable_since < stable_s:
+            return False
+        for p in self.programs:
+            if not p.alive():
+                raise LabError(f"{p.name} exited: see {p.log_path}")
+            rows = self.progress(p)
+            if not rows or rows[-1].get("state") != "RUNNING":
+                return False
+            recent = [r for r in rows if r["ts"] >= now - stable_s]
+            if rows[0]["ts"] > now - stable_s or any(r.get("tasks") != rows[-1].get("tasks") or
+                                                     r.get("state") != "RUNNING" for r in recent):
+                return False
+        return sum(len(t) for t in self.tasks().values()) >= partitions
+
+    def processed(self, program, at: float) -> int:
+        """Records the instance had processed by epoch time `at` (its last report before it)."""
+        before = [r for r in self.progress(program) if r["ts"] <= at]
+        return before[-1]["processed"] if before else 0
+
+    def rates(self, start: float, end: float) -> dict[str, float]:
+        """instance -> records per second over [start, end]."""
+        return {p.name: (self.processed(p, end) - self.processed(p, start)) / (end - start) for p in self.programs}
+
+    def calls(self, start: float, end: float) -> int:
+        def at(p, t):
+            before = [r for r in self.progress(p) if r["ts"] <= t]
+            return before[-1].get("calls", 0) if before else 0
+        return sum(at(p, end) - at(p, start) for p in self.programs)

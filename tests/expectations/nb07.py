@@ -1,0 +1,100 @@
+"""Notebook 07: when streams stop moving: the poll-interval loop, partitions that bound parallelism, slow lookups
+(seed 002)."""
+
+# Every lesson, small: 400 records x 20 ms = 8 s of work per poll against a 6 s interval (Streams: one record of
+# 9 s); 3 instances on 2 partitions; a 50 ms lookup against 50 records/s.
+PARAMETERS = {
+    "LESSONS": ["poll_loop", "partitions", "lookups"],
+    "POLL_CLIENTS": ["java", "librdkafka", "streams"],
+    "POLL_FIXES": ["none", "max_poll_records_1", "longer_interval", "pause_resume"],
+    "POLL_INTERVAL_MS": 6000,
+    "POLL_BATCH": 400,
+    "POLL_WORK_MS": 20,
+    "POLL_RECORDS": 450,
+    "POLL_SLOW_RECORD_MS": 9000,
+    "POLL_SLOW_OFFSET": 100,
+    "POLL_LONGER_INTERVAL_MS": 20000,
+    "POLL_WATCH_S": 60,
+    "PAR_PARTITIONS": [2],
+    "PAR_INSTANCES": [1, 2, 3],
+    "PAR_WORK_MS": 10,
+    "PAR_WINDOW_S": 5,
+    "LOOKUP_MODES": ["plain", "cache", "batch", "threads"],
+    "LOOKUP_LATENCY_MS": 50,
+    "LOOKUP_RATE": 50,
+    "LOOKUP_KEYS": 20,
+    "LOOKUP_BATCH": 50,
+    "LOOKUP_THREADS": 4,
+    "LOOKUP_WINDOW_S": 12,
+    "INTERACTIVE": False,
+}
+
+# The control: the same lessons with only what does not fail: fixes that keep the member alive, no more
+# instances than partitions, lookups that keep up.
+CONTROL = {**PARAMETERS, "POLL_FIXES": ["longer_interval", "pause_resume"], "PAR_INSTANCES": [1, 2],
+           "LOOKUP_MODES": ["cache", "batch", "threads"]}
+
+# The panel, clicked in the CONTROL run: the lookup lesson with a cache.
+PANEL = {"lessons": ["lookups"], "lookup_modes": ["cache"]}
+PANEL_FAILS = False
+
+
+def _clean_poll(name, row, records):
+    # Every record read once and committed; no failed commit; the client never said it was dropped.
+    assert not row["looped"] and row["commit_failures"] == 0 and row["dropped_lines"] == 0, (name, row)
+    assert row["reads"] == row["distinct_offsets"] == records, (name, row)
+    assert row["committed_offset"] == records and row["audit_jumps_back"] == 0, (name, row)
+
+
+def check(results):
+    assert results["failure_reproduced"] is True
+    poll, records = results["poll_loop"], PARAMETERS["POLL_RECORDS"]
+    assert "streams/pause_resume" not in poll and len(poll) == 11, list(poll)
+    for name, row in poll.items():
+        # What looped is what the arithmetic (work between two polls against the interval) said would.
+        assert row["looped"] is row["expected_to_loop"], (name, row)
+    for client in ("java", "librdkafka", "streams"):
+        loop = poll[f"{client}/none"]
+        # Dropped (the client's own line is recorded), the same offsets read again (the Spark audit's jump back).
+        assert loop["dropped_lines"] >= 1 and f"{client}/none" in results["poll_loop_evidence"], loop
+        assert loop["max_reads_per_offset"] >= 2 and loop["audit_jumps_back"] >= 1, loop
+        if client == "streams":
+            assert loop["committed_offset"] <= PARAMETERS["POLL_SLOW_OFFSET"], loop
+        else:
+            assert loop["commit_failures"] >= 1 and loop["committed_offset"] == 0, loop
+    for name in ("java/max_poll_records_1", "java/longer_interval", "java/pause_resume",
+                 "librdkafka/max_poll_records_1", "librdkafka/longer_interval", "librdkafka/pause_resume",
+                 "streams/longer_interval"):
+        _clean_poll(name, poll[name], records)
+    assert poll["streams/max_poll_records_1"]["looped"]   # one slow record: max.poll.records cannot help
+    assert "consumer poll timeout has expired" in results["poll_loop_evidence"]["java/none"]
+    assert "MAXPOLL" in results["poll_loop_evidence"]["librdkafka/none"]
+    assert "being fenced" in results["poll_loop_evidence"]["streams/none"]
+
+    par = results["parallelism"]
+    # 3 instances on 2 partitions: one has no task and processes nothing in the window; 1 and 2 all work.
+    assert par["p2_n3"]["idle_instances"] == 1 and par["p2_n3"]["busy_instances"] == 2, par["p2_n3"]
+    assert par["p2_n3"]["idle_processed"] == 0, par["p2_n3"]
+    for n in (1, 2):
+        assert par[f"p2_n{n}"]["idle_instances"] == 0 and par[f"p2_n{n}"]["busy_instances"] == n, par
+
+    lookups = results["lookups"]
+    assert not lookups["plain"]["keeps_up"] and lookups["plain"]["lag_growth"] > 0, lookups["plain"]
+    for mode in ("cache", "batch", "threads"):
+        assert lookups[mode]["keeps_up"], lookups[mode]
+    assert lookups["cache"]["calls_per_s"] < lookups["plain"]["calls_per_s"], lookups
+    assert results["lookup_service_calls"] > 0
+
+
+def check_control(results):
+    assert results["failure_reproduced"] is False
+    poll, records = results["poll_loop"], CONTROL["POLL_RECORDS"]
+    assert sorted(poll) == ["java/longer_interval", "java/pause_resume", "librdkafka/longer_interval",
+                            "librdkafka/pause_resume", "streams/longer_interval"], list(poll)
+    for name, row in poll.items():
+        _clean_poll(name, row, records)
+    assert results["poll_loop_evidence"] == {}
+    for name, row in results["parallelism"].items():
+        assert row["idle_instances"] == 0 and row["busy_instances"] == row["instances"], (name, row)
+    for mode, row in results["lookups"].items():
+        assert row["keeps_up"], (mode, row)
