@@ -8,14 +8,18 @@ The broker-bounce lesson of the issue (Streams 2.7 against 2.8+, KIP-671, LISTEN
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 from ..config import KAFKA_VERSION
 from ..errors import LabError
 from ..experiment import Param, Result, Run, Spec
+from ..experiment.memory import child_pids, peak_rss
 from . import partition_parallelism, poll_loop, slow_lookups
 
 LESSONS = {"poll_loop": poll_loop, "partitions": partition_parallelism, "lookups": slow_lookups}
+# The programs under test, by the argument that names them on their command line (memory.child_pids).
+APPS = ("PollLoopConsumer", "SlowRecordApp", "ThroughputApp", "lab.apps.consumer_app")
 TITLES = {"poll_loop": "1 · the poll-interval loop", "partitions": "2 · partitions bound parallelism",
           "lookups": "3 · slow lookups"}
 
@@ -53,14 +57,22 @@ def needs(p: dict) -> dict:
 def run(cluster=None, progress: bool = True, **params) -> "StreamsStopResult":
     p = SPEC.validate(**params)
     with Run("streams-stop", cluster=cluster, progress=progress, **needs(p)) as lab:
-        outcomes = {name: LESSONS[name].run_lesson(lab, p) for name in p["lessons"]}
-    return StreamsStopResult("streams_stop", p, lab.id, lab.timeline, outcomes=outcomes)
+        stop = threading.Event()
+        rss = lab.background(peak_rss, stop, lambda: {"apps": [pid for a in APPS for pid in child_pids(a)],
+                                                      "brokers": child_pids("kafka.Kafka")})
+        try:
+            outcomes = {name: LESSONS[name].run_lesson(lab, p) for name in p["lessons"]}
+        finally:
+            stop.set()
+        peak = rss.result(10)
+    return StreamsStopResult("streams_stop", p, lab.id, lab.timeline, outcomes=outcomes, peak_rss_mb=peak)
 
 
 @dataclass
 class StreamsStopResult(Result):
     outcomes: dict = field(default_factory=dict)   # lesson -> its outcome
     solved: dict = field(default_factory=dict)     # exercise number -> True once checked right
+    peak_rss_mb: dict = field(default_factory=dict)   # {"apps": MB, "brokers": MB}: the largest at one instant
     title = "When streams stop moving"
 
     @property
@@ -88,7 +100,8 @@ class StreamsStopResult(Result):
         return self.solved[number]
 
     def record_fields(self) -> dict:
-        fields = {"lessons": list(self.outcomes), "exercises_ok": [self.solved.get(n, False) for n in (1, 2)]}
+        fields = {"lessons": list(self.outcomes), "exercises_ok": [self.solved.get(n, False) for n in (1, 2)],
+                  "peak_rss_mb": self.peak_rss_mb}
         for o in self.outcomes.values():
             fields.update(o.as_record())
         return fields
