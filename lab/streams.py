@@ -112,6 +112,10 @@ class JavaProgram:
         write_properties(props, {**security, **self.properties})
         (self.folder / "log4j.properties").write_text(LOG4J)
         self.starts += 1
+        # RocksDB unpacks its 15 MB native library into java.io.tmpdir and a killed JVM leaves it there:
+        # the run folder's tmp/ goes when the run folder is pruned.
+        tmp = self.folder / "tmp"
+        tmp.mkdir(exist_ok=True)
         with open(self.log_path, "a") as f:
             f.write(f"===== lab: start #{self.starts} of {self.name} (Kafka {self.version})\n")
         self.process = spawn_java(
@@ -119,7 +123,7 @@ class JavaProgram:
             heap=self.heap,
             # UTC: lab.experiment.evidence reads every log stamp as UTC.
             jvm_options=[f"-Dlog4j.configuration=file:{self.folder / 'log4j.properties'}",
-                         "-Duser.timezone=UTC", *self.jvm_options])
+                         "-Duser.timezone=UTC", f"-Djava.io.tmpdir={tmp}", *self.jvm_options])
         return self.process
 
     def stop(self, timeout: float = 30) -> None:

@@ -1,0 +1,140 @@
+"""A scenario made of lessons (notebooks 06 and 07): one run of the chosen lessons, one after the other, on one
+cluster, each lesson its own module with the same small interface:
+
+    PARAMS       its parameters (lab.experiment.Param), every name prefixed with the lesson's
+    RULES        fn(p) -> a refusal or None: what Kafka or the machine cannot take
+    needs(p)     dict(nodes=N, broker_config={...}): what its broker must have
+    run_lesson(lab, p) -> an outcome with failed, verdict(), explain(), table(), figure(), as_record()
+
+    SCENARIO = Lessons("streams-stop", {"poll_loop": ("1 · the poll-interval loop", poll_loop), ...},
+                       apps=("PollLoopConsumer", ...), result=StreamsStopResult)
+    SPEC, needs, run = SCENARIO.spec, SCENARIO.needs, SCENARIO.run
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from ..config import KAFKA_VERSION
+from ..errors import LabError
+from .memory import child_pids, peak_rss
+from .params import Param, Spec
+from .result import Result
+from .run import Run
+
+
+class Lessons:
+    def __init__(self, scenario: str, lessons: dict, *, apps: tuple[str, ...], result: type["LessonsResult"]):
+        """`lessons`: name -> (title, module), in the course's order; `apps`: a marker in the command line of
+        each program under test (their memory is sampled); `result`: the LessonsResult subclass returned."""
+        self.scenario, self.apps, self.result = scenario, apps, result
+        self.titles = {name: title for name, (title, _) in lessons.items()}
+        self.modules = {name: module for name, (_, module) in lessons.items()}
+        self.spec = Spec(
+            Param("lessons", list(self.modules), "which lessons to run, in this order", choices=tuple(self.modules)),
+            *(param for module in self.modules.values() for param in module.PARAMS),
+            rules=(self._something_to_run, self._rules_of_chosen_lessons))
+
+    def _something_to_run(self, p: dict) -> str | None:
+        if not p["lessons"]:
+            return f"LESSONS is empty: choose some of {list(self.modules)}."
+        if len(set(p["lessons"])) != len(p["lessons"]):
+            return f"LESSONS={p['lessons']!r} names a lesson twice."
+        return None
+
+    def _rules_of_chosen_lessons(self, p: dict) -> str | None:
+        """Only the chosen lessons' rules: a lesson left out cannot refuse a run."""
+        for name in p["lessons"]:
+            for rule in self.modules[name].RULES:
+                if message := rule(p):
+                    return message
+        return None
+
+    def needs(self, p: dict) -> dict:
+        """One broker at the lab's version for every chosen lesson: the most nodes any asks for, and the union of
+        their broker configs (a lesson's config must not change another's outcome)."""
+        wanted = [self.modules[name].needs(p) for name in p["lessons"]]
+        return dict(nodes=max(w["nodes"] for w in wanted), version=KAFKA_VERSION,
+                    broker_config={k: v for w in wanted for k, v in w["broker_config"].items()})
+
+    def run(self, cluster=None, progress: bool = True, **params) -> "LessonsResult":
+        p = self.spec.validate(**params)
+        with Run(self.scenario, cluster=cluster, progress=progress, **self.needs(p)) as lab:
+            stop = threading.Event()
+            rss = lab.background(peak_rss, stop, lambda: {
+                "apps": [pid for marker in self.apps for pid in child_pids(marker)],
+                "brokers": child_pids("kafka.Kafka")})
+            try:
+                outcomes = {name: self.modules[name].run_lesson(lab, p) for name in p["lessons"]}
+            finally:
+                stop.set()
+            peak = rss.result(10)
+        return self.result(self.scenario.replace("-", "_"), p, lab.id, lab.timeline, outcomes=outcomes,
+                           titles=self.titles, peak_rss_mb=peak)
+
+
+@dataclass
+class LessonsResult(Result):
+    outcomes: dict = field(default_factory=dict)      # lesson -> its outcome
+    titles: dict = field(default_factory=dict)        # lesson -> "N · title"
+    solved: dict = field(default_factory=dict)        # exercise number -> True once checked right
+    peak_rss_mb: dict = field(default_factory=dict)   # {"apps": MB, "brokers": MB}: the largest at one instant
+
+    @property
+    def failed(self) -> bool:
+        return any(o.failed for o in self.outcomes.values())
+
+    def verdict(self) -> str:
+        return " · ".join(f"{self.titles[name].split(' · ')[-1]}: {o.verdict()}" for name, o in self.outcomes.items())
+
+    def explain(self) -> str:
+        return "\n\n".join(f"**{self.titles[name]}**\n\n{o.explain()}" for name, o in self.outcomes.items())
+
+    def lesson(self, name: str):
+        """One lesson's outcome (its table(), figure(), explain()); a clear error if it did not run."""
+        if name not in self.outcomes:
+            raise LabError(f"The lesson {name!r} did not run (LESSONS={list(self.outcomes)}).")
+        return self.outcomes[name]
+
+    def show_lesson(self, name: str, display=None) -> None:
+        """A notebook section in one call: the lesson's figure, table and explanation, or one line saying
+        that it did not run in this run."""
+        from IPython.display import Markdown
+        if display is None:
+            from IPython.display import display
+        if name not in self.outcomes:
+            display(Markdown(f"*{self.titles.get(name, name)}: not run (LESSONS={list(self.outcomes)}).*"))
+            return
+        outcome = self.outcomes[name]
+        display(outcome.figure())
+        display(outcome.table())
+        display(Markdown(outcome.explain()))
+
+    def show_audits(self, display=None) -> None:
+        """Every Spark audit verdict the lessons of this run computed (an outcome's `audits`), each under its name."""
+        from IPython.display import Markdown
+        if display is None:
+            from IPython.display import display
+        shown = 0
+        for name, outcome in self.outcomes.items():
+            for key, verdict in getattr(outcome, "audits", {}).items():
+                display(Markdown(f"**{self.titles[name]}: `{key}`**"))
+                display(verdict)
+                shown += 1
+        if not shown:
+            display(Markdown(f"*No lesson of this run audits records (LESSONS={list(self.outcomes)}).*"))
+
+    def table(self):
+        import pandas as pd
+        return pd.concat([o.table().assign(lesson=name) for name, o in self.outcomes.items()], ignore_index=True)
+
+    def check(self, number: int, answer) -> bool:
+        self.solved[number] = super().check(number, answer)
+        return self.solved[number]
+
+    def record_fields(self) -> dict:
+        fields = {"lessons": list(self.outcomes), "peak_rss_mb": self.peak_rss_mb,
+                  "exercises_ok": [self.solved.get(n, False) for n in sorted(self.exercises)]}
+        for o in self.outcomes.values():
+            fields.update(o.as_record())
+        return fields
