@@ -108,7 +108,8 @@ def prune(args) -> None:
 
 
 # The scenario modules whose parameters `python -m lab params` documents, in course order.
-SCENARIOS = ["offset_expiry", "txn_expiry", "quota_fencing", "stale_standby", "eos_crashes", "streams_stop", "diagnose"]
+SCENARIOS = ["offset_expiry", "txn_expiry", "quota_fencing", "stale_standby", "eos_crashes", "state_in_production",
+             "streams_stop", "diagnose"]
 
 
 def scenario_specs(strict: bool = True) -> dict:

@@ -26,6 +26,8 @@ COURSE = [
     ("04_stale_standby_cache", "stale reads from a cached store after standby -> active, KAFKA-14624 (seed 003)"),
     ("05_exactly_once_under_crashes", "does exactly-once survive a crash at every point? Exception handlers, crash "
                                       "loops and a changed state schema (seeds 001, 002)"),
+    ("06_state_in_production", "what state costs in production: stores without TTL, the restore after a crash, "
+                               "RocksDB memory, changelogs that are not an API (seed 002)"),
     ("07_when_streams_stop", "streams that stop moving: poll-interval rebalance loops, partitions that bound "
                              "parallelism, slow lookups (seed 002)"),
     ("08_diagnose_your_cluster", "is MY cluster exposed? A read-only diagnosis (`python -m lab doctor`), each "

@@ -1,0 +1,513 @@
+"""Seed 002, "Don't rely on internal changelogs for downstream processing": a consumer that reads an app's
+internal changelog topic depends on a name Kafka Streams made up, and on a topic the log cleaner compacts.
+
+One lesson of notebook 06 (the part interface: PARAMS, RULES, needs, run_lesson -> Outcome). Input flows
+at CHANGELOG_RATE through the whole lesson; lab/java/ChangelogApp.java counts it per key (caching off, so
+each input record makes one update {"id", "key", "value": running count}). Version 1 runs for
+CHANGELOG_PHASE_S, stops cleanly, and version 2, the same topology with a harmless CHANGELOG_CHANGE (a filter
+or mapValues that passes every record) before the aggregation, takes over under the same application.id:
+    internal   the store's name is left to Kafka Streams; the downstream consumer subscribes, by name, to
+               the changelog topic version 1 wrote. The change shifts the generated names, so version 2
+               writes to a new changelog (and starts from an empty store): the reader, still caught up on
+               the old topic, silently gets nothing more
+    explicit   the mitigation: Materialized.as("counts") and an output topic written with to(), which the
+               downstream consumer reads: the same change moves nothing
+Store and topic names come from what the app printed (topology.describe()) and the topics on the broker.
+The changelogs roll a segment every CHANGELOG_SEGMENT_MS and the broker's cleaner wakes every
+CHANGELOG_CLEANER_BACKOFF_MS, so compaction happens within seconds: a late reader that re-reads the old
+changelog from the start finds only the last value per key of the cleaned segments.
+The Spark audit (lab.audit, lost / stale_value / duplicate against the generator's history) judges what
+the live downstream consumer read, what a late re-reader finds, and what a consumer of version 2's new
+changelog read. `failed`: the downstream consumer (live or late) missed updates, as the audit measured.
+"""
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from ..config import KAFKA_VERSION
+from ..connection import kafka_config
+from ..errors import LabError
+from ..experiment import Param, grep
+from ..experiment.admin import group_offsets, read_to_end, topic_offsets
+from ..experiment.apps import stop_together
+from ..generator import generate
+from ..history import History
+from ..logs import client_config
+from ..spark import spark_session
+from ..streams import JavaProgram
+
+VARIANTS = ("internal", "explicit")
+CHANGES = ("map_values", "filter")
+STORE_NAME = "counts"                     # the explicit variant's store (Materialized.as)
+AUDITED = ["duplicate", "lost", "stale_value"]
+# Who reads what: the downstream consumer live, a late reader (the same topic from the start, at the end),
+# and a consumer of the changelog version 2 really wrote (internal only)
+LIVE, LATE, NEW = "downstream reader", "late re-reader", "v2 changelog reader"
+VIEWS = (LIVE, LATE, NEW)
+SOURCES = ["ChangelogApp.java", "Lab.java"]
+MAX_RECORDS = 100_000                     # input records the lesson's audits judge in seconds on 2 cores
+
+PARAMS = [
+    Param("changelog_variants", list(VARIANTS), "internal: the downstream reads the store's internal changelog; "
+          "explicit: a named store and an output topic written with to(), which the downstream reads",
+          choices=VARIANTS),
+    Param("changelog_change", "map_values", "the harmless change of version 2, inserted before the aggregation",
+          choices=CHANGES),
+    Param("changelog_rate", 40.0, "input records per second, through both versions", lo=1, hi=2000,
+          unit="records/s"),
+    Param("changelog_keys", 5, "distinct keys counted", lo=1, hi=100_000),
+    Param("changelog_phase_s", 6.0, "how long each version runs with input flowing", lo=2, hi=120, unit="s"),
+    Param("changelog_segment_ms", 1000, "segment.ms of the changelogs: a segment rolls, and becomes cleanable, "
+          "once it is this old", lo=1, hi=604_800_000, unit="ms"),
+    Param("changelog_dirty_ratio", 0.01, "min.cleanable.dirty.ratio of the changelogs", lo=0, hi=1),
+    Param("changelog_cleaner_backoff_ms", 1000, "the broker's log.cleaner.backoff.ms: the cleaner's sleep when "
+          "it has nothing to clean", lo=100, hi=600_000, unit="ms",
+          why="below 100 ms the cleaner thread spins on this 2-core machine"),
+    Param("changelog_cleaner_wait_s", 15.0, "after version 2 stopped: how long to wait for the cleaner to "
+          "have compacted the old changelog (ends as soon as it has)", lo=0, hi=600, unit="s"),
+    Param("changelog_partitions", 1, "partitions of the input (and of every changelog)", lo=1, hi=8),
+]
+
+
+def _variants(p: dict) -> str | None:
+    if not p["changelog_variants"]:
+        return f"CHANGELOG_VARIANTS is empty: choose some of {list(VARIANTS)}."
+    if len(set(p["changelog_variants"])) != len(p["changelog_variants"]):
+        return f"CHANGELOG_VARIANTS={p['changelog_variants']!r} names a variant twice."
+    return None
+
+
+def _input_fits(p: dict) -> str | None:
+    # the generator's history and the audits hold every record: keep them to what 2 cores audit in seconds
+    # (MAX_RECORDS)
+    total = input_records(p)
+    if total > MAX_RECORDS:
+        return (f"CHANGELOG_RATE x CHANGELOG_PHASE_S makes about {total:,} input records; the Spark audit on this "
+                f"machine (2 cores) judges at most {MAX_RECORDS:,} within the lesson's time.")
+    return None
+
+
+RULES = [_variants, _input_fits]
+
+
+def input_records(p: dict) -> int:
+    """About how many records the two versions see (each phase, plus the redeploy's few seconds)."""
+    return int(p["changelog_rate"] * (2 * p["changelog_phase_s"] + 10))
+
+
+def needs(p: dict) -> dict:
+    return dict(nodes=1, broker_config={"log.cleaner.backoff.ms": p["changelog_cleaner_backoff_ms"]})
+
+
+def changelog_config(p: dict) -> dict:
+    """Topic configs of every store's changelog (Materialized.withLoggingEnabled): a segment rolls every
+    CHANGELOG_SEGMENT_MS and any dirty part is worth cleaning, at once."""
+    return {"segment.ms": p["changelog_segment_ms"], "min.cleanable.dirty.ratio": p["changelog_dirty_ratio"],
+            "min.compaction.lag.ms": 0}
+
+
+# ------------------------------------------------------------------ the programs and the readers
+
+class Variant:
+    """One application.id: version 1 and version 2 of ChangelogApp, one after the other."""
+
+    def __init__(self, lab, name: str, input_topic: str, p: dict):
+        self.lab, self.name, self.input_topic = lab, name, input_topic
+        self.app_id = f"changelog-{name}-{uuid.uuid4().hex[:6]}"
+        self.output = (lab.topics(f"{self.app_id}-out", partitions=p["changelog_partitions"])[0]
+                       if name == "explicit" else None)
+        props = {"bootstrap.servers": lab.bootstrap, "application.id": self.app_id,
+                 "processing.guarantee": "at_least_once", "commit.interval.ms": 200, "num.stream.threads": 1,
+                 "state.dir": lab.folder / self.app_id / "state", "consumer.auto.offset.reset": "earliest",
+                 "session.timeout.ms": 6000, "heartbeat.interval.ms": 1500, "producer.linger.ms": 5,
+                 # a pod with a fixed identity; version 1 leaves the group as it stops (ChangelogApp), so
+                 # version 2 joins at once and its rebalance creates its new internal topics
+                 "group.instance.id": f"{self.app_id}-pod",
+                 # KIP-1111 (4.1+): refuse to start if any internal topic is left unnamed
+                 **({"ensure.explicit.internal.resource.naming": "true"} if name == "explicit" else {}),
+                 "lab.app": f"changelog-{name}", "lab.variant": name, "lab.change": p["changelog_change"],
+                 "lab.input.topic": input_topic, "lab.output.topic": self.output or "", "lab.store.name": STORE_NAME,
+                 **{f"lab.changelog.{k}": v for k, v in changelog_config(p).items()}}
+        self.programs = {v: lab.program(JavaProgram(f"changelog-{name}-v{v}", KAFKA_VERSION, "ChangelogApp", SOURCES,
+                                                    heap="192m", properties={**props, "lab.version": v}))
+                         for v in (1, 2)}
+        self.stores: dict = {}        # version -> the store names it printed
+        self.changelogs: dict = {}    # version -> its store's changelog topic, as found on the broker
+        self.descriptions: dict = {}  # version -> topology.describe()
+        self.running_at: dict = {}    # version -> epoch seconds it reached RUNNING
+        self.inputs_v1 = 0            # input records version 1 had committed when it stopped
+
+    def running(self, version: int):
+        prog = self.programs[version]
+        rows = prog.lab_lines(kind="state", to="RUNNING")
+        if rows:
+            return rows[0]["ts"]
+        if not prog.alive():
+            tail = "\n".join(prog.log_path.read_text(errors="replace").splitlines()[-15:])
+            raise LabError(f"{prog.name} exited before RUNNING; last lines of {prog.log_path}:\n{tail}")
+        return None
+
+    def learn_names(self, version: int, admin) -> None:
+        """The store name the app printed, and its changelog among the topics the broker really has."""
+        printed = self.programs[version].lab_lines(kind="topology")
+        if not printed:
+            raise LabError(f"{self.programs[version].name} printed no topology line.")
+        self.stores[version] = printed[-1]["stores"]
+        self.descriptions[version] = printed[-1]["description"]
+        topics = [t for t in admin.list_topics(timeout=10).topics
+                  if t.startswith(self.app_id + "-") and t.endswith("-changelog")]
+        found = [t for t in topics if t[len(self.app_id) + 1:-len("-changelog")] in self.stores[version]]
+        if len(found) != 1:
+            raise LabError(f"{self.programs[version].name} printed the store(s) {self.stores[version]}, but the "
+                           f"broker's changelog topics of {self.app_id} are {sorted(topics)}.")
+        self.changelogs[version] = found[0]
+
+    @property
+    def downstream_topic(self) -> str:
+        """What the downstream consumer reads: version 1's changelog, or the output topic."""
+        return self.output or self.changelogs[1]
+
+
+class DownstreamReader:
+    """A downstream consumer of one topic, named in its configuration, reading records as they arrive: every
+    partition from offset 0 (assign, no group join to wait for, so it is ahead of the log cleaner)."""
+
+    def __init__(self, lab, name: str, topic: str):
+        self.topic, self.rows, self.stop = topic, [], threading.Event()
+        self.task = lab.background(self._read, lab, name=f"reader-{name}")
+
+    def _read(self, lab) -> None:
+        from confluent_kafka import Consumer, TopicPartition
+        consumer = Consumer(client_config(kafka_config(lab.bootstrap, {
+            "group.id": f"downstream-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False, "log_level": 0})))
+        try:
+            parts = consumer.list_topics(self.topic, timeout=10).topics[self.topic].partitions
+            consumer.assign([TopicPartition(self.topic, q, 0) for q in parts])
+            while not (self.stop.is_set() or lab.stopping.is_set()):
+                for m in consumer.consume(500, 0.3):
+                    if m.error() is None:
+                        self.rows.append({"key": (m.key() or b"").decode(), "value": (m.value() or b"").decode(),
+                                          "topic": m.topic(), "partition": m.partition(), "offset": m.offset(),
+                                          "timestamp": m.timestamp()[1] / 1000, "read_ts": time.time()})
+        finally:
+            consumer.close()
+
+    def position(self) -> dict:
+        """partition -> the next offset it will read."""
+        out: dict = {}
+        for r in self.rows:
+            out[r["partition"]] = max(out.get(r["partition"], 0), r["offset"] + 1)
+        return out
+
+    def caught_up(self, ends: dict) -> bool:
+        mine = self.position()
+        return all(mine.get(q, 0) >= end for q, end in ends.items())
+
+    def frame(self, spark):
+        """What it read, shaped like lab.spark.read_topic's frame, for the audit."""
+        rows = [(r["key"], r["value"], r["topic"], r["partition"], r["offset"],
+                 datetime.fromtimestamp(r["timestamp"], tz=timezone.utc)) for r in self.rows]
+        return spark.createDataFrame(rows, "key STRING, value STRING, topic STRING, `partition` INT, "
+                                           "`offset` LONG, timestamp TIMESTAMP")
+
+
+# ------------------------------------------------------------------ the lesson
+
+def run_lesson(lab, p: dict) -> "Outcome":
+    lab.phase("internal changelogs read downstream")
+    partitions = p["changelog_partitions"]
+    input_topic = lab.topics(f"changelog-input-{lab.id[-6:]}", partitions=partitions)[0]
+    history = History(lab.folder / "changelog-input", lab.id)
+    admin = lab.cluster.admin()
+    variants = {name: Variant(lab, name, input_topic, p) for name in p["changelog_variants"]}
+    readers: dict = {}    # (variant, view) -> DownstreamReader
+    stop_input = threading.Event()
+    feeding = lab.background(generate, lab.bootstrap, input_topic, None, history, keys=p["changelog_keys"],
+                             rate=p["changelog_rate"], until=stop_input, name="changelog-input")
+    try:
+        for version in (1, 2):
+            with lab.step(f"version {version} of the topology" + (f" (with {p['changelog_change']} inserted)"
+                                                                  if version == 2 else ""), lane="deploy"):
+                for v in variants.values():
+                    v.programs[version].start()
+                for v in variants.values():
+                    v.running_at[version] = lab.wait(lambda v=v: v.running(version), 120,
+                                                     f"{v.programs[version].name} to reach RUNNING")
+                    v.learn_names(version, admin)
+                    lab.event(f"changelog-{v.name}", f"v{version} RUNNING", at=v.running_at[version],
+                              detail=f"store {v.stores[version]}, changelog {v.changelogs[version]}")
+            for name, v in variants.items():
+                if version == 1:    # the downstream consumer, configured with the name of what it reads
+                    readers[name, LIVE] = DownstreamReader(lab, f"{name}-downstream", v.downstream_topic)
+                elif v.output is None and v.changelogs[2] != v.changelogs[1]:
+                    # someone who would follow the rename: what version 2 really wrote, read as it comes
+                    readers[name, NEW] = DownstreamReader(lab, f"{name}-v2-changelog", v.changelogs[2])
+            if version == 2:   # the audit's Spark driver starts while version 2 works: it is needed next
+                spark = lab.background(spark_session, name="spark")
+            lab.countdown(f"version {version} at work", p["changelog_phase_s"])
+            if version == 1:
+                stop_together([v.programs[1].process for v in variants.values()])
+                committed = lab.wait(lambda: _committed(admin, variants, input_topic), 30,
+                                     "version 1's committed offsets")
+                for name, v in variants.items():
+                    v.inputs_v1 = sum(o or 0 for o in committed[name].values())
+                    lab.event(f"changelog-{name}", "v1 stopped (clean)", tone="fault",
+                              detail=f"it had processed {v.inputs_v1} input records")
+        stop_input.set()
+        feeding.result(timeout=30)
+        with lab.step("version 2 finishes the input and stops; the readers reach the end", lane="deploy"):
+            ends = topic_offsets(admin, input_topic, partitions)
+            lab.wait(lambda: _caught_up(admin, variants, input_topic, ends), 60,
+                     "version 2 to have processed every input record",
+                     evidence=lambda: group_offsets(admin, {n: v.app_id for n, v in variants.items()}, input_topic))
+            stop_together([v.programs[2].process for v in variants.values()])
+            topic_ends = {key: topic_offsets(admin, r.topic, partitions) for key, r in readers.items()}
+            lab.wait(lambda: all(r.caught_up(topic_ends[key]) for key, r in readers.items()), 60,
+                     "the downstream readers to reach the end of their topics",
+                     evidence=lambda: {f"{k[0]}/{k[1]}": r.position() for k, r in readers.items()})
+    finally:
+        stop_input.set()
+        for r in readers.values():
+            r.stop.set()
+    for r in readers.values():
+        r.task.result(timeout=15)
+
+    compacted = [v.changelogs[1] for v in variants.values() if v.output is None]
+    waited = 0.0
+    if compacted:
+        waited = lab.countdown("the log cleaner to compact the old changelog", p["changelog_cleaner_wait_s"],
+                               done=lambda: all(_has_holes(lab, admin, t, partitions) for t in compacted))
+    return Outcome.measure(lab, p, variants, readers, history, waited, spark.result(180))
+
+
+def _committed(admin, variants: dict, topic: str) -> dict | None:
+    """name -> {partition: committed offset} once the coordinator answered for every app."""
+    committed = group_offsets(admin, {n: v.app_id for n, v in variants.items()}, topic)
+    return committed if all(committed.get(n) for n in variants) else None
+
+
+def _caught_up(admin, variants: dict, topic: str, ends: dict) -> bool:
+    committed = _committed(admin, variants, topic) or {}
+    return all((committed.get(n) or {}).get(q) == end for n in variants for q, end in ends.items())
+
+
+def _records(lab, topic: str) -> int:
+    return len(read_to_end(lab.bootstrap, topic))
+
+
+def _has_holes(lab, admin, topic: str, partitions: int) -> bool:
+    """A topic whose records are fewer than its offsets: the cleaner removed some."""
+    return _records(lab, topic) < sum(topic_offsets(admin, topic, partitions).values())
+
+
+def _cleaner_lines(lab, topics: list) -> list[str]:
+    """The broker's own report of each cleaning of these topics, one line each: "Log cleaner thread 0 cleaned
+    log <topic>-0 (dirty section = [0, 26]): Start size: 0.0 MB (26 messages) -> End size: 0.0 MB (5 messages)".
+    None from a cluster the lab does not run."""
+    try:
+        text = lab.cluster.log_path().read_text(errors="replace").splitlines()
+    except Exception:  # an external cluster: no broker log to quote
+        return []
+    found = []
+    for i, line in enumerate(text):
+        if "cleaned log" in line and any(f"cleaned log {t}-" in line for t in topics):
+            sizes = [x.strip() for x in text[i + 1:i + 9] if x.strip().startswith(("Start size", "End size"))]
+            found.append(" -> ".join([line.strip(), *sizes]) if sizes else line.strip())
+    return found
+
+
+def _unnamed_warning(program) -> str | None:
+    """Kafka Streams' own warning (4.1+) about internal topics it named itself."""
+    lines = grep(program.log_path, r"has not been named")
+    return lines[0][1].split("] ", 1)[-1].strip()[:600] if lines else None
+
+
+# ------------------------------------------------------------------ what was measured
+
+@dataclass
+class Outcome:
+    rows: list[dict]                  # one per variant
+    views: list[dict]                 # one per reader of a topic, with the audit's counts
+    curves: dict                      # name -> [(t_s, records so far)]
+    deploy_t: float | None            # when version 2 reached RUNNING (seconds since the run began)
+    evidence: dict = field(default_factory=dict)   # stores, changelogs, topologies (per variant), cleaner_lines
+    audits: dict = field(default_factory=dict)     # "variant/view" -> lab.audit Verdict
+
+    @classmethod
+    def measure(cls, lab, p: dict, variants: dict, readers: dict, history: History, waited: float,
+                spark) -> "Outcome":
+        from ..experiment.streaming import audit_many
+        admin = lab.cluster.admin()
+        partitions = p["changelog_partitions"]
+        produced = history.rows("produced")
+        jobs, views = {}, []
+        for (name, view), reader in readers.items():
+            # the live readers: what they really read; the changelog nobody reads is expected to be wrong
+            expect = "clean" if variants[name].output and view == LIVE else "anomalies"
+            jobs[f"{name}/{view}"] = dict(history=history, output_df=reader.frame(spark), expect=expect,
+                                          kinds=AUDITED)
+            views.append({"variant": name, "view": view, "topic": reader.topic, "read": len(reader.rows)})
+        for name, v in variants.items():   # a late reader: the downstream topic read from the start, now
+            jobs[f"{name}/{LATE}"] = dict(history=history, bootstrap=lab.bootstrap, output_topic=v.downstream_topic,
+                                          expect="clean" if v.output else "anomalies", kinds=AUDITED)
+            views.append({"variant": name, "view": LATE, "topic": v.downstream_topic,
+                          "read": _records(lab, v.downstream_topic)})
+        with lab.step("the Spark audit of what each reader saw", lane="audit"):
+            audits = audit_many(jobs)
+        for view in views:
+            verdict = audits[f"{view['variant']}/{view['view']}"]
+            view["written"] = sum(topic_offsets(admin, view["topic"], partitions).values())
+            view.update({k: verdict.counts.get(k) for k in AUDITED})
+        views.sort(key=lambda x: (list(variants).index(x["variant"]), VIEWS.index(x["view"])))
+        rows = []
+        for name, v in variants.items():
+            live, late = (next(x for x in views if x["variant"] == name and x["view"] == w) for w in (LIVE, LATE))
+            new = next((x for x in views if x["variant"] == name and x["view"] == NEW), None)
+            compactable = v.output is None
+            rows.append({
+                "variant": name, "change": p["changelog_change"], "downstream_topic": v.downstream_topic,
+                "store_v1": ", ".join(v.stores[1]), "store_v2": ", ".join(v.stores[2]),
+                "store_renamed": v.stores[1] != v.stores[2],
+                "changelog_v1": v.changelogs[1], "changelog_v2": v.changelogs[2],
+                "inputs": len(produced), "inputs_v1": v.inputs_v1, "inputs_v2": len(produced) - v.inputs_v1,
+                "downstream_written": live["written"],
+                "live_read": live["read"], "live_lost": live["lost"], "live_stale": live["stale_value"],
+                "live_duplicate": live["duplicate"],
+                "late_read": late["read"], "late_lost": late["lost"], "late_stale": late["stale_value"],
+                "late_duplicate": late["duplicate"],
+                # what the late re-reader misses beyond the live one: intermediate values compacted away
+                "late_missed_extra": (late["lost"] or 0) - (live["lost"] or 0),
+                "compacted_away": late["written"] - late["read"] if compactable else None,
+                "cleaner_ran": late["read"] < late["written"] if compactable else None,
+                "cleaner_wait_s": round(waited, 1) if compactable else None,
+                "v2_changelog_written": new["written"] if new else None,
+                "v2_changelog_stale": new["stale_value"] if new else None,
+                "missed": bool(live["lost"] or live["stale_value"] or late["lost"] or late["stale_value"]),
+            })
+        evidence = {"stores": {n: {f"v{k}": s for k, s in v.stores.items()} for n, v in variants.items()},
+                    "changelogs": {n: {f"v{k}": t for k, t in v.changelogs.items()} for n, v in variants.items()},
+                    "topologies": {n: {f"v{k}": d[:1500] for k, d in v.descriptions.items()}
+                                   for n, v in variants.items()},
+                    "cleaner_lines": _cleaner_lines(lab, [v.changelogs[1] for v in variants.values()
+                                                          if v.output is None])[:6],
+                    "unnamed_warning": {n: _unnamed_warning(v.programs[2]) for n, v in variants.items()}}
+        for row in rows:
+            lab.event(f"changelog-{row['variant']}", "downstream missed updates" if row["missed"] else "clean",
+                      tone="failure" if row["missed"] else "mitigation",
+                      detail=f"live reader lost {row['live_lost']}, late reader lost {row['late_lost']}")
+        curves = {"input produced": _cumulative(lab, [r["ts"] for r in produced])}
+        for (name, view), r in readers.items():
+            curves[f"{name}: {view}"] = _cumulative(lab, [x["read_ts"] for x in r.rows])
+        deploys = [v.running_at[2] for v in variants.values()]
+        return cls(rows, views, curves, lab.elapsed(min(deploys)) if deploys else None, evidence, audits)
+
+    @property
+    def failed(self) -> bool:
+        """The downstream reader missed updates (lost, or counts unlike the truth), measured by the audit."""
+        return any(r["missed"] for r in self.rows)
+
+    def by_variant(self) -> dict:
+        return {r["variant"]: r for r in self.rows}
+
+    def as_record(self) -> dict:
+        return {"changelog": self.by_variant(),
+                "changelog_views": {f"{v['variant']}/{v['view']}": v for v in self.views},
+                "changelog_evidence": {k: self.evidence.get(k) for k in ("stores", "changelogs", "cleaner_lines",
+                                                                          "unnamed_warning")}}
+
+    def verdict(self) -> str:
+        parts = []
+        for r in self.rows:
+            if r["variant"] == "internal":
+                parts.append(f"internal: the downstream reader of the {r['store_v1']} changelog missed "
+                             f"{r['live_lost']} of {r['inputs']} updates after the {r['change']} change (version 2 "
+                             f"wrote the {r['store_v2']} changelog); a late re-reader misses {r['late_lost']}"
+                             + (f" ({r['compacted_away']} records compacted away)" if r["cleaner_ran"] else
+                                " (the cleaner had not run)"))
+            else:
+                parts.append(f"{r['variant']}: " + ("clean, the output topic got every update" if not r["missed"]
+                                                    else f"missed updates: lost {r['live_lost']}, stale "
+                                                         f"{r['live_stale']}"))
+        return "; ".join(parts)
+
+    def table(self):
+        import pandas as pd
+        return pd.DataFrame(self.views)
+
+    def explain(self) -> str:
+        lines = []
+        for r in self.rows:
+            if r["variant"] == "internal":
+                lines.append(
+                    f"- **internal**: version 1 printed the store `{r['store_v1']}` (changelog `{r['changelog_v1']}`); "
+                    f"version 2, with `{r['change']}` inserted before the aggregation, printed `{r['store_v2']}` "
+                    f"(changelog `{r['changelog_v2']}`)"
+                    + (": the generated name moved with the processor numbering." if r["store_renamed"] else
+                       ": the same name, so nothing moved.")
+                    + f" The downstream consumer, configured with `{r['changelog_v1']}`, read {r['live_read']} "
+                    f"records and reached its end: no error, no lag"
+                    + (f" (the cleaner removed {r['downstream_written'] - r['live_read']} records before it could "
+                       "read them)" if r["live_read"] < r["downstream_written"] else "")
+                    + ". The Spark audit of what it read counts "
+                    f"**{r['live_lost']} of {r['inputs']} inputs lost** and {r['live_stale']} stale counts.")
+                warning = (self.evidence.get("unnamed_warning") or {}).get(r["variant"])
+                if warning:
+                    lines.append(f"  Kafka Streams said so as version 2 started: `{warning}`")
+                if r["v2_changelog_written"] is not None:
+                    lines.append(
+                        f"  Version 2's {r['v2_changelog_written']} updates went to `{r['changelog_v2']}`, which the "
+                        f"downstream consumer never subscribed to. Even a consumer that followed it live gets "
+                        f"{r['v2_changelog_stale']} counts unlike the truth (the audit's stale_value): the renamed "
+                        "store is a new, empty store, and version 1's state stays behind in the old one.")
+                if r["cleaner_ran"]:
+                    lines.append(
+                        f"  Compaction: `{r['changelog_v1']}` holds {r['late_read']} records for its "
+                        f"{r['downstream_written']} offsets: the cleaner removed {r['compacted_away']} older values "
+                        f"(only the last per key survives in a cleaned segment; the active segment is never cleaned). "
+                        f"A reader that re-reads it now misses {r['late_lost']} inputs, {r['late_missed_extra']} more "
+                        "than the live reader: intermediate values it can never see.")
+                    if self.evidence.get("cleaner_lines"):
+                        lines.append(f"  The broker said: `{self.evidence['cleaner_lines'][0]}`")
+                else:
+                    lines.append(
+                        f"  The log cleaner had not compacted `{r['changelog_v1']}` within the {r['cleaner_wait_s']} s "
+                        f"waited ({r['late_read']} records for {r['downstream_written']} offsets), so the late reader "
+                        "misses no more than the live one in this run: compaction hides intermediate values only "
+                        "once a segment has rolled (segment.ms) and the cleaner has passed (log.cleaner.backoff.ms).")
+            else:
+                lines.append(
+                    f"- **{r['variant']}**: the store is named `{r['store_v1']}` in both versions (changelog "
+                    f"`{r['changelog_v1']}`, restored into version 2); the downstream consumer reads the output "
+                    f"topic `{r['downstream_topic']}` (cleanup.policy=delete), written with to(): {r['live_read']} "
+                    f"records for {r['inputs']} inputs. The audit: lost {r['live_lost']}, stale {r['live_stale']}, "
+                    f"duplicate {r['live_duplicate']}; a late re-reader: lost {r['late_lost']}, stale "
+                    f"{r['late_stale']}. It ran with ensure.explicit.internal.resource.naming=true (Kafka 4.1+), "
+                    "under which Kafka Streams refuses to start a topology with an unnamed internal topic.")
+        return "\n".join(lines)
+
+    def figure(self):
+        import plotly.graph_objects as go
+        fig = go.Figure()
+        for name, series in self.curves.items():
+            fig.add_scatter(x=[t for t, _ in series], y=[n for _, n in series], mode="lines", name=name,
+                            line={"dash": "dot"} if name == "input produced" else {})
+        for r in self.rows:
+            if r["late_read"] is not None and self.curves:
+                end = max((s[-1][0] for s in self.curves.values() if s), default=0)
+                fig.add_scatter(x=[end], y=[r["late_read"]], mode="markers", marker={"size": 11, "symbol": "x"},
+                                name=f"{r['variant']}: a late re-reader finds")
+        if self.deploy_t is not None:
+            fig.add_vline(x=self.deploy_t, line_dash="dash", line_color="#7f7f7f",
+                          annotation_text="version 2 running", annotation_position="top left")
+        fig.update_layout(title="Updates a downstream consumer receives, before and after a harmless change",
+                          xaxis_title="seconds since the run began", yaxis_title="records so far",
+                          template="plotly_white", height=420)
+        return fig
+
+
+def _cumulative(lab, times: list) -> list:
+    return [(lab.elapsed(t), i + 1) for i, t in enumerate(sorted(times))]

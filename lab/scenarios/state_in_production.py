@@ -1,0 +1,48 @@
+"""Notebook 06, seed 002's state lessons: what state costs in production. One run of the chosen lessons
+(lab.experiment.lessons), each its own module:
+    growth      lab/scenarios/state_growth.py: a key-value store has no TTL and grows for ever; a windowed
+                store with retention and a TTL punctuator stay flat
+    restore     lab/scenarios/state_restore.py: a crash under exactly-once wipes the store and restores the
+                whole changelog; at-least-once restores a tail; a standby takes over without a restore
+    memory      lab/scenarios/rocksdb_memory.py: RocksDB's off-heap memory per store instance, multiplied by
+                partitions and stores, against one bounded cache
+    changelog   lab/scenarios/changelog_api.py: a downstream reader of an internal changelog loses everything
+                after a harmless topology change; an explicit store and an output topic do not
+"""
+from __future__ import annotations
+
+from ..experiment.lessons import Lessons, LessonsResult
+from . import changelog_api, rocksdb_memory, state_growth, state_restore
+
+
+class StateResult(LessonsResult):
+    title = "What state costs in production"
+
+
+SCENARIO = Lessons("state-in-production", {
+    "growth": ("1 · state stores don't have TTL", state_growth),
+    "restore": ("2 · the restore process", state_restore),
+    "memory": ("3 · the memory overhead", rocksdb_memory),
+    "changelog": ("4 · changelogs are not an API", changelog_api),
+}, apps=("StateGrowthApp", "RestoreApp", "RocksMemoryApp", "ChangelogApp"), result=StateResult)
+SPEC, needs, run = SCENARIO.spec, SCENARIO.needs, SCENARIO.run
+
+
+def _exercise_1(result: StateResult, answer) -> None:
+    """How many keys does the ttl store hold once steady (a new key per record, GROWTH_STEP_MS apart)?"""
+    p = result.params
+    steady = p["growth_ttl_s"] * 1000 / p["growth_step_ms"]
+    assert abs(float(answer) - steady) <= 0.25 * steady, (
+        f"{answer} is not about GROWTH_TTL_S / GROWTH_STEP_MS: the keys younger than the TTL")
+
+
+def _exercise_2(result: StateResult, answer) -> None:
+    """At this run's exactly-once restore rate, how many seconds would a 10 GiB changelog take to restore?"""
+    rate = result.lesson("restore").rate("eos")["mb_s"]
+    if rate is None:
+        raise AssertionError("this run restored nothing under eos (a clean shutdown?): run the crash first")
+    want = 10 * 1024 / rate
+    assert abs(float(answer) - want) <= 0.1 * want, f"{answer} s is not 10240 MB / the measured {rate} MB/s"
+
+
+StateResult.exercises = {1: _exercise_1, 2: _exercise_2}

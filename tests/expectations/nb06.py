@@ -1,0 +1,117 @@
+"""Notebook 06: what state costs in production: stores without TTL, the restore after a crash, RocksDB memory,
+changelogs that are not an API (seed 002)."""
+
+# Every lesson, small: 15,000 new keys (25 min of stream time) against a 5 min retention and TTL; changelogs of
+# 2, 4 and 8 MB killed under exactly-once; 1 and 4 partitions x 2 stores with 24 MB each against a 128 MB bound;
+# two versions of the counting app, 2 s of input each.
+PARAMETERS = {
+    "LESSONS": ["growth", "restore", "memory", "changelog"],
+    "GROWTH_RECORDS": 15000,
+    "GROWTH_RATE": 1000,
+    "RESTORE_SIZES_MB": [2, 4, 8],
+    "MEMORY_PARTITIONS": [1, 4],
+    "MEMORY_MB_PER_STORE": 24,
+    "CHANGELOG_PHASE_S": 2,
+    "INTERACTIVE": False,
+}
+
+# The control: the same lessons with only what does not fail: stores with a retention or a TTL, a clean shutdown
+# (the checkpoint is written: nothing to restore), the bounded RocksDB config, an explicit store and output topic.
+CONTROL = {**PARAMETERS, "GROWTH_KINDS": ["window", "ttl"], "RESTORE_SHUTDOWN": "clean",
+           "MEMORY_CONFIGS": ["bounded"], "CHANGELOG_VARIANTS": ["explicit"]}
+
+# The panel, clicked in the CONTROL run: the memory lesson, bounded, one partition.
+PANEL = {"lessons": ["memory"], "memory_configs": ["bounded"], "memory_partitions": [1]}
+PANEL_FAILS = False
+
+
+def _bounded_stores(growth, kv_keys=None):
+    for kind in ("window", "ttl"):
+        row = growth[kind]
+        # Flat: gained less than half an entry per record over the feed's second half, far under the keys fed.
+        assert row["grows"] is False and row["keys_end"] < 0.5 * row["processed"], (kind, row)
+        assert row["keys_max"] <= 1.1 * row["expected_bound"], (kind, row)
+        if kind == "ttl":
+            assert row["tombstones_written"] > 0 and row["sweeps"] > 0, row
+
+
+def _no_restore(runs):
+    for run in runs:
+        assert not run["wiped"] and not run["full_restore"], run
+        assert run["restored_records"] <= 0.1 * run["store_records"], run
+
+
+def _clean_views(views, variant):
+    for name, view in views.items():
+        if name.startswith(f"{variant}/"):
+            assert view["lost"] == 0 and view["stale_value"] == 0 and view["duplicate"] == 0, (name, view)
+            assert view["read"] == view["written"] > 0, (name, view)
+
+
+def check(results):
+    assert results["failure_reproduced"] is True
+    assert results["lessons"] == PARAMETERS["LESSONS"]
+
+    growth = results["growth"]
+    kv = growth["kv"]
+    # The key-value store kept every key it was fed and was still gaining one per record at the end.
+    assert results["growth_failed"] is True and kv["grows"] is True, kv
+    assert kv["processed"] == kv["fed"] == PARAMETERS["GROWTH_RECORDS"], kv
+    assert kv["keys_end"] == kv["processed"] and kv["changelog_live_keys"] == kv["processed"], kv
+    _bounded_stores(growth)
+    assert growth["ttl"]["changelog_live_keys"] < 0.5 * kv["changelog_live_keys"], growth["ttl"]
+
+    assert results["restore_failed"] is True and results["restore_wiped"] is True
+    assert "EOS" in results["restore_wipe_line"], results["restore_wipe_line"]
+    runs = results["restore_runs"]
+    eos = [r for r in runs if r["mode"] == "eos"]
+    # Exactly-once: a kill -9 at each size wipes the store, and the whole changelog is replayed from offset 0.
+    assert [r["size_mb"] for r in eos] == PARAMETERS["RESTORE_SIZES_MB"], eos
+    for r in eos:
+        assert r["wiped"] and r["full_restore"] and r["restore_from"] == 0, r
+        assert r["restored_records"] >= 0.9 * r["store_records"] > 0, r
+    assert eos[0]["restored_records"] < eos[1]["restored_records"] < eos[2]["restored_records"], eos
+    # At-least-once never wipes; the standby takes over without replaying the store.
+    assert all(not r["wiped"] for r in runs if r["mode"] == "alos"), runs
+    standby = [r for r in runs if r["mode"] == "standby"]
+    assert standby and all(not r["full_restore"] and r["restored_records"] <= 0.1 * r["store_records"]
+                           for r in standby), standby
+
+    memory = results["memory_rows"]
+    # Kafka's default RocksDB options: native memory grows with partitions x stores, past the bound.
+    assert results["memory_failed"] is True and results["memory_default_grows"] is True
+    assert results["memory_default_over_bound"], results["memory_default_over_bound"]
+    assert memory["default-p4"]["rocksdb_mb"] > results["memory_bound_mb"] > 0, memory["default-p4"]
+    assert memory["default-p4"]["rocksdb_mb"] > 1.5 * memory["default-p1"]["rocksdb_mb"], memory
+    for name, row in memory.items():
+        if name.startswith("bounded"):
+            assert row["within_cap"] is True, (name, row)
+    assert results["memory_bounded_over_cap"] == []
+
+    rows = results["changelog"]
+    internal = rows["internal"]
+    # A harmless change renamed the store and its changelog: the downstream of the old one missed version 2.
+    assert internal["store_renamed"] is True and internal["changelog_v1"] != internal["changelog_v2"], internal
+    assert internal["inputs_v2"] > 0 and internal["live_lost"] >= internal["inputs_v2"] > 0, internal
+    # The late reader of the compacted changelog misses the intermediate values too.
+    assert internal["late_lost"] > internal["live_lost"] and internal["cleaner_ran"] is True, internal
+    assert rows["explicit"]["store_renamed"] is False, rows["explicit"]
+    _clean_views(results["changelog_views"], "explicit")
+
+
+def check_control(results):
+    assert results["failure_reproduced"] is False
+    growth = results["growth"]
+    assert sorted(growth) == ["ttl", "window"] and results["growth_failed"] is False, growth
+    _bounded_stores(growth)
+
+    assert results["restore_failed"] is False and results["restore_wiped"] is False
+    assert results["restore_shutdown"] == "clean"
+    _no_restore(results["restore_runs"])
+
+    assert results["memory_failed"] is False and results["memory_bounded_over_cap"] == []
+    assert all(name.startswith("bounded") and row["within_cap"] for name, row in results["memory_rows"].items())
+
+    assert list(results["changelog"]) == ["explicit"], list(results["changelog"])
+    assert results["changelog"]["explicit"]["store_renamed"] is False
+    _clean_views(results["changelog_views"], "explicit")

@@ -1,0 +1,113 @@
+"""Notebook 06's RocksDB memory lesson (lab/scenarios/rocksdb_memory.py): its refusals, its arithmetic, and the
+outcome of measured rows (synthetic here: the live run is the notebook's test)."""
+import pytest
+
+from lab.errors import LabError
+from lab.experiment import Spec
+from lab.scenarios import rocksdb_memory as memory
+
+SPEC = Spec(*memory.PARAMS, rules=memory.RULES)
+MB = 2 ** 20
+
+
+@pytest.mark.parametrize("values, message", [
+    (dict(memory_configs=["default", "default"]), "twice"),
+    (dict(memory_partitions=[4, 4]), "twice"),
+    (dict(memory_configs=[]), "empty"),
+    (dict(memory_configs=["lru"]), "MEMORY_CONFIGS"),
+    (dict(memory_bound_mb=16), "MEMORY_BOUND_MB"),
+    (dict(memory_partitions=[0]), "MEMORY_PARTITIONS"),
+    (dict(memory_partitions=[64], memory_stores=16), r"64x16: 1024 x 98 MB"),
+    (dict(memory_partitions=[32, 48], memory_stores=4, memory_mb_per_store=100, memory_configs=["bounded"]),
+     "on disk"),
+])
+def test_what_kafka_or_the_machine_cannot_take_is_refused(values, message):
+    with pytest.raises(LabError, match=message):
+        SPEC.validate(**values)
+
+
+def test_the_defaults_and_the_control_are_accepted():
+    assert SPEC.validate()["memory_configs"] == ["default", "bounded"]
+    assert SPEC.validate(memory_configs=["bounded"], memory_partitions=[1, 4])["memory_configs"] == ["bounded"]
+
+
+def test_the_worst_case_arithmetic():
+    p = SPEC.validate(memory_partitions=[8], memory_stores=2, memory_mb_per_store=24, memory_bound_mb=128)
+    readers = memory.TABLE_READERS_SHARE * 24 * 16
+    assert memory.DEFAULT_CAP_MB == 50 + 3 * 16
+    assert memory.worst_case_mb(p, "default", 8) == pytest.approx(256 + 250 + 16 * 98 + readers)
+    assert memory.worst_case_mb(p, "bounded", 8) == pytest.approx(256 + 250 + 128 + readers)
+    assert memory.SEED_ESTIMATE_MB == 112
+
+
+def report(config, instances, memtable_mb, cache_mb, shared=False, rss=600.0, native_base=110.0):
+    """A memory line as RocksMemoryApp writes it; a shared cache reports the same usage for every store."""
+    keys = [f"store-{i % 2}/0_{i // 2}" for i in range(instances)]
+    per_store_cache = cache_mb if shared else cache_mb / instances
+    return {"memory": {"rss_mb": rss, "heap_used_mb": 40.0, "heap_committed_mb": 247.5},
+            "rocksdb": {"size-all-mem-tables": {k: memtable_mb / instances * MB for k in keys},
+                        "block-cache-usage": {k: per_store_cache * MB for k in keys},
+                        "block-cache-capacity": {k: (128 if shared else 50) * MB for k in keys},
+                        "estimate-table-readers-mem": {k: 0.0 for k in keys},
+                        "total-sst-files-size": {k: 16 * MB for k in keys},
+                        "estimate-num-keys": {k: 24576 for k in keys}}}
+
+
+def row(p, config, partitions, memtable_mb, cache_mb, native_growth):
+    instances = partitions * p["memory_stores"]
+    base = {"memory": {"rss_mb": 360.0, "heap_used_mb": 20.0, "heap_committed_mb": 247.5}}
+    rss = 360.0 + native_growth
+    return memory.measure(p, config, partitions, report(config, instances, memtable_mb, cache_mb,
+                                                        shared=config == "bounded", rss=rss), base, rss, rss)
+
+
+def test_a_shared_cache_is_counted_once_and_its_memtables_not_again():
+    p = SPEC.validate(memory_partitions=[8])
+    bounded = row(p, "bounded", 8, memtable_mb=52, cache_mb=128, native_growth=126)
+    assert bounded["block_cache_mb"] == 128 and bounded["rocksdb_mb"] == 128 and bounded["within_cap"]
+    assert bounded["stores_reporting"] == 16 and bounded["block_cache_capacity_mb"] == 128
+    default = row(p, "default", 8, memtable_mb=160, cache_mb=259, native_growth=420)
+    assert default["block_cache_mb"] == 259 and default["rocksdb_mb"] == 419
+    assert default["cap_mb"] == 16 * 98 and default["native_growth_mb"] == 420
+
+
+def test_the_default_growing_past_the_bound_is_the_failure():
+    p = SPEC.validate(memory_partitions=[1, 8])
+    rows = [row(p, "default", 1, 20, 32, 56), row(p, "bounded", 1, 20, 53, 54),
+            row(p, "default", 8, 160, 259, 420), row(p, "bounded", 8, 52, 128, 126)]
+    out = memory.Outcome(rows, 128, 2, 24)
+    assert out.failed and out.default_grows
+    assert [r["partitions"] for r in out.default_over_bound] == [8]
+    assert "past the 128 MB bound" in out.verdict() and "every app under" in out.verdict()
+    record = out.as_record()
+    assert record["memory_failed"] and record["memory_default_over_bound"] == [8]
+    assert set(record["memory_rows"]) == {"default-p1", "bounded-p1", "default-p8", "bounded-p8"}
+    assert "taken once" in out.explain()
+    assert out.table().shape[0] == 4 and out.figure().layout.template is not None
+
+
+def test_the_bounded_control_is_clean_and_a_broken_cap_is_not():
+    p = SPEC.validate(memory_configs=["bounded"], memory_partitions=[1, 4])
+    clean = memory.Outcome([row(p, "bounded", 1, 20, 53, 54), row(p, "bounded", 4, 53, 128, 128)], 128, 2, 24)
+    assert not clean.failed and clean.default_grows is None and not clean.bounded_over_cap
+    over = memory.Outcome([row(p, "bounded", 4, 53, 150, 150)], 128, 2, 24)
+    assert over.failed and "OVER" in over.verdict()
+
+
+def test_metrics_past_the_bound_without_the_rss_to_match_is_not_claimed():
+    p = SPEC.validate(memory_partitions=[1, 8])
+    rows = [row(p, "default", 1, 20, 32, 56), row(p, "default", 8, 160, 259, 100)]
+    assert not memory.Outcome(rows, 128, 2, 24).failed
+
+
+def test_default_memory_that_does_not_grow_is_not_the_failure():
+    p = SPEC.validate(memory_partitions=[1, 8])
+    rows = [row(p, "default", 1, 100, 100, 200), row(p, "default", 8, 100, 110, 210)]
+    out = memory.Outcome(rows, 128, 2, 24)
+    assert out.default_grows is False and not out.failed and "not growing" in out.verdict()
+
+
+def test_partition_counts_run_one_round_at_a_time():
+    """Only one partition count's apps are up at once, so many counts fit where their sum would not."""
+    p = SPEC.validate(memory_partitions=[1, 2, 4, 8, 16])
+    assert p["memory_partitions"][-1] == 16
