@@ -90,6 +90,16 @@ def test_param_check_hook_refuses():
         spec.validate(n=99)
 
 
+def test_a_list_param_refuses_a_repeated_value():
+    spec = Spec(Param("sizes", [1, 2], "sizes, one round each", lo=1, hi=10),
+                Param("modes", ["a", "b"], "modes, side by side", choices=("a", "b", "c")))
+    assert spec.validate(sizes="3, 1", modes=["c"]) == {"sizes": [3, 1], "modes": ["c"]}
+    with pytest.raises(LabError, match=r"^SIZES=\[2, 5, 2\] names a value twice\.$"):
+        spec.validate(sizes=[2, 5, 2])
+    with pytest.raises(LabError, match=r"^MODES=\['a', 'a'\] names a value twice\.$"):
+        spec.validate(modes="a, a")     # text from a panel too
+
+
 # ---------------------------------------------------------------- evidence
 
 STAMP = calendar.timegm((2026, 11, 23, 12, 3, 14)) + 0.123

@@ -23,7 +23,8 @@ def no_maven(monkeypatch):
     (dict(restore_sizes_mb=[8, 8]), "twice"),
     (dict(restore_sizes_mb=[0.5]), "RESTORE_SIZES_MB"),
     (dict(restore_sizes_mb=[4096]), "RESTORE_SIZES_MB"),
-    (dict(restore_modes=["eos", "eos"]), "at most once"),
+    (dict(restore_modes=["eos", "eos"]), "twice"),
+    (dict(restore_modes=[]), "at most once"),
     (dict(restore_modes=["eos", "turbo"]), "RESTORE_MODES"),
     (dict(restore_shutdown="reboot"), "RESTORE_SHUTDOWN"),
     (dict(restore_sizes_mb=[1024], restore_value_bytes=100), "records"),            # 10.9 M records to fill

@@ -35,7 +35,9 @@ def test_long_idle_is_accepted_and_the_mitigation_expiration_is_derived():
                                         ({"python_modes": ["crash", "retry"]}, "PYTHON_MODES"),
                                         ({"observe_s": 1}, "OBSERVE_S"),
                                         ({"idle": 5}, "did you mean 'idle_s'"),
-                                        ({"python_modes": ["crash"] * 9}, "At most 8")])
+                                        ({"python_modes": list(tx.PYTHON_MODES),       # 6 + 3 clients
+                                          "java_clients": ["3.9.1", "4.0.0", "4.3.1"]}, "At most 8"),
+                                        ({"python_modes": ["crash", "crash"]}, "names a value twice")])
 def test_spec_refuses_what_kafka_or_the_machine_cannot_take(bad, words):
     with pytest.raises(LabError, match=words):
         tx.SPEC.validate(**{**NO_MAVEN, **bad})

@@ -38,8 +38,6 @@ class Lessons:
     def _something_to_run(self, p: dict) -> str | None:
         if not p["lessons"]:
             return f"LESSONS is empty: choose some of {list(self.modules)}."
-        if len(set(p["lessons"])) != len(p["lessons"]):
-            return f"LESSONS={p['lessons']!r} names a lesson twice."
         return None
 
     def _rules_of_chosen_lessons(self, p: dict) -> str | None:

@@ -34,7 +34,8 @@ class Param:
 
     @property
     def many(self) -> bool:
-        """A list parameter (a default that is a list): `choices` and `lo`..`hi` apply to each item."""
+        """A list parameter (a default that is a list): `choices` and `lo`..`hi` apply to each item, and no
+        item may come twice (each names one app, run or round)."""
         return isinstance(self.default, list)
 
     @property
@@ -56,6 +57,8 @@ class Param:
             why = f": {self.why}" if self.why else ""
             where = f"has {outside[0]!r}, outside" if self.many else "is outside"
             raise LabError(f"{self.name.upper()}={value!r} {where} {self.range_text()}{why}.")
+        if self.many and any(v in value[:i] for i, v in enumerate(value)):
+            raise LabError(f"{self.name.upper()}={value!r} names a value twice.")
         if self.check is not None:
             self.check(value)
         return value

@@ -85,19 +85,11 @@ def _something_to_run(p: dict) -> str | None:
     return None
 
 
-def _unique(name):
-    def check(values):
-        if len(set(values)) != len(values):
-            raise LabError(f"{name}={values!r} names a value twice.")
-    return check
-
-
 SPEC = Spec(
     Param("crash_points", ["before_read", "during_processing", "after_send_before_commit", "after_commit"],
-          "where the app halts once (none: no crash, the control)", choices=CRASH_POINTS,
-          check=_unique("CRASH_POINTS")),
+          "where the app halts once (none: no crash, the control)", choices=CRASH_POINTS),
     Param("guarantees", ["exactly_once_v2", "at_least_once"], "processing.guarantee of each crash run",
-          choices=GUARANTEES, check=_unique("GUARANTEES")),
+          choices=GUARANTEES),
     Param("streams_version", KAFKA_VERSION, "Kafka Streams version of the crash runs", check=check_streams_version),
     Param("records", 200, "input records per run", lo=10, hi=100_000),
     Param("crash_at", 80, "the app halts at its N-th record (read, processed or acknowledged)", lo=1, hi=100_000),
@@ -107,15 +99,13 @@ SPEC = Spec(
     Param("commit_interval_ms", 1500, "commit.interval.ms: how much work a commit covers", lo=100, hi=9000,
           unit="ms", why="below Streams' exactly-once transaction.timeout.ms (10 s)"),
     Param("handlers", ["shutdown_client", "replace_thread", "continue", "deserialization"],
-          "exception-handler runs: a poison record (or a malformed input for deserialization)", choices=HANDLERS,
-          check=_unique("HANDLERS")),
+          "exception-handler runs: a poison record (or a malformed input for deserialization)", choices=HANDLERS),
     Param("handler_version", KAFKA_VERSION, "Kafka Streams version of the handler runs and of schema 'continue'",
           check=lambda v: check_streams_version(v, "HANDLER_VERSION")),
     Param("old_version", "3.8.1", "Kafka Streams version (before 3.9) of the other schema-change runs",
           check=lambda v: check_streams_version(v, "OLD_VERSION")),
     Param("schema_modes", ["shutdown_client", "replace_thread", "continue", "tolerant"],
-          "schema-change runs: how version 2 meets version 1's state", choices=SCHEMA_MODES,
-          check=_unique("SCHEMA_MODES")),
+          "schema-change runs: how version 2 meets version 1's state", choices=SCHEMA_MODES),
     Param("loop_seconds", 10.0, "how long a failing app is watched (and restarted) once it fails", lo=5, hi=300,
           unit="s"),
     rules=(_kip_1033_needs_3_9, _something_to_run),

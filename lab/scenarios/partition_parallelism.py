@@ -29,8 +29,6 @@ PARAMS = [
 
 
 def _fits(p: dict) -> str | None:
-    if len(set(p["par_instances"])) != len(p["par_instances"]):
-        return f"PAR_INSTANCES={p['par_instances']!r} names a value twice."
     return check_jvms(sum(p["par_instances"]), f"PAR_INSTANCES={p['par_instances']} (all at once)")
 
 

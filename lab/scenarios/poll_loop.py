@@ -62,13 +62,6 @@ PARAMS = [
 ]
 
 
-def _unique(p: dict) -> str | None:
-    for name in ("poll_clients", "poll_fixes"):
-        if len(set(p[name])) != len(p[name]):
-            return f"{name.upper()}={p[name]!r} names a value twice."
-    return None
-
-
 def _slow_record_exists(p: dict) -> str | None:
     if "streams" in p["poll_clients"] and p["poll_slow_offset"] >= p["poll_records"]:
         return (f"POLL_SLOW_OFFSET={p['poll_slow_offset']} is past the topic's last offset "
@@ -76,7 +69,7 @@ def _slow_record_exists(p: dict) -> str | None:
     return None
 
 
-RULES = [_unique, _slow_record_exists]
+RULES = [_slow_record_exists]
 
 
 def needs(p: dict) -> dict:

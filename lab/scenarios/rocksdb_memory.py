@@ -82,8 +82,6 @@ def _lists(p: dict) -> str | None:
     for name in ("memory_configs", "memory_partitions"):
         if not p[name]:
             return f"{name.upper()} is empty: give at least one value."
-        if len(set(p[name])) != len(p[name]):
-            return f"{name.upper()}={p[name]!r} names a value twice."
     return None
 
 

@@ -39,8 +39,6 @@ PARAMS = [
 
 
 def _fits(p: dict) -> str | None:
-    if len(set(p["lookup_modes"])) != len(p["lookup_modes"]):
-        return f"LOOKUP_MODES={p['lookup_modes']!r} names a value twice."
     return check_jvms(len(p["lookup_modes"]), f"LOOKUP_MODES={p['lookup_modes']}")
 
 

@@ -67,8 +67,6 @@ def _kinds(p: dict) -> str | None:
     kinds = p["growth_kinds"]
     if not kinds:
         return f"GROWTH_KINDS is empty: choose some of {list(KINDS)}."
-    if len(set(kinds)) != len(kinds):
-        return f"GROWTH_KINDS={kinds!r} names a kind twice (each kind is one app, one application.id)."
     return None
 
 
