@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -75,6 +76,16 @@ def compile_sources(sources: list[Path], classpath: list[Path], label: str) -> P
     return classes
 
 
+def write_shared(path: Path, text: str) -> None:
+    """Write a file the programs of one run folder share, atomically and only if it differs: a JVM starting
+    while another program truncated and rewrote it read it empty (no log appender: a log with no evidence)."""
+    if path.exists() and path.read_text() == text:
+        return
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
 @dataclass
 class JavaProgram:
     """One JVM running `main_class` from lab/java sources against Kafka `version`."""
@@ -110,7 +121,7 @@ class JavaProgram:
         # A Kafka client program also gets KAFKA_LAB_CLIENT_PROPERTIES' security settings (0600: a password).
         security = java_security() if "bootstrap.servers" in self.properties else {}
         write_properties(props, {**security, **self.properties})
-        (self.folder / "log4j.properties").write_text(LOG4J)
+        write_shared(self.folder / "log4j.properties", LOG4J)
         self.starts += 1
         # RocksDB unpacks its 15 MB native library into java.io.tmpdir and a killed JVM leaves it there:
         # the run folder's tmp/ goes when the run folder is pruned.

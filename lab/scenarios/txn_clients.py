@@ -21,7 +21,7 @@ from ..experiment import Run, grep, java_events, lab_lines
 from ..experiment.admin import QUIET
 from ..experiment.apps import streams_running
 from ..history import History
-from ..streams import LOG4J, LOGGING
+from ..streams import LOG4J, LOGGING, write_shared
 from .txn_unknown_producer import idle_producer
 
 ERROR_CODE = 49  # INVALID_PRODUCER_ID_MAPPING
@@ -228,7 +228,7 @@ class _Streams(_Client):
 
     def start(self):
         props, log4j = self.lab.folder / f"{self.name}.properties", self.lab.folder / "log4j.properties"
-        log4j.write_text(LOG4J)
+        write_shared(log4j, LOG4J)
         props.write_text("".join(f"{k}={v}\n" for k, v in {
             "bootstrap.servers": self.lab.bootstrap, "application.id": self.txn_id, "replication.factor": 1,
             "processing.guarantee": "exactly_once_v2", "state.dir": self.lab.folder / f"{self.name}-state"}.items()))
