@@ -252,6 +252,28 @@ class KafkaCluster:
         self._launch(node)
         self.wait_ready(timeout)
 
+    def stop_nodes(self, *node_ids: int) -> None:
+        """Clean shutdown of several nodes at once (SIGTERM to each, then wait): a whole cluster going down
+        together, instead of the last ones waiting for a quorum that left before them."""
+        processes = [self._node(i).process for i in node_ids]
+        for process in processes:
+            if process:
+                process.terminate()
+        for process in processes:
+            if process:
+                process.stop()
+
+    def start_nodes(self, *node_ids: int, timeout: float = 60) -> None:
+        """Start several stopped nodes together, then wait once: nodes that lost their controller quorum
+        only become ready when a majority of them is back."""
+        nodes = [self._node(i) for i in node_ids]
+        running = [n.node_id for n in nodes if n.process and n.process.alive()]
+        if running:
+            raise LabError(f"Node(s) {running} already running.")
+        for node in nodes:
+            self._launch(node)
+        self.wait_ready(timeout)
+
     def restart_node(self, node_id: int, timeout: float = 60) -> None:
         self.stop_node(node_id)
         self.start_node(node_id, timeout)

@@ -3,12 +3,13 @@
     poll_loop    lab/scenarios/poll_loop.py: work between two polls beyond max.poll.interval.ms, a loop
     partitions   lab/scenarios/partition_parallelism.py: instances beyond the partition count sit idle
     lookups      lab/scenarios/slow_lookups.py: a remote call per record caps a thread at 1 / latency
-The broker-bounce lesson of the issue (Streams 2.7 against 2.8+, KIP-671, LISTENER_NOT_FOUND) is not built yet.
+    bounce       lab/scenarios/broker_bounce.py: a broker down for a while kills Streams 2.7; 2.8+ rides it out
+The bounce lesson needs 3 brokers, so a run that chooses it puts every lesson on a 3-node cluster.
 """
 from __future__ import annotations
 
 from ..experiment.lessons import Lessons, LessonsResult
-from . import partition_parallelism, poll_loop, slow_lookups
+from . import broker_bounce, partition_parallelism, poll_loop, slow_lookups
 
 
 class StreamsStopResult(LessonsResult):
@@ -19,7 +20,9 @@ SCENARIO = Lessons("streams-stop", {
     "poll_loop": ("1 · the poll-interval loop", poll_loop),
     "partitions": ("2 · partitions bound parallelism", partition_parallelism),
     "lookups": ("3 · slow lookups", slow_lookups),
-}, apps=("PollLoopConsumer", "SlowRecordApp", "ThroughputApp", "lab.apps.consumer_app"), result=StreamsStopResult)
+    "bounce": ("4 · broker bounce", broker_bounce),
+}, apps=("PollLoopConsumer", "SlowRecordApp", "ThroughputApp", "BounceApp", "lab.apps.consumer_app"),
+    result=StreamsStopResult)
 SPEC, needs, run = SCENARIO.spec, SCENARIO.needs, SCENARIO.run
 
 

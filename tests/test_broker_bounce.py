@@ -1,0 +1,98 @@
+"""Notebook 07's broker-bounce lesson (lab/scenarios/broker_bounce.py): its variants, refusals, arithmetic, and the
+outcome built from synthetic rows. No JVM, no broker: the live run is notebook 07's test."""
+import pytest
+
+from lab.config import KAFKA_VERSION
+from lab.errors import LabError
+from lab.experiment import Spec
+from lab.scenarios import broker_bounce as bb
+
+SPEC = Spec(*bb.PARAMS, rules=[r for r in bb.RULES if r is not bb._versions_exist])   # no javac here
+
+
+def test_variants_name_a_version_and_from_2_8_a_handler():
+    assert bb.parse_variant("2.7.2") == bb.Variant("2.7.2", "")
+    assert bb.parse_variant(KAFKA_VERSION) == bb.Variant(KAFKA_VERSION, "shutdown_client")   # Kafka's default
+    assert bb.parse_variant(f"{KAFKA_VERSION}/replace_thread").name == f"{KAFKA_VERSION}/replace_thread"
+    assert bb.parse_variant("2.8.0/replace_thread").slug == "2-8-0-replace-thread"
+
+
+@pytest.mark.parametrize("values, message", [
+    (dict(bounce_apps=["2.7.2/replace_thread"]), "KIP-671"),
+    (dict(bounce_apps=["4.3.1/restart_everything"]), "handler is one of"),
+    (dict(bounce_apps=["latest"]), "not a version"),
+    (dict(bounce_apps=[]), "BOUNCE_APPS is empty"),
+    (dict(bounce_apps=["4.3.1", "4.3.1/shutdown_client"]), "twice"),
+    (dict(bounce_apps=[f"3.{i}.0" for i in range(9)]), "JVMs at once"),
+    (dict(bounce_down_s=40, bounce_watch_s=30), "BOUNCE_WATCH_S"),
+    (dict(bounce_brokers="two"), "BOUNCE_BROKERS"),
+    (dict(bounce_replication=4), "BOUNCE_REPLICATION"),
+    (dict(bounce_delivery_timeout_ms=1000), "request.timeout.ms"),
+])
+def test_bad_parameters_are_refused_before_anything_starts(values, message):
+    with pytest.raises(LabError, match=message):
+        SPEC.validate(**values)
+
+
+def test_an_unknown_version_is_refused_by_its_build(monkeypatch):
+    def build(version):
+        raise LabError("no such artifact")
+    monkeypatch.setattr(bb, "build", build)
+    assert "no such artifact" in bb._versions_exist(SPEC.validate(bounce_apps=["9.9.9"]))
+    assert "older than" in bb._versions_exist(SPEC.validate(bounce_apps=["2.0.1"]))
+
+
+def test_no_bounce_needs_no_recovery_time_and_three_brokers():
+    p = SPEC.validate(bounce_down_s=0, bounce_watch_s=5)
+    assert bb.needs(p) == {"nodes": 3, "broker_config": {}}
+
+
+def test_the_arithmetic_of_who_should_die():
+    old, shut, repl = (bb.parse_variant(v) for v in ("2.7.2", "4.3.1/shutdown_client", "4.3.1/replace_thread"))
+    short = SPEC.validate(bounce_down_s=15)                        # past delivery.timeout.ms (10 s) only
+    assert bb.expected_to_die(short, old) and not bb.expected_to_die(short, shut)
+    long = SPEC.validate(bounce_down_s=40, bounce_watch_s=60)       # past delivery + task.timeout.ms (30 s)
+    assert bb.expected_to_die(long, shut) and not bb.expected_to_die(long, repl)
+    replicated = SPEC.validate(bounce_down_s=40, bounce_watch_s=60, bounce_replication=3)
+    assert not any(bb.expected_to_die(replicated, v) for v in (old, shut, repl))
+    assert not bb.expected_to_die(SPEC.validate(bounce_down_s=0), old)
+    # the whole cluster down: the input too, so nothing is in flight to expire
+    assert not bb.expected_to_die(SPEC.validate(bounce_down_s=15, bounce_brokers="all"), old)
+
+
+def _row(app, died=False, lost=0, **kw):
+    return {"app": app, "version": app.split("/")[0], "handler": "", "expected_to_die": died, "died": died,
+            "died_after_s": 10.2 if died else None, "final_state": "ERROR" if died else "RUNNING",
+            "states": ["REBALANCING", "RUNNING"] + (["ERROR"] if died else []), "thread_deaths": int(died),
+            "threads_replaced": 0, "exception": "TimeoutException: Expiring 1 record(s)" if died else "",
+            "expired_sends": 1, "task_timeout_lines": 0, "send_errors_reported": 1, "tasks_corrupted": 0,
+            "processed_before": 100,
+            "processed": 120 if died else 900, "lag_end": 800 if died else 0, "audit_lost": lost,
+            "audit_duplicate": 0, **kw}
+
+
+BOUNCE = {"nodes": [3], "leaders_before": {}, "bounce_at": 12.0, "down_at": 14.0, "restart_at": 29.0, "up_at": 31.0,
+          "input_stopped_at": 40.0, "apps_stopped_at": 41.0, "brokers": "leader", "down_s": 15.0, "replication": 1,
+          "outage_s": 19.0}
+
+
+def test_a_dead_client_is_the_failure():
+    out = bb.Outcome([_row("2.7.2", died=True), _row("4.3.1/shutdown_client")],
+                     {"2.7.2": [(10.0, 100, "RUNNING", ["StreamThread-1:RUNNING"])], "4.3.1/shutdown_client": []},
+                     BOUNCE)
+    assert out.failed
+    assert out.verdict().startswith("died: 2.7.2 (ERROR 10.2 s")
+    assert "rode it out: 4.3.1/shutdown_client" in out.verdict()
+    record = out.as_record()
+    assert record["bounce"]["2.7.2"]["died"] is True and record["bounce_brokers"]["outage_s"] == 19.0
+    assert "Died" in out.explain() and len(out.table()) == 2
+    assert out.figure().layout.template.layout is not None
+
+
+def test_records_lost_are_a_failure_too_and_a_clean_run_is_not():
+    lost = bb.Outcome([_row("4.3.1/shutdown_client", lost=19)], {"4.3.1/shutdown_client": []}, BOUNCE)
+    assert lost.failed and "records lost: 4.3.1/shutdown_client: 19" in lost.verdict()
+    clean = bb.Outcome([_row("4.3.1/shutdown_client")], {"4.3.1/shutdown_client": []},
+                       {**BOUNCE, "down_at": None, "restart_at": None, "outage_s": None, "down_s": 0.0})
+    assert not clean.failed and clean.verdict() == "rode it out: 4.3.1/shutdown_client"
+    assert "No bounce" in clean.explain()
