@@ -9,11 +9,8 @@ run's restore and memory rows. Prints markdown to paste into benchmarks/RESULTS.
 """
 from __future__ import annotations
 
-import argparse
 import collections
-import os
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,36 +18,19 @@ sys.path.insert(0, str(ROOT))
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--default", action="store_true", help="the notebook's default parameters, not the test's")
-    ap.add_argument("--lessons", nargs="*", help="only these lessons")
-    args = ap.parse_args()
-    from lab.cluster import kafka_cluster
-    from lab.scenarios import state_in_production as scenario
+    from benchmarks.lessons_bench import repeat
+    from lab.scenarios import state_in_production
     from tests.expectations import nb06
 
-    values = {} if args.default else {k.lower(): v for k, v in nb06.PARAMETERS.items() if k != "INTERACTIVE"}
-    if args.lessons:
-        values["lessons"] = args.lessons
-    params = scenario.SPEC.validate(**values)
-    failed, runs, last = collections.Counter(), [], None
-    with kafka_cluster(**scenario.needs(params), name="bench-06") as cluster:
-        for n in range(args.runs):
-            t = time.perf_counter()
-            last = scenario.run(cluster=cluster, progress=False, **params)
-            runs.append((round(time.perf_counter() - t, 1), last.peak_rss_mb))
-            print(f"run {n + 1}: {runs[-1][0]} s, peak RSS {last.peak_rss_mb}", flush=True)
-            for variant, did in variants(last).items():
-                failed[variant] += did
-    load = os.getloadavg()[0]
-    print(f"\n{args.runs} run(s), {'default' if args.default else 'test'} parameters, load {load:.1f} at the end\n")
-    print("| run | seconds | peak RSS apps (MB) | peak RSS broker (MB) |\n|---|---|---|---|")
-    for i, (s, rss) in enumerate(runs, 1):
-        print(f"| {i} | {s} | {rss.get('apps')} | {rss.get('brokers')} |")
+    args, results = repeat(state_in_production, nb06, "bench-06", __doc__)
+    failed = collections.Counter()
+    for r in results:
+        for variant, did in variants(r).items():
+            failed[variant] += did
     print("\n| variant | failed in |\n|---|---|")
     for variant, k in failed.items():
         print(f"| {variant} | {k}/{args.runs} |")
+    last = results[-1]
     if "restore" in last.outcomes:
         print("\n| mode | changelog MB | records restored | restore s | MB/s | back to processing s |\n|---|---|---|---|---|---|")
         for r in last.lesson("restore").rows:
@@ -62,7 +42,6 @@ def main() -> None:
         for r in last.lesson("memory").rows:
             print(f"| {r['config']} | {r['partitions']} x {r['stores']} | {r['rocksdb_mb']} | {r['rss_mb']} | "
                   f"{r['heap_used_mb']} | {r['native_growth_mb']} |")
-
 
 def variants(result) -> dict[str, bool]:
     """Per lesson variant: did it show its lesson's failure in this run?"""
