@@ -403,7 +403,6 @@ class Outcome:
         return "\n".join(lines)
 
     def figure(self):
-        import plotly.graph_objects as go
         from plotly.subplots import make_subplots
         fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
                             subplot_titles=("entries in the store: exact (solid), RocksDB's estimate-num-keys (dotted)",

@@ -90,7 +90,7 @@ def records_for(size_mb: float, value_bytes: int) -> int:
     return math.ceil(size_mb * 2**20 / (value_bytes + KEY_BYTES))
 
 
-def _distinct_sizes(p: dict) -> str | None:
+def _something_to_restore(p: dict) -> str | None:
     sizes = p["restore_sizes_mb"]
     if not sizes:
         return "RESTORE_SIZES_MB is empty: give at least one changelog size."
@@ -143,7 +143,7 @@ def _standby_needs_instances(p: dict) -> str | None:
     return None
 
 
-RULES = [_distinct_sizes, _fits_in_time, _fits_on_disk, _standby_needs_instances]
+RULES = [_something_to_restore, _fits_in_time, _fits_on_disk, _standby_needs_instances]
 
 
 def needs(p: dict) -> dict:
@@ -263,7 +263,6 @@ def _measure(lab, app: App, down, survivors, label: str, p: dict, admin, size_mb
     watched = survivors or [down]
     if not survivors:
         down.start()
-    t_up = time.time()
     keys = _probe(lab.bootstrap, app.topic, label, partitions)
 
     def probes_done():
