@@ -41,7 +41,10 @@ import org.slf4j.LoggerFactory;
  * {"id","key","count"} to the counts topic (one transaction per commit under exactly_once_v2).
  *
  * It can halt the JVM (Runtime.halt: no close, no flush, like kill -9) once, at a named point, when it
- * reaches its crash-at-th record (a marker file keeps the restarted app from crashing again):
+ * reaches its crash-at-th record (a marker file keeps the restarted app from crashing again). The halt
+ * waits for a settled commit: one commit of processed records, and one output record acknowledged after
+ * it (so the broker has written that commit's markers). A run whose first batch arrives late then halts
+ * at the first record after that commit, never before any commit:
  *   before_read               a consumer interceptor, when poll() hands over the record (before processing)
  *   during_processing         inside the processor: state written and output forwarded, count not yet
  *   after_send_before_commit  a producer interceptor, when the broker acknowledged the record's output
@@ -62,7 +65,7 @@ public class EosCrashApp {
 
     static String crashPoint = "none", marker = "", input = "", output = "", poison = "", mode = "crash";
     static int crashAt = 0, incarnation = 1;
-    static volatile boolean armed = false;
+    static volatile boolean armed = false, settled = false;
     static final AtomicInteger read = new AtomicInteger(), processed = new AtomicInteger(), acked = new AtomicInteger();
     static volatile KafkaStreams streams;
 
@@ -83,8 +86,7 @@ public class EosCrashApp {
         incarnation = Integer.parseInt((String) props.remove("lab.incarnation"));
         armed = !"none".equals(crashPoint) && !new File(marker).exists();
         if (crashPoint.equals("before_read")) props.put("main.consumer.interceptor.classes", ReadHook.class.getName());
-        if (crashPoint.equals("after_send_before_commit"))
-            props.put("producer.interceptor.classes", AckHook.class.getName());
+        if (armed) props.put("producer.interceptor.classes", AckHook.class.getName());
 
         Topology topology = new Topology();
         Deserializer<String> values = strictInput ? new JsonOnly() : Serdes.String().deserializer();
@@ -184,7 +186,7 @@ public class EosCrashApp {
             int n = 0;
             for (TopicPartition tp : records.partitions()) if (tp.topic().equals(input)) n += records.records(tp).size();
             int before = read.getAndAdd(n);
-            if (armed && before < crashAt && before + n >= crashAt) crash("before_read", "\"batch\":" + n);
+            if (armed && settled && before + n >= crashAt) crash("before_read", "\"batch\":" + n);
             return records;
         }
         @Override public void onCommit(Map<TopicPartition, OffsetAndMetadata> offsets) { }
@@ -192,13 +194,20 @@ public class EosCrashApp {
         @Override public void configure(Map<String, ?> configs) { }
     }
 
-    /** after_send_before_commit: the broker acknowledged the crash-at-th output record; no commit yet. */
+    /**
+     * Settles the first commit, and after_send_before_commit: the broker acknowledged the crash-at-th output
+     * record; no commit yet. A commit flushes every send before the commit-total metric moves, so an ack
+     * seen after it is of a record sent after the commit, which the broker accepts only once the commit's
+     * markers are written.
+     */
     public static class AckHook implements ProducerInterceptor<Object, Object> {
         @Override public ProducerRecord<Object, Object> onSend(ProducerRecord<Object, Object> record) { return record; }
         @Override
         public void onAcknowledgement(RecordMetadata metadata, Exception exception) {
-            if (exception == null && metadata != null && output.equals(metadata.topic())
-                    && acked.incrementAndGet() == crashAt && armed) {
+            if (exception != null || metadata == null || !output.equals(metadata.topic())) return;
+            int n = acked.incrementAndGet();
+            if (!settled && streams != null && metric(streams, "commit-total", "stream-thread-metrics") > 0) settled = true;
+            if (armed && settled && crashPoint.equals("after_send_before_commit") && n >= crashAt) {
                 crash("after_send_before_commit", "\"partition\":" + metadata.partition() + ",\"offset\":"
                     + metadata.offset());
             }
@@ -262,7 +271,7 @@ public class EosCrashApp {
                 "{\"id\":\"%s\",\"key\":\"%s\",\"value\":%d,\"text\":\"%s\",\"incarnation\":%d,\"task\":\"%s\",\"at\":%d}",
                 id, key, count, id.toUpperCase(Locale.ROOT), incarnation, context.taskId(), System.currentTimeMillis())),
                 "output");
-            if (armed && crashPoint.equals("during_processing") && n == crashAt) {
+            if (armed && settled && crashPoint.equals("during_processing") && n >= crashAt) {
                 crash("during_processing", "\"id\":\"" + id + "\"");  // the count update is never forwarded
             }
             context.forward(record.withValue("{\"id\":\"" + id + "\",\"key\":\"" + key + "\",\"count\":" + count + "}"),

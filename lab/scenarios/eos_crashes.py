@@ -3,7 +3,8 @@ crash loops and a changed state schema.
 
 A real Kafka Streams app (lab/java/EosCrashApp.java: transform + per-key count, one output record and one
 count update per input) halts its JVM once (Runtime.halt: no close, no flush) at a named point, at its
-CRASH_AT-th record, and the scenario restarts it as a deployment would:
+CRASH_AT-th record or, when no commit has settled by then, at the first record after one (so the killed
+app always committed something first), and the scenario restarts it as a deployment would:
     before_read               a consumer interceptor, when poll() hands over the record
     during_processing         inside the processor: state written and output forwarded, count update not
     after_send_before_commit  a producer interceptor's onAcknowledgement (a long commit interval)
@@ -92,7 +93,7 @@ SPEC = Spec(
           choices=GUARANTEES),
     Param("streams_version", KAFKA_VERSION, "Kafka Streams version of the crash runs", check=check_streams_version),
     Param("records", 200, "input records per run", lo=10, hi=100_000),
-    Param("crash_at", 80, "the app halts at its N-th record (read, processed or acknowledged)", lo=1, hi=100_000),
+    Param("crash_at", 80, "the app halts at its N-th record (read, processed or acknowledged), once it committed", lo=1, hi=100_000),
     Param("rate", 50.0, "input records per second", lo=1, hi=2000, unit="records/s"),
     Param("keys", 10, "distinct keys counted", lo=1, hi=10_000),
     Param("partitions", 2, "partitions of every topic (one task each)", lo=1, hi=12),
@@ -615,7 +616,7 @@ class Crash:
             return (f"the app never reached its crash point ({self.point} at record N): "
                     + ("no commit covered record N while input still flowed (the next commit came with the last "
                        "records): give more RECORDS or a shorter COMMIT_INTERVAL_MS. " if self.point == "after_commit"
-                       else "fewer records than CRASH_AT? ")
+                       else "fewer records than CRASH_AT, or no commit before the input ended? ")
                     + f"{m['duplicates']} duplicate(s), {m['lost']} lost.")
         c = m["crash"] or {}
         at = f"halted at {self.point} ({c.get('processed', '?')} processed, {c.get('acked', '?')} acked)"
