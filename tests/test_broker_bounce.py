@@ -25,6 +25,7 @@ def test_variants_name_a_version_and_from_2_8_a_handler():
     (dict(bounce_apps=["4.3.1", "4.3.1/shutdown_client"]), "twice"),
     (dict(bounce_apps=[f"3.{i}.0" for i in range(9)]), "JVMs at once"),
     (dict(bounce_down_s=40, bounce_watch_s=30), "BOUNCE_WATCH_S"),
+    (dict(bounce_down_s=15, bounce_watch_s=30, bounce_brokers="listener"), "watch at least 40 s"),
     (dict(bounce_brokers="two"), "BOUNCE_BROKERS"),
     (dict(bounce_replication=4), "BOUNCE_REPLICATION"),
     (dict(bounce_delivery_timeout_ms=1000), "request.timeout.ms"),
@@ -44,16 +45,16 @@ def test_an_unknown_version_is_refused_by_its_build(monkeypatch):
 
 def test_no_bounce_needs_no_recovery_time_and_three_brokers():
     p = SPEC.validate(bounce_down_s=0, bounce_watch_s=5)
-    assert bb.needs(p) == {"nodes": 3, "broker_config": {}}
+    assert bb.needs(p) == {"nodes": 3, "broker_config": {}, "extra_listener": "APPS"}
 
 
 def test_the_arithmetic_of_who_should_die():
     old, shut, repl = (bb.parse_variant(v) for v in ("2.7.2", "4.3.1/shutdown_client", "4.3.1/replace_thread"))
     short = SPEC.validate(bounce_down_s=15)                        # past delivery.timeout.ms (10 s) only
     assert bb.expected_to_die(short, old) and not bb.expected_to_die(short, shut)
-    long = SPEC.validate(bounce_down_s=40, bounce_watch_s=60)       # past delivery + task.timeout.ms (30 s)
+    long = SPEC.validate(bounce_down_s=40, bounce_watch_s=65)       # past delivery + task.timeout.ms (30 s)
     assert bb.expected_to_die(long, shut) and not bb.expected_to_die(long, repl)
-    replicated = SPEC.validate(bounce_down_s=40, bounce_watch_s=60, bounce_replication=3)
+    replicated = SPEC.validate(bounce_down_s=40, bounce_watch_s=65, bounce_replication=3)
     assert not any(bb.expected_to_die(replicated, v) for v in (old, shut, repl))
     assert not bb.expected_to_die(SPEC.validate(bounce_down_s=0), old)
     # the whole cluster down: the input too, so nothing is in flight to expire
@@ -66,12 +67,14 @@ def _row(app, died=False, lost=0, **kw):
             "states": ["REBALANCING", "RUNNING"] + (["ERROR"] if died else []), "thread_deaths": int(died),
             "threads_replaced": 0, "exception": "TimeoutException: Expiring 1 record(s)" if died else "",
             "expired_sends": 1, "task_timeout_lines": 0, "send_errors_reported": 1, "tasks_corrupted": 0,
+            "listener_not_found_lines": 0,
             "processed_before": 100,
             "processed": 120 if died else 900, "lag_end": 800 if died else 0, "audit_lost": lost,
             "audit_duplicate": 0, **kw}
 
 
-BOUNCE = {"nodes": [3], "leaders_before": {}, "bounce_at": 12.0, "down_at": 14.0, "restart_at": 29.0, "up_at": 31.0,
+BOUNCE = {"nodes": [3], "leaders_before": {}, "bounce_at": 12.0, "down_at": 14.0, "listener_lost_at": None,
+          "restart_at": 29.0, "up_at": 31.0,
           "input_stopped_at": 40.0, "apps_stopped_at": 41.0, "brokers": "leader", "down_s": 15.0, "replication": 1,
           "outage_s": 19.0}
 
@@ -96,3 +99,15 @@ def test_records_lost_are_a_failure_too_and_a_clean_run_is_not():
                        {**BOUNCE, "down_at": None, "restart_at": None, "outage_s": None, "down_s": 0.0})
     assert not clean.failed and clean.verdict() == "rode it out: 4.3.1/shutdown_client"
     assert "No bounce" in clean.explain()
+
+
+def test_a_leader_back_without_the_apps_listener_is_its_own_window():
+    marks = {**BOUNCE, "brokers": "listener", "listener_lost_at": 22.0, "restart_at": 29.5, "up_at": 38.0}
+    out = bb.Outcome([_row("4.3.1/shutdown_client", listener_not_found_lines=12)], {"4.3.1/shutdown_client": []},
+                     marks, {"4.3.1/shutdown_client": {"listener_not_found": {
+                         "count": 12, "first": "1 partitions have leader brokers without a matching listener"}}})
+    assert "LISTENER_NOT_FOUND" in out.explain() and "without a matching listener" in out.explain()
+    assert [label for label, *_ in bb._windows(12.0, 22.0, 29.5, 38.0)] == [
+        "broker down", "up without listener APPS", "restart with it"]
+    labels = [a.text for a in out.figure().layout.annotations]
+    assert "up without listener APPS" in labels

@@ -170,6 +170,32 @@ def test_embedded_clusters_own_their_broker_and_say_what_fits():
     assert ZooKeeperKafkaCluster(version="2.4.1", name="zk").owns_broker
 
 
+def test_an_extra_listener_is_written_fitted_and_refused_where_it_cannot_be(tmp_path):
+    from lab.cluster.kraft import Node
+    cluster = KafkaCluster(nodes=3, name="extra", extra_listener="APPS")
+    assert cluster.fits(3, KAFKA_VERSION, {}) and cluster.fits(3, KAFKA_VERSION, {}, extra_listener="APPS")
+    assert not KafkaCluster(nodes=3, name="plain").fits(3, KAFKA_VERSION, {}, extra_listener="APPS")
+    cluster._nodes = [Node(1, 9001, 9002, tmp_path / "n1", extra_port=9003)]
+    config = lambda: dict(line.split("=", 1) for line in  # noqa: E731
+                          (tmp_path / "n1" / "server.properties").read_text().splitlines())
+    cluster._write_config(cluster._nodes[0])
+    assert config()["advertised.listeners"] == "PLAINTEXT://127.0.0.1:9001,APPS://127.0.0.1:9003"
+    assert config()["listener.security.protocol.map"].endswith(",APPS:PLAINTEXT")
+    cluster._write_config(cluster._nodes[0], extra=False)    # a restart that lost it from server.properties
+    assert config()["advertised.listeners"] == "PLAINTEXT://127.0.0.1:9001"
+    assert "APPS" not in config()["listeners"]
+    assert cluster.listener_bootstrap("APPS") == "127.0.0.1:9003"
+    with pytest.raises(LabError, match="no listener 'OTHER'"):
+        cluster.listener_bootstrap("OTHER")
+    for bad in ("apps", "PLAINTEXT"):
+        with pytest.raises(LabError, match="extra_listener"):
+            KafkaCluster(name="bad", extra_listener=bad)
+    with pytest.raises(LabError, match="extra_listener"):
+        KafkaCluster(name="bad", extra_listener="APPS", sasl_users={"alice": "secret"})
+    with pytest.raises(LabError, match="KRaft"):
+        ZooKeeperKafkaCluster(version="2.4.1", name="zk", extra_listener="APPS")
+
+
 def test_an_external_cluster_is_borrowed_not_owned():
     external = object.__new__(ExternalCluster)   # no broker to contact: only its capabilities
     assert ExternalCluster.owns_broker is False and external.running is True

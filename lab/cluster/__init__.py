@@ -6,7 +6,7 @@
 - versions                        version parsing, importable without a launcher
 
 Every cluster says what it can do: `owns_broker` (kill, restart, logs, quotas, static
-configs), `running`, and `fits(nodes, version, broker_config)`.
+configs), `running`, and `fits(nodes, version, broker_config[, extra_listener])`.
 """
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ class ExternalCluster:
 
     running = True
 
-    def fits(self, nodes: int, version: str, broker_config: dict) -> bool:
+    def fits(self, nodes: int, version: str, broker_config: dict, extra_listener: str | None = None) -> bool:
         return True
 
     def start(self, timeout: float = 60):

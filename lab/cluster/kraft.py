@@ -31,6 +31,7 @@ SCRAM = "SCRAM-SHA-256"
 BROKER_USER = "lab-broker"   # the embedded SASL cluster's inter-broker (and super) user
 # Credentials go into `--add-scram NAME=[name=...,password=...]`: keep them to characters that need no quoting.
 PLAIN_CREDENTIAL = re.compile(r"[A-Za-z0-9_.@+-]{1,64}")
+LISTENER_NAME = re.compile(r"[A-Z][A-Z0-9_]{0,30}")
 
 BASE_BROKER_CONFIG = {
     "num.partitions": "1",
@@ -96,6 +97,7 @@ class Node:
     port: int
     controller_port: int
     folder: Path
+    extra_port: int | None = None    # the cluster's extra_listener on this node
     process: Child | None = None
     starts: int = 0
 
@@ -122,6 +124,9 @@ class KafkaCluster:
     jmx_port: int | None = None      # JMX (no auth, 127.0.0.1) on node 1, other nodes on free ports: KIP-511 metrics
     sasl_users: dict | None = None   # {user: password}: a SASL_PLAINTEXT/SCRAM-SHA-256 listener instead of PLAINTEXT
     acls: bool = False               # with sasl_users: StandardAuthorizer, so a user without ACLs is refused
+    # A second PLAINTEXT client listener on every node (e.g. "APPS"): clients bootstrapped through it
+    # (listener_bootstrap) meet LISTENER_NOT_FOUND for partitions led by a node restarted without it.
+    extra_listener: str | None = None
 
     owns_broker = True   # the lab launched it: it can kill, restart, read logs, set quotas
 
@@ -135,6 +140,10 @@ class KafkaCluster:
         self._check_security()
 
     def _check_security(self) -> None:
+        if self.extra_listener is not None and (self.sasl_users or not LISTENER_NAME.fullmatch(self.extra_listener)
+                                                or self.extra_listener in ("PLAINTEXT", "CONTROLLER")):
+            raise LabError(f"extra_listener={self.extra_listener!r}: a second PLAINTEXT listener needs a name of "
+                           "its own (A-Z, 0-9, _) and a cluster without sasl_users.")
         users = dict(self.sasl_users or {})
         if self.acls and not users:
             raise LabError("acls=True needs sasl_users: without authentication every client is the same user.")
@@ -166,9 +175,10 @@ class KafkaCluster:
         check_broker_config(self.broker_config, self.version)
         # broker, controller and (nodes 2-3) JMX ports, distinct from each other and from the ports given
         given = {*(self.ports or []), *([self.jmx_port] if self.jmx_port else [])}
-        chosen = iter(free_ports(3 * self.nodes, avoid=given))
+        chosen = iter(free_ports(4 * self.nodes, avoid=given))
         ports = self.ports or [next(chosen) for _ in range(self.nodes)]
-        self._nodes = [Node(i + 1, ports[i], next(chosen), self.folder / f"node-{i + 1}")
+        self._nodes = [Node(i + 1, ports[i], next(chosen), self.folder / f"node-{i + 1}",
+                            extra_port=next(chosen) if self.extra_listener else None)
                        for i in range(self.nodes)]
         self._jmx_ports = {n.node_id: self.jmx_port if n.node_id == 1 else next(chosen)
                            for n in self._nodes} if self.jmx_port else {}
@@ -263,14 +273,19 @@ class KafkaCluster:
             if process:
                 process.stop()
 
-    def start_nodes(self, *node_ids: int, timeout: float = 60) -> None:
+    def start_nodes(self, *node_ids: int, timeout: float = 60, without_extra_listener: bool = False) -> None:
         """Start several stopped nodes together, then wait once: nodes that lost their controller quorum
-        only become ready when a majority of them is back."""
+        only become ready when a majority of them is back. `without_extra_listener`: their server.properties
+        lost the extra listener (a rolling restart with a bad config); the next start puts it back."""
         nodes = [self._node(i) for i in node_ids]
         running = [n.node_id for n in nodes if n.process and n.process.alive()]
         if running:
             raise LabError(f"Node(s) {running} already running.")
+        if without_extra_listener and not self.extra_listener:
+            raise LabError("without_extra_listener: this cluster has no extra_listener.")
         for node in nodes:
+            if self.extra_listener:
+                self._write_config(node, extra=not without_extra_listener)
             self._launch(node)
         self.wait_ready(timeout)
 
@@ -283,11 +298,13 @@ class KafkaCluster:
     def running(self) -> bool:
         return any(n.process and n.process.alive() for n in self._nodes)
 
-    def fits(self, nodes: int, version: str, broker_config: dict) -> bool:
-        """Whether a scenario asking for this can run here (same size, version and broker settings)."""
+    def fits(self, nodes: int, version: str, broker_config: dict, extra_listener: str | None = None) -> bool:
+        """Whether a scenario asking for this can run here (same size, version, broker settings, and the
+        extra listener when it asks for one)."""
         effective = {**BASE_BROKER_CONFIG, **self.broker_config}   # what the nodes actually run with
         return (nodes == self.nodes and version == self.version and self._speaks(connection.security_properties())
-                and all(effective.get(k) == str(v) for k, v in broker_config.items()))
+                and all(effective.get(k) == str(v) for k, v in broker_config.items())
+                and extra_listener in (None, self.extra_listener))
 
     def _speaks(self, wanted: dict) -> bool:
         """Whether clients with these security settings (KAFKA_LAB_CLIENT_PROPERTIES) can use this cluster."""
@@ -371,6 +388,12 @@ class KafkaCluster:
         return [line for n in nodes if n.log_path.exists()
                 for line in n.log_path.read_text(errors="replace").splitlines() if rx.search(line)]
 
+    def listener_bootstrap(self, listener: str) -> str:
+        """Bootstrap servers through the extra listener (clients that see only the nodes advertising it)."""
+        if listener != self.extra_listener:
+            raise LabError(f"This cluster has no listener {listener!r} (extra_listener={self.extra_listener!r}).")
+        return ",".join(f"127.0.0.1:{n.extra_port}" for n in self._nodes)
+
     def admin(self) -> AdminClient:
         """An admin client of the lab's own (the broker user on a SASL cluster)."""
         return AdminClient(connection.kafka_config(self.bootstrap, {"log_level": 0}, security=self.client_security()))
@@ -424,20 +447,24 @@ class KafkaCluster:
             raise LabError(self._scrub(f"{main} {' '.join(args)} failed:\n{(run.stdout + run.stderr)[-1500:]}"))
         return run.stdout
 
-    def _write_config(self, node: Node) -> None:
+    def _write_config(self, node: Node, extra: bool = True) -> None:
         node.folder.mkdir(parents=True, exist_ok=True)
         rf = str(min(3, self.nodes))
         voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self._nodes)
+        client = [f"PLAINTEXT://127.0.0.1:{node.port}"]
+        if self.extra_listener and extra:
+            client.append(f"{self.extra_listener}://127.0.0.1:{node.extra_port}")
         config = {
             **BASE_BROKER_CONFIG,
             "process.roles": "broker,controller",
             "node.id": str(node.node_id),
             "controller.quorum.voters": voters,
-            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+            "listeners": ",".join([*client, f"CONTROLLER://127.0.0.1:{node.controller_port}"]),
+            "advertised.listeners": ",".join(client),
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+                                              + (f",{self.extra_listener}:PLAINTEXT" if self.extra_listener else ""),
             "log.dirs": str(node.folder / "data"),
             "offsets.topic.replication.factor": rf,
             "transaction.state.log.replication.factor": rf,

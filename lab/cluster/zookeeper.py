@@ -79,6 +79,8 @@ class ZooKeeperKafkaCluster(KafkaCluster):
         if not is_zookeeper_version(self.version) or parse_version(self.version) < OLDEST:
             raise LabError(f"The ZooKeeper launcher runs Kafka {'.'.join(map(str, OLDEST))} to 3.2.x, "
                            f"not {self.version} (3.3+ runs in KRaft mode: lab.cluster.kraft.KafkaCluster).")
+        if self.extra_listener is not None:
+            raise LabError("extra_listener is for the KRaft launcher (Kafka 3.3+).")
         if self.zookeeper == "auto":
             self.zookeeper = zookeeper_for(self.version)
         elif self.zookeeper is not None:

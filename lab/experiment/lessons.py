@@ -3,7 +3,7 @@ cluster, each lesson its own module with the same small interface:
 
     PARAMS       its parameters (lab.experiment.Param), every name prefixed with the lesson's
     RULES        fn(p) -> a refusal or None: what Kafka or the machine cannot take
-    needs(p)     dict(nodes=N, broker_config={...}): what its broker must have
+    needs(p)     dict(nodes=N, broker_config={...}[, extra_listener=NAME]): what its broker must have
     run_lesson(lab, p) -> an outcome with failed, verdict(), explain(), table(), figure(), as_record()
 
     SCENARIO = Lessons("streams-stop", {"poll_loop": ("1 · the poll-interval loop", poll_loop), ...},
@@ -52,8 +52,10 @@ class Lessons:
         """One broker at the lab's version for every chosen lesson: the most nodes any asks for, and the union of
         their broker configs (a lesson's config must not change another's outcome)."""
         wanted = [self.modules[name].needs(p) for name in p["lessons"]]
-        return dict(nodes=max(w["nodes"] for w in wanted), version=KAFKA_VERSION,
-                    broker_config={k: v for w in wanted for k, v in w["broker_config"].items()})
+        needs = dict(nodes=max(w["nodes"] for w in wanted), version=KAFKA_VERSION,
+                     broker_config={k: v for w in wanted for k, v in w["broker_config"].items()})
+        listener = next((w["extra_listener"] for w in wanted if w.get("extra_listener")), None)
+        return {**needs, "extra_listener": listener} if listener else needs
 
     def run(self, cluster=None, progress: bool = True, **params) -> "LessonsResult":
         p = self.spec.validate(**params)
@@ -63,7 +65,10 @@ class Lessons:
                 "apps": [pid for marker in self.apps for pid in child_pids(marker)],
                 "brokers": child_pids("kafka.Kafka")})
             try:
-                outcomes = {name: self.modules[name].run_lesson(lab, p) for name in p["lessons"]}
+                outcomes = {}
+                for name in p["lessons"]:
+                    lab.phase(self.titles[name])   # the progress line names the lesson as the notebook does
+                    outcomes[name] = self.modules[name].run_lesson(lab, p)
             finally:
                 stop.set()
             peak = rss.result(10)

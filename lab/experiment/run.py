@@ -110,8 +110,8 @@ class Task:
 
 class Run:
     def __init__(self, scenario: str, *, cluster=None, nodes: int = 1, version: str = KAFKA_VERSION,
-                 broker_config: dict | None = None, progress: bool = True, keep: int = KEEP_RUNS,
-                 cluster_options: dict | None = None):
+                 broker_config: dict | None = None, extra_listener: str | None = None, progress: bool = True,
+                 keep: int = KEEP_RUNS, cluster_options: dict | None = None):
         self.scenario = scenario
         self.id = f"{scenario}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
         self.folder = WORK_DIR / "runs" / self.id
@@ -121,6 +121,8 @@ class Run:
         self.stopping = threading.Event()
         self.progress.adopt(self)
         self._wanted = dict(nodes=nodes, version=version, broker_config=dict(broker_config or {}))
+        if extra_listener:   # a cluster that fits must have it (lab.cluster.kraft: extra_listener)
+            self._wanted["extra_listener"] = extra_listener
         self._given, self._keep = cluster, keep
         self._options = dict(cluster_options or {})   # e.g. jmx_port for a cluster this run starts
         self.cluster, self.owns_cluster = None, False

@@ -5,14 +5,19 @@ one rides it out: on 4.3.1, measured, at a price (records lost under at-least-on
 One lesson of notebook 07 (the part interface: PARAMS, RULES, needs, run_lesson -> Outcome). On 3 embedded
 brokers, one pass-through app (lab/java/BounceApp.java, at-least-once, no state store) per BOUNCE_APPS variant
 reads an input topic that stays available and writes its own output topic, whose partitions all lead on the
-broker that goes down (BOUNCE_BROKERS "leader"; "all": the whole cluster goes down). With BOUNCE_REPLICATION 1
-those partitions have no leader for BOUNCE_DOWN_S; with 3 their leadership moves to a follower.
+broker that goes down (BOUNCE_BROKERS "leader"; "all": the whole cluster goes down; "listener": the leader comes
+back at once but without the apps' listener, a rolling restart whose server.properties lost it, and is restarted
+with it after BOUNCE_DOWN_S). The apps reach the brokers through a listener of their own, APPS, so a leader without
+it answers nothing to them: their metadata says LISTENER_NOT_FOUND ("partitions have leader brokers without a
+matching listener"), deterministically. With BOUNCE_REPLICATION 1 those partitions have no reachable leader for
+BOUNCE_DOWN_S; with 3 their leadership moves to a follower.
     2.7 and before  a send that outlives delivery.timeout.ms kills the stream thread: the client ends in ERROR
     2.8+            KIP-572: the task is retried until task.timeout.ms passes; then the KIP-671 handler decides:
                     shutdown_client (the default: the client ends in ERROR) or replace_thread (a new thread).
                     Measured on 4.3.1: an expired send makes the task TaskCorrupted, closed dirty and revived from
                     its last commit, again and again, so task.timeout.ms is never reached; and with two tasks on
-                    one thread, records of the task whose failed send went unreported were lost (the audit).
+                    one thread, records of the task whose failed send went unreported were lost (the audit: the
+                    thread's tasks share one send error since KAFKA-16903, read in RecordCollectorImpl).
 The apps' own LAB lines give their states over time (client and threads), their log lines are quoted, and the
 Spark audit compares each app's output with what the generator produced, up to the offsets the app committed:
 `lost` (committed past but never written) and `duplicate` (written twice, at-least-once's redo).
@@ -41,8 +46,10 @@ HANDLERS = ("shutdown_client", "replace_thread")
 KIP_671 = (2, 8, 0)        # StreamsUncaughtExceptionHandler, and KIP-572's retries of a timed-out task
 OLDEST = (2, 1, 0)         # Kafka 4 brokers refuse clients older than 2.1 (KIP-896)
 VARIANT = re.compile(r"^(\d+\.\d+\.\d+)(?:/(\w+))?$")
+APPS_LISTENER = "APPS"     # the apps' own listener on every broker (lab.cluster.kraft: extra_listener)
 REQUEST_TIMEOUT_MS = 5000  # the producer's request.timeout.ms: a request to a broker that went away fails fast
 RECOVERY_S = 15            # watched after the brokers come back: their restart (~8 s here) and the apps' recovery
+RESTART_S = 10             # "listener": the extra restart that puts the listener back
 DEAD_STATES = ("ERROR", "PENDING_ERROR", "NOT_RUNNING", "PENDING_SHUTDOWN")
 # The apps' own words, quoted as evidence (first match of each, per app).
 LOG_LINES = {
@@ -50,7 +57,8 @@ LOG_LINES = {
     "handler": r"registered exception handler opted to \w+|Replacing thread in the streams uncaught exception",
     "task_timeout": r"task\.timeout\.ms|Task timed out|timed out .* task",
     "expired": r"Expiring \d+ record\(s\)",
-    "no_leader": r"LEADER_NOT_AVAILABLE|without a matching listener|NOT_LEADER_OR_FOLLOWER",
+    "no_leader": r"LEADER_NOT_AVAILABLE|NOT_LEADER_OR_FOLLOWER",
+    "listener_not_found": r"partitions have leader brokers without a matching listener",
     "error": r"\] ERROR ",
     "send_error": r"Error encountered sending record to topic",   # Streams' own report of a failed send
     "task_corrupted": r"TaskCorruptedException: Tasks \[",        # 2.8+: the task closed dirty and revived
@@ -60,9 +68,11 @@ PARAMS = [
     Param("bounce_apps", ["2.7.2", f"{KAFKA_VERSION}/shutdown_client", f"{KAFKA_VERSION}/replace_thread"],
           "Kafka Streams apps side by side: a version, and from 2.8 on the KIP-671 handler after a '/' "
           f"({' or '.join(HANDLERS)}; none given: shutdown_client, Kafka's default)"),
-    Param("bounce_brokers", "leader", "leader: the broker leading the apps' output partitions goes down; "
-          "all: the whole cluster", choices=("leader", "all")),
-    Param("bounce_down_s", 30.0, "how long the broker(s) stay down (0: no bounce)", lo=0, hi=300, unit="s"),
+    Param("bounce_brokers", "listener", "leader: the broker leading the apps' output partitions goes down; "
+          "all: the whole cluster; listener: the leader restarts without the apps' listener (LISTENER_NOT_FOUND)",
+          choices=("leader", "all", "listener")),
+    Param("bounce_down_s", 30.0, "how long the broker(s) stay down, or without the listener (0: no bounce)", lo=0,
+          hi=300, unit="s"),
     Param("bounce_replication", 1, "replication factor of the apps' output topics (1: no leader while it is "
           "down; 3: leadership moves to a follower)", lo=1, hi=3, why="the embedded cluster has 3 brokers"),
     Param("bounce_delivery_timeout_ms", 10_000, "the apps' producer delivery.timeout.ms", lo=REQUEST_TIMEOUT_MS,
@@ -73,7 +83,7 @@ PARAMS = [
     Param("bounce_rate", 50.0, "input records per second", lo=1, hi=2000, unit="records/s"),
     Param("bounce_partitions", 2, "partitions of the input and of each output topic", lo=1, hi=12),
     Param("bounce_threads", 1, "stream threads per app", lo=1, hi=4),
-    Param("bounce_watch_s", 45.0, "how long the apps are watched from the broker stop on (ends early once "
+    Param("bounce_watch_s", 60.0, "how long the apps are watched from the broker stop on (ends early once "
           "every app has died or recovered)", lo=5, hi=600, unit="s"),
 ]
 
@@ -128,10 +138,11 @@ def _apps_are_valid(p: dict) -> str | None:
 
 
 def _bounce_fits_the_watch(p: dict) -> str | None:
-    if p["bounce_down_s"] > 0 and p["bounce_watch_s"] < p["bounce_down_s"] + RECOVERY_S:
+    extra = RESTART_S if p["bounce_brokers"] == "listener" else 0
+    if p["bounce_down_s"] > 0 and p["bounce_watch_s"] < p["bounce_down_s"] + RECOVERY_S + extra:
         return (f"BOUNCE_WATCH_S={p['bounce_watch_s']:g} s ends before the bounce is over: the broker(s) stay down "
-                f"{p['bounce_down_s']:g} s (BOUNCE_DOWN_S) and need about {RECOVERY_S} s more to restart and show "
-                f"who recovers; watch at least {p['bounce_down_s'] + RECOVERY_S:g} s.")
+                f"{p['bounce_down_s']:g} s (BOUNCE_DOWN_S) and need about {RECOVERY_S + extra} s more to restart "
+                f"and show who recovers; watch at least {p['bounce_down_s'] + RECOVERY_S + extra:g} s.")
     return None
 
 
@@ -154,12 +165,12 @@ def build(version: str):
 
 
 def needs(p: dict) -> dict:
-    return dict(nodes=3, broker_config={})
+    return dict(nodes=3, broker_config={}, extra_listener=APPS_LISTENER)
 
 
 def expected_to_die(p: dict, v: Variant) -> bool:
     """The arithmetic of the lesson (what the run measures against): the client ends in ERROR when its output
-    partitions have no leader for longer than it tolerates. Before 2.8 one expired send kills the thread
+    partitions have no leader it can reach (none, or one without its listener) for longer than it tolerates. Before 2.8 one expired send kills the thread
     (delivery.timeout.ms); 2.8+ retries the task for task.timeout.ms more, then shutdown_client closes the client
     and replace_thread starts a new thread instead (the client lives). With the whole cluster down the input is
     down too: nothing new is read, so nothing is sent, and nothing expires (measured: 15 s, nobody died)."""
@@ -221,7 +232,7 @@ def _start(lab, v: Variant, p: dict, topic: str, output: str) -> App:
     group = f"bounce-{v.slug}-{uuid.uuid4().hex[:4]}"
     program = lab.program(JavaProgram(
         f"bounce-{v.slug}", v.version, MAIN, SOURCES, heap="160m",
-        properties={"bootstrap.servers": lab.bootstrap, "application.id": group,
+        properties={"bootstrap.servers": lab.cluster.listener_bootstrap(APPS_LISTENER), "application.id": group,
                     "processing.guarantee": "at_least_once", "commit.interval.ms": 1000,
                     "num.stream.threads": p["bounce_threads"], "state.dir": lab.folder / group,
                     "consumer.auto.offset.reset": "earliest",
@@ -249,14 +260,14 @@ def _settled(apps: list[App], up_at: float | None) -> bool:
 
 
 def run_lesson(lab, p: dict) -> "Outcome":
-    lab.phase("4 · broker bounce")
     cluster = lab.cluster
-    if not getattr(cluster, "owns_broker", False) or len(cluster.node_ids) < 3:
-        raise LabError("The bounce lesson stops brokers: it needs the lab's own 3-node cluster (needs() asks for "
-                       "it), not an external one.")
+    if not getattr(cluster, "owns_broker", False) or len(cluster.node_ids) < 3 or \
+            getattr(cluster, "extra_listener", None) != APPS_LISTENER:
+        raise LabError(f"The bounce lesson stops brokers: it needs the lab's own 3-node cluster with the apps' "
+                       f"listener {APPS_LISTENER} (needs() asks for it), not an external one.")
     nodes = cluster.node_ids
     victim = nodes[-1]
-    down_nodes = [victim] if p["bounce_brokers"] == "leader" else list(nodes)
+    down_nodes = list(nodes) if p["bounce_brokers"] == "all" else [victim]
     suffix = uuid.uuid4().hex[:6]
     partitions = p["bounce_partitions"]
     # The input lives on the brokers that stay up (records keep coming); the outputs lead on the victim.
@@ -271,7 +282,7 @@ def run_lesson(lab, p: dict) -> "Outcome":
     feeding = lab.background(generate, lab.bootstrap, topic, None, history, keys=20, rate=p["bounce_rate"],
                              until=stop_input, name="bounce-input")
     apps: list[App] = []
-    down_at = up_at = restart_at = None
+    down_at = up_at = restart_at = listener_lost_at = None
     try:
         for v in chosen:
             apps.append(_start(lab, v, p, topic, outputs[v.name]))
@@ -285,11 +296,19 @@ def run_lesson(lab, p: dict) -> "Outcome":
             cluster.stop_nodes(*down_nodes)
             down_at = time.time()
             lab.event("brokers", f"node(s) {down_nodes} down", tone="fault")
-            lab.countdown(f"broker(s) {down_nodes} down", until=down_at + p["bounce_down_s"])
+            if p["bounce_brokers"] == "listener":
+                cluster.start_nodes(*down_nodes, timeout=90, without_extra_listener=True)
+                listener_lost_at = time.time()
+                lab.event("brokers", f"node(s) {down_nodes} back without listener {APPS_LISTENER}", tone="fault")
+            lab.countdown(f"broker(s) {down_nodes} " + ("without the apps' listener" if listener_lost_at else "down"),
+                          until=down_at + p["bounce_down_s"])
+            if listener_lost_at:
+                cluster.stop_nodes(*down_nodes)   # the fix: a restart with the listener back
             restart_at = time.time()
             cluster.start_nodes(*down_nodes, timeout=90)
             up_at = time.time()
-            lab.timeline.band("broker(s) down", bounce_at, up_at, tone="wait")
+            for label, start, end in _windows(bounce_at, listener_lost_at, restart_at, up_at):
+                lab.timeline.band(label, start, end, tone="failure" if "without" in label else "wait")
             lab.event("brokers", f"node(s) {down_nodes} up", tone="info",
                       detail=f"restart took {up_at - restart_at:.1f} s")
         else:
@@ -304,8 +323,17 @@ def run_lesson(lab, p: dict) -> "Outcome":
     stop_at = time.time()
     stop_together([a.program.process for a in apps])
     return Outcome.measure(lab, p, apps, topic, history, dict(
-        nodes=down_nodes, leaders_before=leaders, bounce_at=bounce_at, down_at=down_at, restart_at=restart_at,
-        up_at=up_at, input_stopped_at=stopped_input, apps_stopped_at=stop_at))
+        nodes=down_nodes, leaders_before=leaders, bounce_at=bounce_at, down_at=down_at,
+        listener_lost_at=listener_lost_at, restart_at=restart_at, up_at=up_at, input_stopped_at=stopped_input, apps_stopped_at=stop_at))
+
+
+def _windows(bounce_at, listener_lost_at, restart_at, up_at) -> list[tuple[str, float, float]]:
+    """The bounce as (label, start, end): down, or down / up without the apps' listener / down again."""
+    if listener_lost_at is None:
+        return [("broker(s) down", bounce_at, up_at)]
+    return [("broker down", bounce_at, listener_lost_at),
+            (f"up without listener {APPS_LISTENER}", listener_lost_at, restart_at),
+            ("restart with it", restart_at, up_at)]
 
 
 def _drain(lab, apps: list[App], topic: str, partitions: int, p: dict) -> None:
@@ -393,6 +421,7 @@ class Outcome:
                 "task_timeout_lines": evidence[a.name].get("task_timeout", {}).get("count", 0),
                 "send_errors_reported": evidence[a.name].get("send_error", {}).get("count", 0),
                 "tasks_corrupted": evidence[a.name].get("task_corrupted", {}).get("count", 0),
+                "listener_not_found_lines": evidence[a.name].get("listener_not_found", {}).get("count", 0),
                 "processed_before": a.processed(since),
                 "processed": a.processed(marks["apps_stopped_at"]),
                 "lag_end": sum(ends[q] - (mine.get(q) or 0) for q in range(partitions)),
@@ -442,8 +471,12 @@ class Outcome:
             lines = ["No bounce (BOUNCE_DOWN_S = 0): the apps ran undisturbed, the control."]
         else:
             kept = ("the whole cluster was down, the input with it: nothing new to read, so nothing to send"
-                    if b["brokers"] == "all" else "no leader while it was down" if b["replication"] == 1
-                    else f"replication {b['replication']}: their leadership moved to a follower")
+                    if b["brokers"] == "all"
+                    else f"replication {b['replication']}: their leadership moved to a follower" if b["replication"] > 1
+                    else f"no leader while it was down; back at {b['listener_lost_at']:g} s without the listener "
+                         f"{APPS_LISTENER}, it led them again but answered nothing to the apps: their metadata said "
+                         "LISTENER_NOT_FOUND until its restart with the listener" if b["listener_lost_at"] is not None
+                    else "no leader while it was down")
             lines = [f"Broker node(s) {b['nodes']} went down at {b['bounce_at']:g} s and were back at {b['up_at']:g} s "
                      f"({b['outage_s']:g} s without them, restart included). The apps' output partitions led there "
                      f"({kept})."]
@@ -470,10 +503,11 @@ class Outcome:
                     f"log reports {r['send_errors_reported']} failed send(s) and {r['tasks_corrupted']} "
                     "TaskCorruptedException(s), one task at a time, each revived from its last commit (KIP-572's "
                     "retry, which never reached task.timeout.ms); the expired batches of the other task on the same "
-                    "thread were not reported, and that task committed past them. Likely why (not checked in "
-                    "4.3.1's source): since KAFKA-16903 (3.8) a thread's tasks share one send error, and the send "
-                    "callback ignores every error once one is recorded.")
-            for what in ("all_threads_died", "handler", "task_timeout", "expired"):
+                    "thread were not reported, and that task committed past them. Why, read in 4.3.1's source "
+                    "(RecordCollectorImpl): since KAFKA-16903 (3.8) a thread's tasks share one send error, kept by "
+                    "their one StreamsProducer; the send callback returns at once while an error is kept, and the "
+                    "TaskCorruptedException names only the task whose error came first.")
+            for what in ("listener_not_found", "all_threads_died", "handler", "task_timeout", "expired"):
                 if what in ev:
                     lines.append(f"  Its log: `{ev[what]['first'][:300]}`")
             if r["died"] != r["expected_to_die"]:
@@ -486,8 +520,10 @@ class Outcome:
         fig = go.Figure()
         b = self.bounce
         if b["down_at"] is not None:
-            fig.add_vrect(x0=b["bounce_at"], x1=b["up_at"], fillcolor="#bdbdbd", opacity=0.3, line_width=0,
-                          annotation_text="broker(s) down", annotation_position="top left")
+            for label, start, end in _windows(b["bounce_at"], b["listener_lost_at"], b["restart_at"], b["up_at"]):
+                fig.add_vrect(x0=start, x1=end, fillcolor="#d62728" if "without" in label else "#bdbdbd",
+                              opacity=0.15 if "without" in label else 0.3, line_width=0, annotation_text=label,
+                              annotation_position="top left")
         for name, points in self.series.items():
             fig.add_scatter(x=[t for t, *_ in points], y=[n for _, n, *_ in points], mode="lines", name=name,
                             text=[f"{s} {' '.join(th)}" for _, _, s, th in points], hoverinfo="x+y+text+name")

@@ -216,7 +216,6 @@ class DownstreamReader:
 # ------------------------------------------------------------------ the lesson
 
 def run_lesson(lab, p: dict) -> "Outcome":
-    lab.phase("internal changelogs read downstream")
     partitions = p["changelog_partitions"]
     input_topic = lab.topics(f"changelog-input-{lab.id[-6:]}", partitions=partitions)[0]
     history = History(lab.folder / "changelog-input", lab.id)

@@ -46,7 +46,6 @@ def backlog(p: dict, partitions: int, settle_s: float = 40) -> int:
 
 
 def run_lesson(lab, p: dict) -> "Outcome":
-    lab.phase("3 · partitions bound parallelism")
     rows = []
     for partitions in p["par_partitions"]:
         topic = lab.topics(f"par-input-p{partitions}-{lab.id[-6:]}", partitions=partitions)[0]

@@ -179,7 +179,6 @@ def _settled(v: Variant, records: int) -> bool:
 
 def run_lesson(lab, p: dict) -> "Outcome":
     topic = f"poll-input-{uuid.uuid4().hex[:6]}"
-    lab.phase("1 · the poll-interval loop")
     lab.topics(topic, partitions=1)
     with lab.step(f"writing {p['poll_records']} records to {topic}", lane="input"):
         generate(lab.bootstrap, topic, p["poll_records"], History(lab.folder / "poll-input", lab.id))

@@ -135,7 +135,6 @@ def _program(lab, config: str, partitions: int, topic: str, p: dict) -> JavaProg
 def run_lesson(lab, p: dict) -> "Outcome":
     """One round per partition count, its configs side by side: the apps of a round share the machine's load
     alike, and only one round's JVMs are ever up at once (the notebook's peak memory stays that of one round)."""
-    lab.phase("RocksDB memory per store instance")
     rows = []
     for partitions in p["memory_partitions"]:
         rows += _round(lab, p, partitions)

@@ -57,7 +57,6 @@ def capacity(p: dict, mode: str) -> float | None:
 
 
 def run_lesson(lab, p: dict) -> "Outcome":
-    lab.phase("4 · slow lookups")
     partitions = p["lookup_threads"]
     topic = lab.topics(f"lookup-input-{lab.id[-6:]}", partitions=partitions)[0]
     stop_input = threading.Event()

@@ -221,7 +221,6 @@ def read_changelog(lab, topic: str, records: int) -> dict:
 
 
 def run_lesson(lab, p: dict) -> "Outcome":
-    lab.phase("state stores without a TTL")
     records, step = p["growth_records"], p["growth_step_ms"]
     topic = lab.topics(f"growth-input-{lab.id[-6:]}", partitions=1)[0]
     # Timestamps end about now: backdated, never in the future (the broker may refuse those).

@@ -308,7 +308,6 @@ def _measure(lab, app: App, down, survivors, label: str, p: dict, admin, size_mb
 
 
 def run_lesson(lab, p: dict) -> "Outcome":
-    lab.phase("the restore process")
     partitions, sizes = p["restore_partitions"], sorted(p["restore_sizes_mb"])
     topic = lab.topics(f"restore-input-{lab.id[-6:]}", partitions=partitions)[0]
     admin = lab.cluster.admin()
