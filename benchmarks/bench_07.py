@@ -24,7 +24,7 @@ def main() -> None:
 
     args, results = repeat(streams_stop, nb07, "bench-07", __doc__)
     loops, keeps, idle = collections.Counter(), collections.Counter(), collections.Counter()
-    died, lost = collections.Counter(), collections.defaultdict(list)
+    died, listener, lost = collections.Counter(), collections.Counter(), collections.defaultdict(list)
     for r in results:
         for name, row in (r.lesson("poll_loop").by_variant() if "poll_loop" in r.outcomes else {}).items():
             loops[name] += row["looped"]
@@ -34,6 +34,7 @@ def main() -> None:
             keeps[row["mode"]] += row["keeps_up"]
         for row in r.lesson("bounce").rows if "bounce" in r.outcomes else []:
             died[row["app"]] += row["died"]
+            listener[row["app"]] += row["listener_not_found_lines"] > 0
             lost[row["app"]].append(row["audit_lost"])
     tables = [("poll variant", "looped in", loops), ("parallelism", "an idle instance in", idle),
               ("lookup mode", "kept up in", keeps)]
@@ -43,9 +44,10 @@ def main() -> None:
             for name, k in counts.items():
                 print(f"| {name} | {k}/{args.runs} |")
     if died:
-        print("\n| bounce app | died in | records lost (audit), per run |\n|---|---|---|")
+        print("\n| bounce app | died in | logged LISTENER_NOT_FOUND in | records lost (audit), per run |\n"
+              "|---|---|---|---|")
         for name, k in died.items():
-            print(f"| {name} | {k}/{args.runs} | {', '.join(map(str, lost[name]))} |")
+            print(f"| {name} | {k}/{args.runs} | {listener[name]}/{args.runs} | {', '.join(map(str, lost[name]))} |")
 
 if __name__ == "__main__":
     main()

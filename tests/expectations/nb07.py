@@ -2,7 +2,7 @@
 broker bounces (seed 002)."""
 
 # Every lesson, small: 400 records x 20 ms = 8 s of work per poll against a 6 s interval (Streams: one record of
-# 9 s); 3 instances on 2 partitions; a 50 ms lookup against 50 records/s; the output's leader down and then up
+# 9 s), watched until each loop has come round once; 3 instances on 2 partitions; a 50 ms lookup against 50 records/s; the output's leader down and then up
 # without the apps' listener for 15 s, longer than the 10 s delivery.timeout.ms, under Streams 2.7.2 and 4.3.1.
 PARAMETERS = {
     "LESSONS": ["poll_loop", "partitions", "lookups", "bounce"],
@@ -16,6 +16,7 @@ PARAMETERS = {
     "POLL_SLOW_OFFSET": 100,
     "POLL_LONGER_INTERVAL_MS": 20000,
     "POLL_WATCH_S": 60,
+    "POLL_LOOPS": 1,
     "PAR_PARTITIONS": [2],
     "PAR_INSTANCES": [1, 2, 3],
     "PAR_WORK_MS": 10,
