@@ -67,7 +67,7 @@ def _row(app, died=False, lost=0, **kw):
             "states": ["REBALANCING", "RUNNING"] + (["ERROR"] if died else []), "thread_deaths": int(died),
             "threads_replaced": 0, "exception": "TimeoutException: Expiring 1 record(s)" if died else "",
             "expired_sends": 1, "task_timeout_lines": 0, "send_errors_reported": 1, "tasks_corrupted": 0,
-            "listener_not_found_lines": 0,
+            "listener_not_found_lines": 0, "acks": "1" if app.startswith("2.") else "all", "truncations": 0,
             "processed_before": 100,
             "processed": 120 if died else 900, "lag_end": 800 if died else 0, "audit_lost": lost,
             "audit_duplicate": 0, **kw}
@@ -111,3 +111,10 @@ def test_a_leader_back_without_the_apps_listener_is_its_own_window():
         "broker down", "up without listener APPS", "restart with it"]
     labels = [a.text for a in out.figure().layout.annotations]
     assert "up without listener APPS" in labels
+
+
+def test_acks_follow_the_client_unless_chosen_and_explain_a_loss_despite_replicas():
+    assert bb.acks_of("2.7.2", "default") == "1" and bb.acks_of("4.3.1", "default") == "all"
+    assert bb.acks_of("2.7.2", "all") == "all"
+    out = bb.Outcome([_row("2.7.2", lost=1, truncations=1)], {"2.7.2": []}, {**BOUNCE, "replication": 3})
+    assert out.failed and "acks=1" in out.explain() and "1 truncation(s)" in out.explain()

@@ -44,6 +44,7 @@ from .throughput import check_jvms
 MAIN, SOURCES = "BounceApp", ["BounceApp.java", "Lab.java"]
 HANDLERS = ("shutdown_client", "replace_thread")
 KIP_671 = (2, 8, 0)        # StreamsUncaughtExceptionHandler, and KIP-572's retries of a timed-out task
+KIP_679 = (3, 0, 0)        # the producer's default acks went from 1 to all
 OLDEST = (2, 1, 0)         # Kafka 4 brokers refuse clients older than 2.1 (KIP-896)
 VARIANT = re.compile(r"^(\d+\.\d+\.\d+)(?:/(\w+))?$")
 APPS_LISTENER = "APPS"     # the apps' own listener on every broker (lab.cluster.kraft: extra_listener)
@@ -75,6 +76,8 @@ PARAMS = [
           hi=300, unit="s"),
     Param("bounce_replication", 1, "replication factor of the apps' output topics (1: no leader while it is "
           "down; 3: leadership moves to a follower)", lo=1, hi=3, why="the embedded cluster has 3 brokers"),
+    Param("bounce_acks", "default", "the apps' producer acks: default is the client's own (1 before 3.0, all since, "
+          "KIP-679); all waits for every in-sync replica", choices=("default", "all", "1")),
     Param("bounce_delivery_timeout_ms", 10_000, "the apps' producer delivery.timeout.ms", lo=REQUEST_TIMEOUT_MS,
           hi=600_000, unit="ms", why=f"the producer needs delivery.timeout.ms >= request.timeout.ms "
           f"({REQUEST_TIMEOUT_MS} here) + linger.ms (0)"),
@@ -104,6 +107,13 @@ class Variant:
 
 def has_kip_671(version: str) -> bool:
     return parse_version(version) >= KIP_671
+
+
+def acks_of(version: str, acks: str) -> str:
+    """The acks an app's producer runs with: BOUNCE_ACKS, or its client's default."""
+    if acks != "default":
+        return acks
+    return "all" if parse_version(version) >= KIP_679 else "1"
 
 
 def parse_variant(text: str) -> Variant:
@@ -240,7 +250,8 @@ def _start(lab, v: Variant, p: dict, topic: str, output: str) -> App:
                     "producer.request.timeout.ms": REQUEST_TIMEOUT_MS, "producer.linger.ms": 0,
                     "task.timeout.ms": p["bounce_task_timeout_ms"],
                     "lab.input.topic": topic, "lab.output.topic": output, "lab.app": v.name,
-                    "lab.handler": v.handler}))
+                    "lab.handler": v.handler,
+                    **({"producer.acks": p["bounce_acks"]} if p["bounce_acks"] != "default" else {})}))
     program.start()
     return App(v, program, output, group)
 
@@ -409,6 +420,10 @@ class Outcome:
             first_error = (thread_deaths or uncaught or [{}])[0]
             rows.append({
                 "app": a.name, "version": a.variant.version, "handler": a.variant.handler or "(none before 2.8)",
+                "acks": acks_of(a.variant.version, p["bounce_acks"]),
+                # a replica cutting its log back to the new leader's: records only it had are gone
+                "truncations": len(lab.cluster.grep_log(
+                    rf"partition={re.escape(a.output)}-\d+, .*\] Truncating to offset \d+ \(UnifiedLog\)")),
                 "expected_to_die": expected_to_die(p, a.variant),
                 "died": dead is not None,
                 "died_after_s": None if dead is None else round(dead - since, 1),
@@ -507,6 +522,12 @@ class Outcome:
                     "(RecordCollectorImpl): since KAFKA-16903 (3.8) a thread's tasks share one send error, kept by "
                     "their one StreamsProducer; the send callback returns at once while an error is kept, and the "
                     "TaskCorruptedException names only the task whose error came first.")
+            if r["audit_lost"] and r["acks"] == "1" and self.bounce["replication"] > 1:
+                lines.append(
+                    f"  With acks=1 (its default before 3.0, KIP-679) the leader acknowledged records its followers "
+                    f"had not copied yet; the follower that took over never had them, and the old leader truncated "
+                    f"them when it came back ({r['truncations']} truncation(s) of its output partitions in the brokers' "
+                    f"logs): acknowledged, committed past, and gone. Replicas protect a write only with acks=all.")
             for what in ("listener_not_found", "all_threads_died", "handler", "task_timeout", "expired"):
                 if what in ev:
                     lines.append(f"  Its log: `{ev[what]['first'][:300]}`")
