@@ -318,8 +318,8 @@ def run_lesson(lab, p: dict) -> "Outcome":
             restart_at = time.time()
             cluster.start_nodes(*down_nodes, timeout=90)
             up_at = time.time()
-            for label, start, end in _windows(bounce_at, listener_lost_at, restart_at, up_at):
-                lab.timeline.band(label, start, end, tone="failure" if "without" in label else "wait")
+            for label, start, end, unreachable in _windows(bounce_at, listener_lost_at, restart_at, up_at):
+                lab.timeline.band(label, start, end, tone="failure" if unreachable else "wait")
             lab.event("brokers", f"node(s) {down_nodes} up", tone="info",
                       detail=f"restart took {up_at - restart_at:.1f} s")
         else:
@@ -338,13 +338,14 @@ def run_lesson(lab, p: dict) -> "Outcome":
         listener_lost_at=listener_lost_at, restart_at=restart_at, up_at=up_at, input_stopped_at=stopped_input, apps_stopped_at=stop_at))
 
 
-def _windows(bounce_at, listener_lost_at, restart_at, up_at) -> list[tuple[str, float, float]]:
-    """The bounce as (label, start, end): down, or down / up without the apps' listener / down again."""
+def _windows(bounce_at, listener_lost_at, restart_at, up_at) -> list[tuple[str, float, float, bool]]:
+    """The bounce as (label, start, end, up but unreachable by the apps): down, or down / up without the apps'
+    listener / down again."""
     if listener_lost_at is None:
-        return [("broker(s) down", bounce_at, up_at)]
-    return [("broker down", bounce_at, listener_lost_at),
-            (f"up without listener {APPS_LISTENER}", listener_lost_at, restart_at),
-            ("restart with it", restart_at, up_at)]
+        return [("broker(s) down", bounce_at, up_at, False)]
+    return [("broker down", bounce_at, listener_lost_at, False),
+            (f"up without listener {APPS_LISTENER}", listener_lost_at, restart_at, True),
+            ("restart with it", restart_at, up_at, False)]
 
 
 def _drain(lab, apps: list[App], topic: str, partitions: int, p: dict) -> None:
@@ -407,6 +408,8 @@ class Outcome:
                                           kinds=["lost", "duplicate"], allow_empty=True,
                                           expect="anomalies" if expected_to_die(p, a.variant) else "clean")
                              for a in apps})
+        # a replica cutting its log back to the new leader's: records only it had are gone (read once, counted per app)
+        truncated = lab.cluster.grep_log(r"\] Truncating to offset \d+ \(UnifiedLog\)")
         rows, series, evidence = [], {}, {}
         for a in apps:
             dead = a.dead_at(before=marks["apps_stopped_at"])
@@ -421,9 +424,8 @@ class Outcome:
             rows.append({
                 "app": a.name, "version": a.variant.version, "handler": a.variant.handler or "(none before 2.8)",
                 "acks": acks_of(a.variant.version, p["bounce_acks"]),
-                # a replica cutting its log back to the new leader's: records only it had are gone
-                "truncations": len(lab.cluster.grep_log(
-                    rf"partition={re.escape(a.output)}-\d+, .*\] Truncating to offset \d+ \(UnifiedLog\)")),
+                "truncations": sum(re.search(rf"partition={re.escape(a.output)}-\d+,", line) is not None
+                                   for line in truncated),
                 "expected_to_die": expected_to_die(p, a.variant),
                 "died": dead is not None,
                 "died_after_s": None if dead is None else round(dead - since, 1),
@@ -541,9 +543,10 @@ class Outcome:
         fig = go.Figure()
         b = self.bounce
         if b["down_at"] is not None:
-            for label, start, end in _windows(b["bounce_at"], b["listener_lost_at"], b["restart_at"], b["up_at"]):
-                fig.add_vrect(x0=start, x1=end, fillcolor="#d62728" if "without" in label else "#bdbdbd",
-                              opacity=0.15 if "without" in label else 0.3, line_width=0, annotation_text=label,
+            for label, start, end, unreachable in _windows(b["bounce_at"], b["listener_lost_at"], b["restart_at"],
+                                                           b["up_at"]):
+                fig.add_vrect(x0=start, x1=end, fillcolor="#d62728" if unreachable else "#bdbdbd",
+                              opacity=0.15 if unreachable else 0.3, line_width=0, annotation_text=label,
                               annotation_position="top left")
         for name, points in self.series.items():
             fig.add_scatter(x=[t for t, *_ in points], y=[n for _, n, *_ in points], mode="lines", name=name,
