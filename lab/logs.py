@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
-from contextlib import contextmanager
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
@@ -47,29 +45,3 @@ def _client_logger() -> logging.Logger:
 def client_config(config: dict) -> dict:
     """A confluent-kafka config whose librdkafka log lines (`%4|…|GETPID|…`) go to a file, not the cell."""
     return dict(config) if verbose() else {**config, "logger": _client_logger()}
-
-
-@contextmanager
-def process_output_to(path: Path):
-    """Point this process's stdout/stderr file descriptors at `path` while the block runs.
-
-    A JVM started inside (the Spark driver) inherits them for good, so what it prints outside
-    log4j (`WARNING: Using incubator modules`) lands in the file; Python's own streams and the
-    kernel's capture are restored when the block ends.
-    """
-    if verbose():
-        yield
-        return
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = [os.dup(1), os.dup(2)]
-    try:
-        with open(path, "ab") as target:
-            os.dup2(target.fileno(), 1)
-            os.dup2(target.fileno(), 2)
-        yield
-    finally:
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for fd in saved:
-            os.close(fd)

@@ -10,6 +10,7 @@ import os
 import re
 import socket
 import sys
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from . import maven
 from .config import SCALA_BINARY, SPARK_MASTER_ENV, SPARK_REMOTE_ENV, SPARK_VERSION
 from .connection import spark_kafka_options
 from .errors import LabError
-from .logs import log_file, process_output_to, verbose
+from .logs import log_file, verbose
 from .processes import require_java, wait_until
 
 # The driver's log4j2 setup: everything to a file (lab.logs), nothing to the notebook.
@@ -31,6 +32,7 @@ appender.main.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n
 """
 
 _session = None
+_session_lock = threading.Lock()   # one session, even when lab.audit.warm_up's thread and an audit ask at once
 
 REACH_SECONDS = 10      # to reach a master or a Connect server before saying it does not answer
 EXECUTOR_SECONDS = 60   # for a standalone master to give the app its first executor
@@ -62,19 +64,21 @@ def spark_session(cores: int = 2, memory: str = "1g"):
     """The lab's one Spark session, created on first use: local[cores] in this process, or the cluster
     that KAFKA_LAB_SPARK_MASTER (master URL) or SPARK_REMOTE (Spark Connect) names."""
     global _session
-    if _alive(_session):
-        if not is_connect(_session):
-            _session.sparkContext.setInterruptOnCancel(True)   # this thread's jobs too (cancel_jobs)
+    with _session_lock:
+        if _alive(_session):
+            if not is_connect(_session):
+                _session.sparkContext.setInterruptOnCancel(True)   # this thread's jobs too (cancel_jobs)
+            return _session
+        remote, master = os.environ.get(SPARK_REMOTE_ENV), os.environ.get(SPARK_MASTER_ENV)
+        if remote and master:
+            raise LabError(f"Both {SPARK_REMOTE_ENV}={remote} and {SPARK_MASTER_ENV}={master} are set: "
+                           "the audit runs on one Spark, unset one of them.")
+        if remote:
+            _session = _connect_session(remote)
+        else:
+            _session = _classic_session(master or f"local[{cores}]", cores, memory)
         return _session
-    remote, master = os.environ.get(SPARK_REMOTE_ENV), os.environ.get(SPARK_MASTER_ENV)
-    if remote and master:
-        raise LabError(f"Both {SPARK_REMOTE_ENV}={remote} and {SPARK_MASTER_ENV}={master} are set: "
-                       "the audit runs on one Spark, unset one of them.")
-    if remote:
-        _session = _connect_session(remote)
-    else:
-        _session = _classic_session(master or f"local[{cores}]", cores, memory)
-    return _session
+
 
 
 def is_connect(spark) -> bool:
@@ -109,27 +113,22 @@ def _classic_session(master: str, cores: int, memory: str):
     from pyspark.sql import SparkSession
     jars = ",".join(str(j) for j in connector_jars())
     log = log_file("spark.log")
-    builder = (SparkSession.builder.master(master)
-               .appName("kafka-failure-lab")
-               .config("spark.jars", jars)           # on a cluster the driver serves them to the executors
-               .config("spark.driver.memory", memory)
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.driver.extraJavaOptions",
-                       f"-XX:+UseSerialGC -Dlog4j2.configurationFile=file:{_log4j2_config(log)}"))
+    options = {"spark.master": master, "spark.app.name": "kafka-failure-lab",
+               "spark.jars": jars,   # on a cluster the driver serves them to the executors
+               "spark.driver.memory": memory, "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+               "spark.sql.session.timeZone": "UTC",
+               "spark.driver.extraJavaOptions": f"-XX:+UseSerialGC "
+                                                f"-Dlog4j2.configurationFile=file:{_log4j2_config(log)}"}
     if master.startswith("local"):
-        builder = builder.config("spark.sql.shuffle.partitions", str(cores * 2))
+        options["spark.sql.shuffle.partitions"] = str(cores * 2)
     if loopback:  # executors on another machine must reach the driver: only then may it hide on 127.0.0.1
-        builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-    # What the JVM prints outside log4j goes to the log too, and it starts in the log folder, where
-    # Spark creates its artifacts/ folder (not in the notebook's folder, the student's file browser).
-    with process_output_to(log), _working_directory(log.parent):
-        try:
-            session = builder.getOrCreate()
-        except (Py4JError, PySparkRuntimeError) as exc:  # the Java error's first line says what
-            raise LabError(f"Could not start the Spark driver for {master} ({_first_line(exc)}); "
-                           f"details in {log}.") from None
+        options.update({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
+    try:
+        _launch_driver_jvm(options, log)
+        session = SparkSession.builder.config(map=options).getOrCreate()
+    except (Py4JError, PySparkRuntimeError) as exc:  # the Java error's first line says what
+        raise LabError(f"Could not start the Spark driver for {master} ({_first_line(exc)}); "
+                       f"details in {log}.") from None
     # cancel_jobs interrupts the tasks of this thread's jobs, e.g. a Kafka read blocked on a dead broker
     session.sparkContext.setInterruptOnCancel(True)
     if standalone:
@@ -252,14 +251,23 @@ def _quick_retries(session):
         session.client.set_retry_policies(usual)
 
 
-@contextmanager
-def _working_directory(folder: Path):
-    previous = os.getcwd()
-    os.chdir(folder)
-    try:
-        yield
-    finally:
-        os.chdir(previous)
+def _launch_driver_jvm(options: dict, log: Path) -> None:
+    """The driver's JVM (pyspark's py4j gateway), unless one runs already. What it prints outside log4j goes to
+    the log, and it starts in the log folder, where Spark creates its artifacts/ folder (not in the notebook's
+    folder, the student's file browser). Both are given to its Popen: this process's own stdout and working
+    directory stay as they are, so a session may start in a background thread (lab.audit.warm_up)."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+    if SparkContext._gateway is not None:
+        return
+    conf = SparkConf(loadDefaults=False)   # no JVM yet: a plain dict, passed to spark-submit as --conf
+    conf.setAll(list(options.items()))
+    if verbose():
+        gateway = launch_gateway(conf, popen_kwargs={"cwd": str(log.parent)})
+    else:
+        with open(log, "ab") as out:
+            gateway = launch_gateway(conf, popen_kwargs={"cwd": str(log.parent), "stdout": out, "stderr": out})
+    SparkContext._ensure_initialized(gateway=gateway)
 
 
 def _log4j2_config(log: Path) -> Path:
@@ -274,7 +282,12 @@ def _log4j2_config(log: Path) -> Path:
 def stop_spark() -> None:
     """Stop what spark_session started: the session AND its local driver JVM (SparkSession.stop leaves the
     py4j gateway JVM running). A cluster's master and workers, or a Connect server, keep running: only
-    this application (or this Connect session) ends."""
+    this application (or this Connect session) ends. A warm-up under way finishes first."""
+    with _session_lock:
+        _stop_spark()
+
+
+def _stop_spark() -> None:
     global _session
     if _session is not None:
         if is_connect(_session):

@@ -45,7 +45,7 @@ def test_an_unknown_version_is_refused_by_its_build(monkeypatch):
 
 def test_no_bounce_needs_no_recovery_time_and_three_brokers():
     p = SPEC.validate(bounce_down_s=0, bounce_watch_s=5)
-    assert bb.needs(p) == {"nodes": 3, "broker_config": {}, "extra_listener": "APPS"}
+    assert bb.needs(p) == {"nodes": 3, "broker_config": bb.FAST_REREGISTRATION, "extra_listener": "APPS"}
 
 
 def test_the_arithmetic_of_who_should_die():

@@ -16,6 +16,7 @@ import threading
 from dataclasses import dataclass, field
 
 from ..config import KAFKA_VERSION
+from ..audit import warm_up
 from ..errors import LabError
 from .memory import child_pids, peak_rss
 from .params import Param, Spec
@@ -64,6 +65,8 @@ class Lessons:
             rss = lab.background(peak_rss, stop, lambda: {
                 "apps": [pid for marker in self.apps for pid in child_pids(marker)],
                 "brokers": child_pids("kafka.Kafka")})
+            if any(getattr(self.modules[name], "SPARK_AUDIT", False) for name in p["lessons"]):
+                warm_up()   # Spark starts while the first lesson's apps work: its audit then finds it up and warm
             try:
                 outcomes = {}
                 for name in p["lessons"]:

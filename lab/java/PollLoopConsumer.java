@@ -29,10 +29,12 @@ import java.util.concurrent.Future;
  *   lab.pause     true: pause the partitions, process in a worker thread and keep calling poll() (the fix
  *                 that keeps the member alive without changing the batch)
  * Each record read is a "read" row and each commit a "committed" row of the History (what the audit
- * checks); each batch, commit and failed commit is one "LAB {json}" line. SIGTERM leaves the group.
+ * checks); each batch, commit and failed commit is one "LAB {json}" line. SIGTERM leaves the group at once:
+ * a batch still at work stops at its next record, what it did is recorded, and nothing of it is committed.
  */
 public class PollLoopConsumer {
     private static String app, group, runId, historyDir;
+    private static volatile boolean stopping;
 
     public static void main(String[] args) throws Exception {
         Properties all = new Properties();
@@ -55,6 +57,7 @@ public class PollLoopConsumer {
                 new KafkaConsumer<>(config, new StringDeserializer(), new StringDeserializer());
         Thread main = Thread.currentThread();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {   // SIGTERM: leave the group, then exit
+            stopping = true;
             consumer.wakeup();
             try {
                 main.join(20_000);
@@ -71,16 +74,16 @@ public class PollLoopConsumer {
                 lab("batch", "\"records\":" + records.count());
                 if (pause) {   // poll() keeps the member alive; paused partitions return nothing
                     consumer.pause(records.partitions());
-                    Future<?> done = worker.submit(() -> process(records, workMs));
+                    Future<Boolean> done = worker.submit(() -> process(records, workMs));
                     while (!done.isDone()) consumer.poll(Duration.ofMillis(100));
-                    done.get();
+                    if (!done.get()) break;
                     consumer.resume(consumer.paused());
-                } else {
-                    process(records, workMs);
+                } else if (!process(records, workMs)) {
+                    break;   // SIGTERM: the batch was not finished, so none of it is committed
                 }
                 commit(consumer, records);
             }
-        } catch (WakeupException stopping) {
+        } catch (WakeupException woken) {
             // SIGTERM
         } finally {
             worker.shutdownNow();
@@ -89,18 +92,26 @@ public class PollLoopConsumer {
         }
     }
 
-    static void process(ConsumerRecords<String, String> records, long workMs) {
+    /** The batch's work, record by record; false when SIGTERM (or an interrupt) cut it short. */
+    static boolean process(ConsumerRecords<String, String> records, long workMs) {
         StringBuilder rows = new StringBuilder();
+        boolean finished = true;
         for (ConsumerRecord<String, String> r : records) {
+            if (stopping) {
+                finished = false;
+                break;
+            }
             try {
                 Thread.sleep(workMs);   // the work: an external call, a slow computation
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                return;
+                finished = false;
+                break;
             }
             rows.append(row("read", r.topic(), r.partition(), r.offset(), ",\"id\":" + str(idOf(r.value()))));
         }
         history("read", rows.toString());
+        return finished;
     }
 
     static void commit(KafkaConsumer<String, String> consumer, ConsumerRecords<String, String> records) {

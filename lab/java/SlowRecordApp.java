@@ -22,10 +22,13 @@ import java.util.concurrent.CountDownLatch;
  * Each record processed is a "read" row of a lab.history.History (lab.history, lab.run.id, lab.app), so the
  * audit checks it like the plain consumers; each slow record processed is a "LAB {json}" line.
  * args[0]: a properties file; lab.* keys are for this program, the rest are Streams configs.
+ * SIGTERM stops at once: a record still at work throws, so its task closes without a commit (a redeploy
+ * that does not wait 9 s for it), and the record is neither recorded nor forwarded.
  */
 public class SlowRecordApp {
     private static String app, runId, historyDir, group;
     private static long workMs, slowMs, slowOffset;
+    private static volatile boolean stopping;
 
     public static void main(String[] args) throws Exception {
         Properties props = new Properties();
@@ -49,6 +52,7 @@ public class SlowRecordApp {
         KafkaStreams streams = new KafkaStreams(topology, props);
         CountDownLatch closed = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {   // SIGTERM: close cleanly
+            stopping = true;
             streams.close();
             closed.countDown();
         }));
@@ -71,17 +75,26 @@ public class SlowRecordApp {
             RecordMetadata at = context.recordMetadata().orElseThrow();
             boolean slow = at.offset() == slowOffset;
             if (slow) lab("slow_start", "\"offset\":" + at.offset());
-            try {
-                Thread.sleep(slow ? slowMs : workMs);   // the work: an external call, a slow computation
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return;
-            }
+            work(slow ? slowMs : workMs);   // the work: an external call, a slow computation
             if (slow) lab("slow_end", "\"offset\":" + at.offset());
             history("{\"run_id\":" + str(runId) + ",\"kind\":\"read\",\"ts\":" + System.currentTimeMillis() / 1000.0
                     + ",\"app\":" + str(app) + ",\"incarnation\":0,\"group\":" + str(group) + ",\"topic\":"
                     + str(at.topic()) + ",\"partition\":" + at.partition() + ",\"offset\":" + at.offset() + "}\n");
             context.forward(record);
+        }
+    }
+
+    /** Sleeps `ms`, in slices: SIGTERM ends it with an exception (the task closes dirty, nothing committed). */
+    static void work(long ms) {
+        long until = System.currentTimeMillis() + ms;
+        try {
+            for (long left = ms; left > 0; left = until - System.currentTimeMillis()) {
+                if (stopping) throw new IllegalStateException("stopped by SIGTERM while at work");
+                Thread.sleep(Math.min(left, 100));
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while at work", e);
         }
     }
 

@@ -17,7 +17,7 @@ from ..experiment import Param
 from ..experiment.admin import group_offsets, topic_offsets
 from ..generator import generate
 from ..history import History
-from .throughput import StreamsApp, check_jvms
+from .throughput import StreamsApp, check_jvms, start_and_settle, stop_apps
 
 PARAMS = [
     Param("par_partitions", [2, 4], "partition counts of the input topic, one round each", lo=1, hi=12),
@@ -55,11 +55,8 @@ def run_lesson(lab, p: dict) -> "Outcome":
                      keys=max(64, partitions * 8))
         apps = {count: StreamsApp(lab, f"p{partitions}-n{count}", topic, instances=count, work_ms=p["par_work_ms"])
                 for count in p["par_instances"]}
-        for app in apps.values():
-            app.start()
-        lab.wait(lambda: all(a.settled(partitions) for a in apps.values()), 120,
-                 f"{sum(p['par_instances'])} instances to settle on {partitions} partitions",
-                 evidence=lambda: {a.name: a.tasks() for a in apps.values()})
+        start_and_settle(lab, apps.values(), partitions,
+                         f"{sum(p['par_instances'])} instances to settle on {partitions} partitions")
         start = time.time()
         lab.countdown(f"measuring {partitions} partitions", p["par_window_s"])
         end = time.time()
@@ -77,9 +74,7 @@ def run_lesson(lab, p: dict) -> "Outcome":
                          "idle_processed": round(sum(rates[i] for i in tasks if not tasks[i]) * (end - start)),
                          "tasks": {i: t for i, t in tasks.items()}, "lag_at_end": lag})
             lab.event("parallelism", f"P={partitions} N={count}", detail=f"{sum(rates.values()):.0f} records/s")
-        for app in apps.values():
-            for prog in app.programs:
-                prog.stop()
+        stop_apps(apps.values())
     return Outcome(rows, p["par_work_ms"])
 
 

@@ -42,6 +42,8 @@ STREAMS_FENCED = r"Detected that the thread is being fenced"
 DROPPED_LINE = {"java": JAVA_TIMEOUT, "librdkafka": RDKAFKA_MAXPOLL, "streams": STREAMS_FENCED}
 MIN_SESSION_MS = 6000   # the broker's group.min.session.timeout.ms: librdkafka needs session <= interval
 
+SPARK_AUDIT = True   # its outcome is audited by Spark (lab.experiment.lessons warms Spark up)
+
 PARAMS = [
     Param("poll_clients", list(CLIENTS), "consumers under test: the Java client, librdkafka (confluent-kafka), "
           "a Kafka Streams app with one slow record", choices=CLIENTS),

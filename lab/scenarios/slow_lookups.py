@@ -22,7 +22,7 @@ from ..experiment import Param
 from ..experiment.admin import group_offsets, topic_offsets
 from ..generator import generate
 from ..history import History
-from .throughput import StreamsApp, check_jvms
+from .throughput import StreamsApp, check_jvms, start_and_settle, stop_apps
 
 MODES = ("plain", "cache", "batch", "threads")
 
@@ -69,10 +69,7 @@ def run_lesson(lab, p: dict) -> "Outcome":
                                      lookup_mode="plain" if mode == "threads" else mode,
                                      batch_size=p["lookup_batch"], lookup_latency_ms=p["lookup_latency_ms"])
                     for mode in p["lookup_modes"]}
-            for app in apps.values():
-                app.start()
-            lab.wait(lambda: all(a.settled(partitions) for a in apps.values()), 120,
-                     "the lookup apps to settle", evidence=lambda: {a.name: a.tasks() for a in apps.values()})
+            start_and_settle(lab, apps.values(), partitions, "the lookup apps to settle")
             groups = {mode: a.app_id for mode, a in apps.items()}
             lags: dict = {mode: [] for mode in apps}
             admin = lab.cluster.admin()
@@ -92,9 +89,7 @@ def run_lesson(lab, p: dict) -> "Outcome":
         finally:
             stop_input.set()
         feeding.result(timeout=30)
-        for app in apps.values():
-            for prog in app.programs:
-                prog.stop()
+        stop_apps(apps.values())
     rows = []
     for mode, app in apps.items():
         rate = sum(app.rates(start, end).values())

@@ -1,9 +1,10 @@
 """What notebook 07's parallelism and lookup lessons share: instances of one Kafka Streams app
 (lab/java/ThroughputApp.java) started together, settled, and measured over a window.
 
-    app = StreamsApp(lab, "p2-n3", topic, instances=3, threads=1, partitions=2, work_ms=10)
-    app.start(); app.wait_settled()
-    start = time.time(); lab.countdown(...); rates = app.rates(start, time.time())
+    apps = {"p2-n3": StreamsApp(lab, "p2-n3", topic, instances=3, work_ms=10), ...}
+    start_and_settle(lab, apps.values(), partitions=2, what="...")
+    start = time.time(); lab.countdown(...); rates = apps["p2-n3"].rates(start, time.time())
+    stop_apps(apps.values())
 """
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ import uuid
 from ..config import KAFKA_VERSION
 from ..errors import LabError
 from ..experiment import lab_lines
+from ..experiment.apps import stop_together
 from ..streams import JavaProgram
 
 HEAP_MB = 160
+STICKY_ASSIGNOR = "org.apache.kafka.streams.processor.assignment.assignors.StickyTaskAssignor"   # KIP-924
 MAX_JVMS = 8   # at once on 2 cores: more and the lesson measures the machine, not Kafka
 
 
@@ -41,6 +44,10 @@ class StreamsApp:
                         "processing.guarantee": "at_least_once", "commit.interval.ms": 1000,
                         "num.stream.threads": threads, "state.dir": lab.folder / self.app_id / str(i),
                         "consumer.auto.offset.reset": "earliest", "producer.linger.ms": 5,
+                        # sticky: the default (high-availability) assignor hands stateless tasks to the least
+                        # loaded instance, not their owner, and with more instances than tasks they moved
+                        # from one to another for 40 s before the group settled
+                        "task.assignor.class": STICKY_ASSIGNOR,
                         # about a second of work between two polls: a rebalance waits for every member's
                         # next poll, and Streams' cooperative rebalance needs two of them
                         "consumer.max.poll.records": max(1, int(1000 / max(work_ms, 1))) if not lookup_url
@@ -104,3 +111,18 @@ class StreamsApp:
             before = [r for r in self.progress(p) if r["ts"] <= t]
             return before[-1].get("calls", 0) if before else 0
         return sum(at(p, end) - at(p, start) for p in self.programs)
+
+
+def start_and_settle(lab, apps, partitions: int, what: str, timeout: float = 120) -> None:
+    """Start every app, then wait until all have settled. Each app is asked on every round (no short
+    circuit): each one's stable clock runs at the same time, not one app's after another's."""
+    apps = list(apps)
+    for app in apps:
+        app.start()
+    lab.wait(lambda: all([a.settled(partitions) for a in apps]), timeout, what,
+             evidence=lambda: {a.name: a.tasks() for a in apps})
+
+
+def stop_apps(apps) -> None:
+    """Every instance of every app closed at once (each Streams close takes about a second)."""
+    stop_together([p.process for a in apps for p in a.programs if p.process])

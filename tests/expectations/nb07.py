@@ -27,7 +27,7 @@ PARAMETERS = {
     "LOOKUP_KEYS": 20,
     "LOOKUP_BATCH": 50,
     "LOOKUP_THREADS": 4,
-    "LOOKUP_WINDOW_S": 12,
+    "LOOKUP_WINDOW_S": 8,
     "BOUNCE_APPS": ["2.7.2", "4.3.1/shutdown_client"],
     "BOUNCE_BROKERS": "listener",
     "BOUNCE_DOWN_S": 15,
