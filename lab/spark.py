@@ -80,7 +80,6 @@ def spark_session(cores: int = 2, memory: str = "1g"):
         return _session
 
 
-
 def is_connect(spark) -> bool:
     """A Spark Connect session (no sparkContext, no py4j): the work runs in the server's JVM."""
     return type(spark).__module__.startswith("pyspark.sql.connect")
