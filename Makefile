@@ -1,13 +1,22 @@
 # The two commands that matter:
 #   make lab    set everything up (venv, packages, Kafka + Spark jars), start an embedded broker and JupyterLab
 #   make test   set everything up, then run the whole suite (unit tests + every notebook under papermill)
-PYTHON ?= python3.11
+#   make lab KAFKA_LAB_IP=0.0.0.0   JupyterLab on another interface (a container, a cloud workspace), token kept
+ifeq ($(OS),Windows_NT)
+$(error The lab runs on Linux, macOS, or Windows through WSL2 (or the dev container in .devcontainer/): open a WSL2 terminal and run make there)
+endif
+# The newest Python from 3.11 to 3.13 that runs here, or PYTHON=...
+ifndef PYTHON
+PYTHON := $(firstword $(foreach p,python3.13 python3.12 python3.11 python3,$(shell $(p) -c 'import sys; assert (3, 11) <= sys.version_info[:2] <= (3, 13)' >/dev/null 2>&1 && echo $(p))))
+endif
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
 
 .PHONY: lab test install jars tools bench clean-notebooks
 
 $(VENV)/.installed: pyproject.toml
+	@test -n "$(PYTHON)" || { echo "No Python 3.11 to 3.13 found: install one (python.org, Homebrew, apt, pyenv) or give PYTHON=..."; exit 1; }
+	@$(PYTHON) -c 'import sys; v = sys.version_info[:2]; sys.exit(0 if (3, 11) <= v <= (3, 13) else f"$(PYTHON) is Python {v[0]}.{v[1]}: the lab needs 3.11 to 3.13 (give PYTHON=...)")'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
@@ -20,7 +29,7 @@ jars: install
 	$(PY) -m lab fetch
 
 lab: jars
-	$(PY) -m lab start
+	$(PY) -m lab start $(if $(KAFKA_LAB_IP),--ip $(KAFKA_LAB_IP))
 
 # Tools some tests need, from Debian's packages when root with apt-get (CI, containers); without them those
 # tests are skipped and say why: docker-compose only validates docker-compose.yml (no Docker engine needed);

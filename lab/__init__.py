@@ -1,0 +1,7 @@
+"""Kafka Failure Lab. Refuses at import a platform it cannot run on (lab.platforms)."""
+from .errors import LabError
+from .platforms import platform_problem
+
+_problem = platform_problem()
+if _problem:
+    raise LabError(_problem)

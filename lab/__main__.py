@@ -17,9 +17,12 @@ def fetch(_args) -> None:
     """Check Java and cache every jar the default lab needs (broker, Spark connector)."""
     from .cluster import kafka_classpath, known_broker_configs
     from .config import KAFKA_VERSION
-    from .processes import require_java
+    from . import maven
+    from .jvm import ECJ, current
     from .spark import connector_jars
-    print(f"Java {require_java(17)} found")
+    java = current()
+    print(f"Java {java.version} ({java.source}: {java.home})")
+    maven.classpath([ECJ], label="ecj")   # the compiler of the lab's Java programs
     print(f"Kafka {KAFKA_VERSION}: {len(kafka_classpath())} jars, "
           f"{len(known_broker_configs(KAFKA_VERSION))} broker configs known")
     print(f"Spark Kafka connector: {len(connector_jars())} jars")
@@ -58,14 +61,15 @@ def jupyterlab_settings() -> Path:
     return path
 
 
-def jupyter_command(port: int, token: str, root: Path | str) -> list[str]:
-    """The JupyterLab command line: 127.0.0.1:`port` only, `token` auth, notebooks under `root`, opening on INDEX.
+def jupyter_command(port: int, token: str, root: Path | str, ip: str = "127.0.0.1") -> list[str]:
+    """The JupyterLab command line: `ip`:`port` (loopback unless asked), `token` auth, notebooks under `root`,
+    opening on INDEX.
 
     Also writes the lab's settings defaults (jupyterlab_settings). Run it with the lab's interpreter's
     environment; kernels then import the installed lab package whatever `root` is.
     """
     jupyterlab_settings()
-    cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+    cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--ip={ip}", f"--port={port}",
            "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
            f"--ServerApp.root_dir={Path(root).resolve()}", f"--LabApp.default_url=/lab/tree/{INDEX}"]
     if os.geteuid() == 0:  # containers and CI machines often run as root
@@ -82,13 +86,16 @@ def start(args) -> None:
 
     from .cluster import KafkaCluster
     port, token = free_port(args.port), secrets.token_urlsafe(24)
-    cmd = jupyter_command(port, token, ROOT / "notebooks")
+    cmd = jupyter_command(port, token, ROOT / "notebooks", ip=args.ip)
     with KafkaCluster(name="playground") as cluster:
         print(f"Playground Kafka {cluster.version} at {cluster.bootstrap} "
               f"(log: {cluster.log_path()}); set as KAFKA_LAB_PLAYGROUND in JupyterLab.")
         if port != args.port:
             print(f"Port {args.port} is in use: JupyterLab takes {port}.")
-        print(f"JupyterLab: http://127.0.0.1:{port}/lab/tree/{INDEX}?token={token}  (Ctrl-C stops the lab)")
+        host = "127.0.0.1" if args.ip in ("127.0.0.1", "0.0.0.0", "::") else args.ip
+        print(f"JupyterLab: http://{host}:{port}/lab/tree/{INDEX}?token={token}  (Ctrl-C stops the lab)")
+        if args.ip != "127.0.0.1":
+            print(f"It listens on {args.ip}: anyone who can reach this machine and has the token can use it.")
         env = {**os.environ, "KAFKA_LAB_PLAYGROUND": cluster.bootstrap}
         try:
             subprocess.run(cmd, env=env, check=False)
@@ -193,6 +200,9 @@ def main() -> None:
     sub.add_parser("fetch", help="check Java, cache the Kafka and Spark jars").set_defaults(run=fetch)
     p = sub.add_parser("start", help="playground broker + JupyterLab")
     p.add_argument("--port", type=int, default=8888, help="JupyterLab's port (default 8888; a free one if taken)")
+    p.add_argument("--ip", default=os.environ.get("KAFKA_LAB_IP", "127.0.0.1"),
+                   help="the interface JupyterLab listens on (default 127.0.0.1, or KAFKA_LAB_IP; 0.0.0.0 in a "
+                        "container or cloud workspace whose port is forwarded); token auth either way")
     p.set_defaults(run=start)
     p = sub.add_parser("prune", help="delete old run folders under the work folder")
     p.add_argument("--keep", type=int, default=8, help="run folders to keep (default 8)")

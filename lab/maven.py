@@ -1,67 +1,198 @@
-"""Resolve Java classpaths from Maven Central with the machine's `mvn`.
+"""Java classpaths from Maven Central: pinned by a lockfile, cached in the Maven layout, offline once cached.
 
-Each distinct set of coordinates gets a tiny generated pom and a folder of
-jars under the cache; a `.complete` marker makes later calls instant.
+`classpath(coordinates)` returns the jars of a set of `group:artifact:version` coordinates. What a set
+resolves to, each jar with its SHA-256, is pinned in `lab/jars.lock` (committed: the sets the course uses)
+or, for a set first asked for on this machine (a version a learner chose), in the cache's own jars.lock.
+The jars live under `<cache>/maven` in the standard Maven layout; when they are there and match their
+checksums, nothing touches the network.
+
+Resolving and downloading is Apache Ivy's job: the Ivy jar that pyspark ships (Spark's own `--packages`
+resolver), run on the lab's Java. Chosen over a pure-Python resolver because it reads POMs the way Spark
+and Maven do (parents, imported BOMs, dependency management): the pure-Python one tried here resolved
+Kafka 4.3.1's broker with kafka-clients 3.8.0 and test-scoped jars. Where two paths of the graph ask for
+different versions Ivy takes the newest (Maven the nearest); a coordinate asked for directly is forced,
+so it wins as it does in Maven.
 """
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
+from xml.sax.saxutils import quoteattr
 
 from .config import CACHE_DIR
 from .errors import LabError
 
-POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>kafka-failure-lab</groupId><artifactId>classpath</artifactId><version>1</version>
-  <dependencies>
-{deps}
-  </dependencies>
-</project>
-"""
-DEP = "    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
+LOCK = Path(__file__).with_name("jars.lock")      # committed; `python -m lab lock` style updates: see below
+LOCAL_LOCK = CACHE_DIR / "jars.lock"               # sets first resolved on this machine
+REPOSITORY = CACHE_DIR / "maven"                   # a Maven-layout file repository
+# Set to 1 (developers) to record newly resolved sets in the committed lab/jars.lock instead of the cache's.
+UPDATE_LOCK_ENV = "KAFKA_LAB_UPDATE_LOCK"
+
+_checked: dict[str, list[Path]] = {}               # sets whose jars this process has verified
 
 
 def classpath(coordinates: list[str], *, label: str = "classpath") -> list[Path]:
-    """Return the runtime jars of `group:artifact:version` coordinates, downloading once."""
-    key = hashlib.sha256("\n".join(sorted(coordinates)).encode()).hexdigest()[:16]
-    folder = CACHE_DIR / "classpaths" / f"{label}-{key}"
-    jars = folder / "jars"
-    if not (folder / ".complete").exists():
-        _resolve(coordinates, folder, label)
-    return sorted(jars.glob("*.jar"))
+    """The runtime jars of `coordinates` (they and what they depend on), downloading once."""
+    key = set_key(coordinates)
+    if key in _checked:
+        return _checked[key]
+    jars = locked(key)
+    if jars is None:
+        jars = _resolve(coordinates, label)
+        _record(key, jars)
+    missing = [jar for jar, sha in jars.items() if not _matches(path_of(jar), sha)]
+    if missing:
+        _fetch(missing, label)
+        for jar in missing:
+            if not _matches(path_of(jar), jars[jar]):
+                raise LabError(f"{path_of(jar)} does not match its pinned SHA-256 ({jars[jar][:12]}...): "
+                               "delete it and run again, the lab fetches it anew.")
+    paths = [path_of(jar) for jar in jars]
+    _checked[key] = paths
+    return paths
 
 
-def _resolve(coordinates: list[str], folder: Path, label: str) -> None:
-    if shutil.which("mvn") is None:
-        raise LabError("Maven (`mvn`) is not on PATH: install it (Debian: apt-get install maven) "
-                       "so the lab can fetch Kafka jars from Maven Central.")
-    deps = []
+def set_key(coordinates: list[str]) -> str:
     for c in coordinates:
-        g, a, v = c.split(":")
-        deps.append(DEP.format(g=g, a=a, v=v))
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "pom.xml").write_text(POM.format(deps="\n".join(deps)))
-    print(f"Fetching {label} jars from Maven Central (once; cached in {folder}) ...", flush=True)
-    run = subprocess.run(
-        ["mvn", "-B", "-q", "dependency:copy-dependencies", "-DincludeScope=runtime",
-         "-DoutputDirectory=jars"],
-        cwd=folder, capture_output=True, text=True)
-    if run.returncode != 0:
-        raise LabError(_explain(run.stdout + run.stderr, coordinates))
-    (folder / ".complete").touch()
+        if not re.fullmatch(r"[\w.\-]+:[\w.\-]+:[\w.\-]+(:[\w.\-]+)?", c):
+            raise LabError(f"{c!r} is not a group:artifact:version coordinate.")
+    return " ".join(sorted(set(coordinates)))
+
+
+def locked(key: str) -> dict[str, str] | None:
+    """{jar coordinate: sha256} pinned for a set, from the committed lock or this machine's."""
+    for lock in (LOCK, LOCAL_LOCK):
+        data = _read(lock)
+        if key in data["sets"]:
+            return {jar: data["jars"][jar] for jar in data["sets"][key]}
+    return None
+
+
+def path_of(jar: str) -> Path:
+    """group:artifact:version[:classifier] -> its file in the Maven layout."""
+    group, artifact, version, *classifier = jar.split(":")
+    name = f"{artifact}-{version}" + (f"-{classifier[0]}" if classifier else "") + ".jar"
+    return REPOSITORY.joinpath(*group.split("."), artifact, version, name)
+
+
+def _read(lock: Path) -> dict:
+    if not lock.exists():
+        return {"jars": {}, "sets": {}}
+    try:
+        return json.loads(lock.read_text())
+    except ValueError as exc:
+        raise LabError(f"{lock} is not valid JSON ({exc}): delete it (the cache's) or restore it (the lab's).")
+
+
+def _record(key: str, jars: dict[str, str]) -> None:
+    lock = LOCK if os.environ.get(UPDATE_LOCK_ENV) == "1" else LOCAL_LOCK
+    data = _read(lock)
+    data["sets"][key] = sorted(jars)
+    data["jars"].update(jars)
+    data = {"jars": dict(sorted(data["jars"].items())), "sets": dict(sorted(data["sets"].items()))}
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    tmp = lock.with_name(f".{lock.name}.{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    os.replace(tmp, lock)
+
+
+def _matches(path: Path, sha256: str) -> bool:
+    return path.exists() and _sha256(path) == sha256
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# ---------------------------------------------------------------- Ivy
+
+IVY_MODULE = """<ivy-module version="2.0" xmlns:m="http://ant.apache.org/ivy/maven">
+  <info organisation="kafka-failure-lab" module="classpath"/>
+  <configurations><conf name="default"/></configurations>
+  <dependencies>
+{deps}
+  </dependencies>
+</ivy-module>
+"""
+
+
+def _resolve(coordinates: list[str], label: str) -> dict[str, str]:
+    """Resolve a new set with Ivy (direct coordinates forced); its jars go to the repository."""
+    deps = [_dependency(c, 'force="true" conf="default->default"') for c in coordinates]
+    print(f"Resolving {label} from Maven Central (once; pinned in {LOCAL_LOCK}) ...", flush=True)
+    found = _run_ivy(deps, label, coordinates)
+    return {jar: _sha256(path_of(jar)) for jar in found}
+
+
+def _fetch(jars: list[str], label: str) -> None:
+    """Download exactly these jars (no dependencies of theirs) into the repository."""
+    print(f"Fetching {len(jars)} {label} jars from Maven Central (once; cached in {REPOSITORY}) ...", flush=True)
+    _run_ivy([_dependency(j, 'transitive="false" conf="default->master"') for j in jars], label, jars)
+
+
+def _dependency(coordinate: str, options: str) -> str:
+    group, artifact, version, *classifier = coordinate.split(":")
+    attrs = f"org={quoteattr(group)} name={quoteattr(artifact)} rev={quoteattr(version)} {options}"
+    if not classifier:
+        return f"    <dependency {attrs}/>"
+    return (f"    <dependency {attrs}><artifact name={quoteattr(artifact)} type=\"jar\" ext=\"jar\" "
+            f"m:classifier={quoteattr(classifier[0])}/></dependency>")
+
+
+def _run_ivy(deps: list[str], label: str, asked: list[str]) -> list[str]:
+    """Run Ivy on an ivy.xml of `deps`; move what it retrieved into the repository; return those jars."""
+    from .jvm import java_executable, trust_options
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="ivy-", dir=CACHE_DIR) as tmp:
+        module = Path(tmp) / "ivy.xml"
+        module.write_text(IVY_MODULE.format(deps="\n".join(deps)))
+        out = Path(tmp) / "out"
+        run = subprocess.run(
+            [java_executable(), *trust_options(), f"-Divy.default.ivy.user.dir={CACHE_DIR / 'ivy'}", "-jar", str(ivy_jar()),
+             "-ivy", str(module), "-cache", str(CACHE_DIR / "ivy" / "cache"), "-confs", "default",
+             "-types", "jar", "bundle", "-warn",
+             "-retrieve", f"{out}/[organisation]/[artifact]/[revision]/[artifact]-[revision](-[classifier]).[ext]"],
+            capture_output=True, text=True)
+        if run.returncode != 0:
+            raise LabError(_explain(run.stdout + run.stderr, asked))
+        found = []
+        for jar in sorted(out.rglob("*.jar")):
+            group, artifact, version, name = jar.relative_to(out).parts
+            classifier = name[len(f"{artifact}-{version}"):-len(".jar")].lstrip("-")
+            coordinate = ":".join([group, artifact, version] + ([classifier] if classifier else []))
+            target = path_of(coordinate)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(jar), target)
+            found.append(coordinate)
+    return found
+
+
+def ivy_jar() -> Path:
+    import pyspark
+    jars = sorted((Path(pyspark.__file__).parent / "jars").glob("ivy-*.jar"))
+    if not jars:
+        raise LabError("pyspark ships no Ivy jar here: reinstall the lab (`make install`).")
+    return jars[-1]
 
 
 def _explain(output: str, coordinates: list[str]) -> str:
-    missing = re.search(r"Could not find artifact (\S+)|(\S+) was not found in", output)
-    if missing:
-        return (f"Maven Central has no artifact {missing.group(1) or missing.group(2)}. "
-                f"Check the version you asked for ({', '.join(coordinates)}).")
-    if re.search(r"Unknown host|Network is unreachable|Connection refused|timed out|Could not transfer", output):
+    missing = sorted(set(re.findall(r"module not found: (\S+)", output)))
+    if re.search(r"Host \S+ not found|UnknownHost|Network is unreachable|Connection refused|timed out|"
+                 r"server access error", output, re.I):
         return ("Maven Central could not be reached, so the jars could not be fetched. "
                 "Connect to the network once; afterwards the cached jars are used offline.")
-    tail = "\n".join(line for line in output.splitlines() if "ERROR" in line)[:1500]
-    return f"Maven could not resolve {', '.join(coordinates)}:\n{tail}"
+    if missing:
+        return (f"Maven Central has no {', '.join(missing)}. "
+                f"Check the version you asked for ({', '.join(coordinates)}).")
+    tail = "\n".join(line for line in output.splitlines() if line.strip())[-1500:]
+    return f"Ivy could not resolve {', '.join(coordinates)}:\n{tail}"

@@ -1,18 +1,18 @@
 """Child processes (brokers, JVM apps, Python apps) that never outlive the lab.
 
-Every child is started with PR_SET_PDEATHSIG=SIGKILL, so if the kernel or test
-process that started it is killed with SIGKILL, the child dies too. Linux ties
-that signal to the THREAD that forked the child: start children from the main
-thread (or a thread that outlives them), never from a short-lived worker. Children
-also get their own process group and are stopped at interpreter exit.
+Every child gets a process group of its own (stop/kill signal the whole group) and is stopped
+at interpreter exit. If the lab process dies without exiting (SIGKILL, a crashed or restarted
+kernel), a watchdog kills its children: `python -m lab.reaper`, started with the first child in
+a session of its own, reads one line per child's group on a pipe from the lab and SIGKILLs every
+group still registered when that pipe reaches end-of-file, which the OS gives it whenever the
+lab dies. The same code on Linux, macOS and WSL2; children die with the lab PROCESS, whatever
+thread started them.
 """
 from __future__ import annotations
 
 import atexit
-import ctypes
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -21,18 +21,58 @@ import time
 from pathlib import Path
 
 from .errors import LabError
+from .jvm import current as current_java, java_executable
 
-_PR_SET_PDEATHSIG = 1
 _children: set["Child"] = set()
 
+# ---------------------------------------------------------------- the watchdog (lab/reaper.py)
 
-def _die_with_parent(parent_pid: int):
-    def preexec():
-        os.setpgrp()
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != parent_pid:  # parent died between fork and prctl
-            os._exit(1)
-    return preexec
+_reaper: subprocess.Popen | None = None
+_reaper_lock = threading.RLock()   # children start from several threads (a panel's worker, tasks)
+
+
+def ensure_reaper() -> subprocess.Popen:
+    """The watchdog of this process's children: started on first use, and again if it was killed."""
+    global _reaper
+    with _reaper_lock:
+        if _reaper is None or _reaper.poll() is not None:
+            # Only this process holds the pipe's write end: Python's pipes are not inheritable and
+            # close_fds=True, so no child keeps it open after the lab dies (which would hide the EOF).
+            # bufsize=0: every line reaches the pipe as it is written, nothing waits in a buffer.
+            # cwd: `-m` looks in the current folder first, so `lab` is found even when not installed.
+            _reaper = subprocess.Popen([sys.executable, "-m", "lab.reaper"], stdin=subprocess.PIPE, bufsize=0,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True,
+                                       start_new_session=True, cwd=Path(__file__).resolve().parent.parent)
+            for child in list(_children):   # a reaper after a killed one must learn every child
+                if child._registered:
+                    _reaper.stdin.write(f"add {child.pid}\n".encode())
+        return _reaper
+
+
+def _tell_reaper(verb: str, pgid: int) -> None:
+    """One line to the reaper: `add` a child's group, or `del` one the lab stopped itself."""
+    global _reaper
+    with _reaper_lock:
+        try:
+            ensure_reaper().stdin.write(f"{verb} {pgid}\n".encode())
+        except BrokenPipeError:   # someone killed the reaper: a new one learns every registered child
+            _reaper.stdin.close()
+            _reaper = None
+            ensure_reaper()
+
+
+def _stop_reaper() -> None:
+    """At a normal exit, after stop_all: end-of-file, the reaper kills what is left and exits."""
+    with _reaper_lock:
+        if _reaper is not None and _reaper.poll() is None:
+            try:
+                _reaper.stdin.close()
+                _reaper.wait(5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+
+
+# ---------------------------------------------------------------- children
 
 
 class Child:
@@ -43,19 +83,26 @@ class Child:
         self.name, self.argv, self.log_path = name, argv, Path(log_path)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "ab")
+        self._registered = False
+        ensure_reaper()   # before the child: only the `add` below separates its start from its guard
+        # start_new_session: its own process group (pgid = pid), which _signal and the reaper signal whole
         self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, cwd=cwd,
-                                     env={**os.environ, **(env or {})},
-                                     preexec_fn=_die_with_parent(os.getpid()))
+                                     env={**os.environ, **(env or {})}, start_new_session=True)
         self.pid = self.proc.pid
-        self.thread = threading.get_ident()   # the thread it dies with (PR_SET_PDEATHSIG)
+        self.thread = threading.get_ident()   # the thread that started it: a panel's Stop kills its run's children
         _children.add(self)
+        self._registered = True
+        _tell_reaper("add", self.pid)
 
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        if self.proc.poll() is None:
+            return True
+        self._forget()
+        return False
 
     def returncode(self) -> int | None:
-        return self.proc.poll()
+        return None if self.alive() else self.proc.returncode
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
@@ -93,8 +140,16 @@ class Child:
         except ProcessLookupError:
             pass
 
+    def _forget(self) -> None:
+        """Once it has exited and been waited for, its pid (its group's number) may be reused: the
+        reaper must not kill that group at the lab's death."""
+        if self._registered:
+            self._registered = False
+            _tell_reaper("del", self.pid)
+
     def _close(self) -> None:
         _children.discard(self)
+        self.alive()   # it has exited (stop and kill waited for it): alive() tells the reaper to forget it
         if not self._log.closed:
             self._log.close()
 
@@ -113,33 +168,21 @@ def children_of_thread(thread: int) -> list[Child]:
     return [c for c in list(_children) if c.thread == thread and c.alive()]
 
 
-atexit.register(stop_all)
+@atexit.register
+def _at_exit() -> None:
+    try:
+        stop_all()
+    finally:
+        _stop_reaper()
 
 
 # ---------------------------------------------------------------- Java
 
-def java_executable() -> str:
-    java = shutil.which("java") or (Path(os.environ.get("JAVA_HOME", "/nonexistent")) / "bin" / "java")
-    if not java or not Path(java).exists():
-        raise LabError("No Java found: install OpenJDK 17 or newer (Debian: apt-get install "
-                       "openjdk-17-jdk-headless) or set JAVA_HOME.")
-    return str(java)
-
-
-def java_version() -> int:
-    out = subprocess.run([java_executable(), "-version"], capture_output=True, text=True).stderr
-    m = re.search(r'version "(\d+)(?:\.(\d+))?', out)
-    if not m:
-        raise LabError(f"Could not read the Java version from: {out[:200]}")
-    major = int(m.group(1))
-    return int(m.group(2)) if major == 1 else major
-
-
 def require_java(minimum: int = 17) -> int:
-    version = java_version()
-    if version < minimum:
-        raise LabError(f"Java {version} found, the lab needs Java {minimum}+: install OpenJDK 17 "
-                       "and put it first on PATH (or set JAVA_HOME).")
+    """The version of the Java the lab runs (lab.jvm: JAVA_HOME, PATH or the bundled Java 21)."""
+    version = current_java().version
+    if version < minimum:   # lab.jvm allows 17 to 21 only; a caller may ask for more
+        raise LabError(f"Java {version} found, this needs Java {minimum}+: set JAVA_HOME to such a JDK.")
     return version
 
 

@@ -19,6 +19,7 @@ from .config import SCALA_BINARY, SPARK_MASTER_ENV, SPARK_REMOTE_ENV, SPARK_VERS
 from .connection import spark_kafka_options
 from .errors import LabError
 from .logs import log_file, verbose
+from .jvm import spark_java_home
 from .processes import require_java, wait_until
 
 # The driver's log4j2 setup: everything to a file (lab.logs), nothing to the notebook.
@@ -261,11 +262,19 @@ def _launch_driver_jvm(options: dict, log: Path) -> None:
         return
     conf = SparkConf(loadDefaults=False)   # no JVM yet: a plain dict, passed to spark-submit as --conf
     conf.setAll(list(options.items()))
-    if verbose():
-        gateway = launch_gateway(conf, popen_kwargs={"cwd": str(log.parent)})
-    else:
-        with open(log, "ab") as out:
-            gateway = launch_gateway(conf, popen_kwargs={"cwd": str(log.parent), "stdout": out, "stderr": out})
+    java_home = os.environ.get("JAVA_HOME")
+    os.environ["JAVA_HOME"] = str(spark_java_home())   # launch_gateway hands os.environ to spark-submit
+    try:
+        if verbose():
+            gateway = launch_gateway(conf, popen_kwargs={"cwd": str(log.parent)})
+        else:
+            with open(log, "ab") as out:
+                gateway = launch_gateway(conf, popen_kwargs={"cwd": str(log.parent), "stdout": out, "stderr": out})
+    finally:
+        if java_home is None:
+            os.environ.pop("JAVA_HOME", None)
+        else:
+            os.environ["JAVA_HOME"] = java_home
     SparkContext._ensure_initialized(gateway=gateway)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .ports import free_port, listening
+from .jvm import spark_java_home
 from .processes import Child, require_java, wait_until
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
@@ -38,6 +39,7 @@ class StandaloneSpark:
         conf = self.folder / "conf"   # an empty conf dir: no spark-defaults.conf of the machine leaks in
         conf.mkdir(parents=True, exist_ok=True)
         self.env = {"SPARK_HOME": str(spark_home()), "SPARK_CONF_DIR": str(conf), "SPARK_LOCAL_IP": "127.0.0.1",
+                    "JAVA_HOME": str(spark_java_home()),   # the lab's Java, or the shim Spark needs in front of it
                     "SPARK_DAEMON_MEMORY": daemon_memory, "SPARK_NO_DAEMONIZE": "1"}
         self.master = self.worker = self.connect = None
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import platform
 import subprocess
+import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +22,8 @@ from .config import CACHE_DIR
 from .connection import java_security, write_properties
 from .errors import LabError
 from .experiment import evidence
+from .jvm import compile_java
+from .platforms import rocksdb_for
 from .processes import Child, java_executable, spawn_java
 
 JAVA_DIR = Path(__file__).parent / "java"
@@ -41,11 +45,18 @@ log4j.logger.org.apache.kafka.common.config.AbstractConfig=WARN
 """
 
 
-def streams_classpath(version: str, extra: list[str] = ()) -> list[Path]:
-    """kafka-streams (with kafka-clients) at `version`, plus a logging binding."""
+def streams_classpath(version: str, extra: list[str] = (), *, stores: bool = True, machine: str | None = None,
+                      system: str | None = None) -> list[Path]:
+    """kafka-streams (with kafka-clients) at `version`, plus a logging binding. For an app with state `stores`, on
+    a platform (this one unless `machine`/`system` say otherwise) whose native library its RocksDB lacks, the
+    rocksdbjni lab.platforms pins (or its refusal); a stateless app never loads RocksDB and runs anywhere."""
     parse_version(version)
-    return maven.classpath([f"org.apache.kafka:kafka-streams:{version}", *LOGGING, *extra],
+    pin = rocksdb_for(version, machine or platform.machine(), system or sys.platform) if stores else None
+    rocksdb = [f"org.rocksdb:rocksdbjni:{pin}"] if pin else []
+    jars = maven.classpath([f"org.apache.kafka:kafka-streams:{version}", *LOGGING, *rocksdb, *extra],
                            label=f"kafka-streams-{version}")
+    # The direct coordinate wins; should the bundled rocksdbjni come along too, it must not shadow the pin.
+    return [j for j in jars if not (pin and j.name.startswith("rocksdbjni-") and j.name != f"rocksdbjni-{pin}.jar")]
 
 
 def clients_classpath(version: str) -> list[Path]:
@@ -55,23 +66,14 @@ def clients_classpath(version: str) -> list[Path]:
 
 
 def compile_sources(sources: list[Path], classpath: list[Path], label: str) -> Path:
-    """javac the sources against the classpath once; return the classes folder."""
+    """Compile the sources against the classpath once (lab.jvm.compile_java); return the classes folder."""
     digest = hashlib.sha256()
     for source in sorted(sources):
         digest.update(Path(source).read_bytes())
     digest.update("\n".join(p.name for p in classpath).encode())
     classes = CACHE_DIR / "classes" / f"{label}-{digest.hexdigest()[:16]}"
     if not (classes / ".complete").exists():
-        javac = Path(java_executable()).with_name("javac")
-        if not javac.exists():
-            raise LabError("javac not found next to java: install a JDK (not only a JRE), e.g. "
-                           "openjdk-17-jdk-headless.")
-        classes.mkdir(parents=True, exist_ok=True)
-        run = subprocess.run([str(javac), "-nowarn", "-d", str(classes), "-cp",
-                              os.pathsep.join(map(str, classpath)), *map(str, sources)],
-                             capture_output=True, text=True)
-        if run.returncode != 0:
-            raise LabError(f"Compiling {label} failed:\n{run.stderr[-2000:]}")
+        compile_java(sources, classpath, classes)
         (classes / ".complete").touch()
     return classes
 
@@ -98,6 +100,7 @@ class JavaProgram:
     folder: Path = Path(".")
     args: list[str] = field(default_factory=list)
     streams: bool = True               # kafka-streams classpath (else kafka-clients only)
+    stores: bool = True                # a Streams app with state stores (RocksDB): see streams_classpath
     heap: str = "256m"
     jvm_options: list = field(default_factory=list)
 
@@ -113,7 +116,7 @@ class JavaProgram:
     def start(self) -> Child:
         if self.process and self.process.alive():
             raise LabError(f"{self.name} is already running.")
-        cp = streams_classpath(self.version) if self.streams else clients_classpath(self.version)
+        cp = streams_classpath(self.version, stores=self.stores) if self.streams else clients_classpath(self.version)
         classes = compile_sources([JAVA_DIR / s for s in self.sources], cp,
                                   label=f"{self.main_class}-{self.version}")
         self.folder.mkdir(parents=True, exist_ok=True)

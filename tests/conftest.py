@@ -1,7 +1,7 @@
 import os
 import uuid
-from pathlib import Path
 
+import psutil
 import pytest
 
 SUITE_MARK = "KAFKA_LAB_SUITE"
@@ -10,15 +10,11 @@ SUITE_MARK = "KAFKA_LAB_SUITE"
 def jvms_of_this_suite(token: str) -> list[int]:
     """JVMs whose environment carries this suite's token: started by it, directly or via a kernel."""
     found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
+    for proc in psutil.process_iter(["name"]):
         try:
-            if (proc / "comm").read_text().strip() != "java":
-                continue
-            if f"{SUITE_MARK}={token}".encode() in (proc / "environ").read_bytes().split(b"\0"):
-                found.append(int(proc.name))
-        except OSError:
+            if proc.info["name"] == "java" and proc.environ().get(SUITE_MARK) == token:
+                found.append(proc.pid)
+        except (psutil.Error, OSError):
             continue
     return found
 

@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import pytest
 
 from lab.errors import LabError
@@ -310,7 +311,7 @@ def test_prune_keeps_the_newest_and_never_one_in_use(tmp_path, monkeypatch):
     # another process (a broker of another kernel) names run-2 on its command line
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)",
                                str(folders[2] / "cluster" / "server.properties")])
-    wait_until(lambda: str(folders[2]).encode() in Path(f"/proc/{holder.pid}/cmdline").read_bytes(), 10,
+    wait_until(lambda: any(str(folders[2]) in arg for arg in psutil.Process(holder.pid).cmdline()), 10,
                "the holder process to exec")
     try:
         removed = run_module.prune(keep=2)

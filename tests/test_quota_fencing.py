@@ -4,6 +4,7 @@ Logs are written the way the programs write them (log4j stamps in UTC, `LAB {jso
 mechanism of an incident is derived from them: a stuck transactional request vs an oversized transaction.
 """
 import json
+import zipfile
 from datetime import datetime, timezone
 
 import pandas as pd
@@ -12,6 +13,7 @@ import pytest
 from lab.errors import LabError
 from lab.experiment import Param, Spec
 from lab.scenarios import quota_fencing as qf
+from lab.streams import clients_classpath
 
 T0 = datetime(2026, 11, 23, 12, 0, 0, tzinfo=timezone.utc).timestamp()
 
@@ -72,12 +74,19 @@ def test_incidents_collapse_events_closer_than_the_gap():
     assert qf.incidents(ev.iloc[:0]).empty
 
 
-def test_the_fix_is_read_from_awaitready_s_body():
-    fixed = "public static boolean awaitReady(...);\n  Code:\n  invokeinterface pollDelayMs\n\nother\n"
-    affected = "public static boolean awaitReady(...);\n  Code:\n  invokeinterface poll\n\n  pollDelayMs elsewhere"
-    assert qf.awaitready_polls_delay(fixed) is True
-    assert qf.awaitready_polls_delay(affected) is False
-    assert qf.awaitready_polls_delay("") is False
+@pytest.mark.parametrize("version, fixed", [("3.8.1", False), ("3.9.0", False), ("3.9.1", True), ("4.3.1", True)])
+def test_the_fix_is_read_from_the_real_kafka_clients_jar(version, fixed):
+    """PR #17527 (KAFKA-17455) reached 3.9.1 and 4.0: the class file of those jars says so, without a JDK's javap."""
+    jar = next(j for j in clients_classpath(version) if j.name == f"kafka-clients-{version}.jar")
+    assert qf.awaitready_polls_delay(jar) is fixed
+    with zipfile.ZipFile(jar) as z:
+        called = qf.called_methods(z.read("org/apache/kafka/clients/NetworkClientUtils.class"))
+    assert {"poll", "isReady", "milliseconds"} <= called      # the constant pool was read, not only searched
+
+
+def test_a_file_that_is_not_a_class_is_refused():
+    with pytest.raises(LabError, match="CAFEBABE"):
+        qf.called_methods(b"PK\x03\x04 not a class")
 
 
 # ---------------------------------------------------------------- mechanism

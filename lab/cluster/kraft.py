@@ -51,7 +51,8 @@ def kafka_classpath(version: str = KAFKA_VERSION) -> list[Path]:
     if v >= (4, 0, 0):
         coords += [f"org.apache.kafka:kafka-tools:{version}",
                    "org.apache.logging.log4j:log4j-slf4j-impl:2.24.3",
-                   "org.apache.logging.log4j:log4j-core:2.24.3"]
+                   "org.apache.logging.log4j:log4j-core:2.24.3",
+                   "org.apache.logging.log4j:log4j-api:2.24.3"]   # named: the core's own, not a newer one
     else:
         coords += ["org.slf4j:slf4j-reload4j:1.7.36", "ch.qos.reload4j:reload4j:1.2.25"]
     return maven.classpath(coords, label=f"kafka-{version}")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..config import CACHE_DIR, KAFKA_VERSION
 from ..errors import LabError
-from ..processes import java_executable, require_java
+from ..jvm import compile_java, java_executable
 
 SOURCE = Path(__file__).resolve().parent.parent / "java" / "ClusterFacts.java"
 
@@ -34,16 +34,8 @@ def compiled(classpath: list[Path]) -> Path:
     key = hashlib.sha256(SOURCE.read_bytes() + KAFKA_VERSION.encode()).hexdigest()[:16]
     folder = CACHE_DIR / "java-classes" / f"ClusterFacts-{key}"
     if not (folder / "ClusterFacts.class").exists():
-        require_java(17)
         tmp = Path(tempfile.mkdtemp(prefix="ClusterFacts-", dir=CACHE_DIR))
-        javac = Path(java_executable()).with_name("javac")
-        if not javac.exists():
-            raise LabError(f"No javac next to {java_executable()}: install a JDK (not only a JRE), e.g. "
-                           "openjdk-17-jdk-headless.")
-        run = subprocess.run([str(javac), "-nowarn", "-d", str(tmp), "-cp", os.pathsep.join(map(str, classpath)),
-                              str(SOURCE)], check=False, capture_output=True, text=True)
-        if run.returncode != 0:
-            raise LabError(f"Compiling {SOURCE.name} failed:\n{run.stderr[-1500:]}")
+        compile_java([SOURCE], classpath, tmp)
         folder.parent.mkdir(parents=True, exist_ok=True)
         try:
             tmp.rename(folder)

@@ -175,7 +175,8 @@ class Panel:
         self.phase.value = self.events.value = ""
         self.progress_box.layout.display = None
         self.out.clear_output()
-        # The worker thread starts (and, through PR_SET_PDEATHSIG, owns) every process of the run.
+        # The worker thread starts every process of the run: Stop kills that thread's children
+        # (children_of_thread); they no longer die with it, but with the kernel (lab.reaper).
         progress.worker = threading.Thread(target=self._main, args=(params, progress), name="lab-panel-run",
                                            daemon=True)
         progress.worker.start()

@@ -9,8 +9,9 @@
 
 Everything a run started (its cluster if it had to start one, programs, Python
 apps, background tasks) stops when the `with` block ends, however it ends.
-Children die with the thread that spawned them (PR_SET_PDEATHSIG): spawn them from
-the thread that runs the scenario.
+If the process running the lab dies (SIGKILL, a restarted kernel), a watchdog
+(lab.reaper) kills its children: they die with the lab process, whichever thread
+spawned them.
 """
 from __future__ import annotations
 
@@ -339,14 +340,10 @@ def prune(keep: int = KEEP_RUNS) -> list[Path]:
 
 def _named_by_live_processes() -> set[Path]:
     """Work folders named in a live process's command line (any process on this machine)."""
+    import psutil
     names, prefix = set(), str(WORK_DIR) + os.sep
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            argv = (proc / "cmdline").read_bytes().decode(errors="replace")
-        except OSError:
-            continue
+    for proc in psutil.process_iter(["cmdline"]):   # a process we may not read, or a zombie: None
+        argv = "\0".join(proc.info["cmdline"] or [])
         at = argv.find(prefix)
         while at >= 0:
             parts = Path(argv[at:].split("\0")[0].split(":")[0]).relative_to(WORK_DIR).parts

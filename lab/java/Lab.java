@@ -188,18 +188,13 @@ public final class Lab {
         }
     }
 
-    /** This JVM's resident memory (VmRSS, /proc) and heap (used, committed), in MB. */
+    /**
+     * This JVM's heap (used, committed, max), in MB. Not its resident memory: Java has no portable way to read
+     * it, so the lab measures RSS from outside, with psutil (lab/scenarios/rocksdb_memory.py).
+     */
     public static Map<String, Object> memory() {
         Map<String, Object> m = new LinkedHashMap<>();
-        long rssKb = 0;
-        try {
-            for (String line : Files.readAllLines(Paths.get("/proc/self/status")))
-                if (line.startsWith("VmRSS:")) rssKb = Long.parseLong(line.replaceAll("[^0-9]", ""));
-        } catch (IOException | NumberFormatException unknown) {
-            rssKb = -1;
-        }
         Runtime rt = Runtime.getRuntime();
-        m.put("rss_mb", rssKb < 0 ? null : rssKb / 1024.0);
         m.put("heap_used_mb", (rt.totalMemory() - rt.freeMemory()) / 1048576.0);
         m.put("heap_committed_mb", rt.totalMemory() / 1048576.0);
         m.put("heap_max_mb", rt.maxMemory() / 1048576.0);

@@ -173,7 +173,8 @@ RULES = [_apps_are_valid, _bounce_fits_the_watch, _versions_exist]
 
 
 def build(version: str):
-    return compile_sources([JAVA_DIR / s for s in SOURCES], streams_classpath(version), label=f"{MAIN}-{version}")
+    return compile_sources([JAVA_DIR / s for s in SOURCES], streams_classpath(version, stores=False),
+                           label=f"{MAIN}-{version}")
 
 
 # A restarted node registers again only once the controller has expired its last session (before that:
@@ -248,7 +249,7 @@ def _topic_on(lab, name: str, partitions: int, replicas: list[int]) -> str:
 def _start(lab, v: Variant, p: dict, topic: str, output: str) -> App:
     group = f"bounce-{v.slug}-{uuid.uuid4().hex[:4]}"
     program = lab.program(JavaProgram(
-        f"bounce-{v.slug}", v.version, MAIN, SOURCES, heap="160m",
+        f"bounce-{v.slug}", v.version, MAIN, SOURCES, heap="160m", stores=False,   # stateless: no RocksDB
         properties={"bootstrap.servers": lab.cluster.listener_bootstrap(APPS_LISTENER), "application.id": group,
                     "processing.guarantee": "at_least_once", "commit.interval.ms": 1000,
                     "num.stream.threads": p["bounce_threads"], "state.dir": lab.folder / group,

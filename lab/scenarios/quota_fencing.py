@@ -12,8 +12,9 @@ the quota lets through within transaction.timeout.ms. Each run says which of the
 from __future__ import annotations
 
 import re
-import subprocess
+import struct
 import time
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,7 +31,6 @@ from ..experiment.evidence import incidents, txn_waits
 from ..experiment.result import expect
 from ..generator import generate
 from ..history import History
-from ..processes import java_executable
 from ..spark import read_topic
 from ..streams import JavaProgram, streams_classpath
 
@@ -370,18 +370,47 @@ def _loop_evidence(log: Path):
 
 
 def has_kafka_17455_fix(version: str) -> bool:
-    """Does kafka-clients `version` contain PR #17527 (awaitReady polls KafkaClient.pollDelayMs)? From javap."""
+    """Does kafka-clients `version` contain PR #17527 (awaitReady polls KafkaClient.pollDelayMs)? From its bytecode."""
     jar = next(j for j in streams_classpath(version) if j.name == f"kafka-clients-{version}.jar")
-    javap = Path(java_executable()).with_name("javap")   # the JDK's (openjdk-17-jdk-headless)
-    out = subprocess.run([str(javap), "-c", "-cp", str(jar), "org.apache.kafka.clients.NetworkClientUtils"],
-                         capture_output=True, text=True).stdout
-    return awaitready_polls_delay(out)
+    return awaitready_polls_delay(jar)
 
 
-def awaitready_polls_delay(javap_output: str) -> bool:
-    """In `javap -c NetworkClientUtils`, does awaitReady's body call pollDelayMs?"""
-    body = javap_output.split("awaitReady(", 1)[1] if "awaitReady(" in javap_output else ""
-    return "pollDelayMs" in body.split("\n\n", 1)[0]
+def awaitready_polls_delay(jar: Path) -> bool:
+    """Does NetworkClientUtils in this kafka-clients jar call KafkaClient.pollDelayMs? Disassembled, 3.8.1 and 3.9.0
+    (affected) reference no pollDelayMs anywhere in the class, 3.9.1 and 4.3.1 (fixed) call it once, in awaitReady:
+    so a method reference in the class's constant pool is the answer, read from the class file itself."""
+    with zipfile.ZipFile(jar) as z:
+        return "pollDelayMs" in called_methods(z.read("org/apache/kafka/clients/NetworkClientUtils.class"))
+
+
+# Constant pool entries (JVM spec 4.4): tag -> bytes after the tag, for the tags whose size is fixed.
+_CONSTANT_SIZES = {3: 4, 4: 4, 5: 8, 6: 8, 7: 2, 8: 2, 9: 4, 10: 4, 11: 4, 12: 4, 15: 3, 16: 2, 17: 4, 18: 4,
+                   19: 2, 20: 2}
+
+
+def called_methods(class_file: bytes) -> set[str]:
+    """The names of the methods a class file references: its constant pool's Methodref and InterfaceMethodref."""
+    if class_file[:4] != b"\xca\xfe\xba\xbe":
+        raise LabError("Not a Java class file (no CAFEBABE magic).")
+    count = struct.unpack_from(">H", class_file, 8)[0]
+    utf8, name_of, refs = {}, {}, []
+    index, at = 1, 10
+    while index < count:
+        tag = class_file[at]
+        if tag == 1:                                   # Utf8: u2 length, then the bytes
+            length = struct.unpack_from(">H", class_file, at + 1)[0]
+            utf8[index] = class_file[at + 3:at + 3 + length].decode("utf-8", "replace")
+            at += 3 + length
+        elif tag in _CONSTANT_SIZES:
+            if tag in (10, 11):                        # (Interface)Methodref: u2 class, u2 name_and_type
+                refs.append(struct.unpack_from(">H", class_file, at + 3)[0])
+            elif tag == 12:                            # NameAndType: u2 name, u2 descriptor
+                name_of[index] = struct.unpack_from(">H", class_file, at + 1)[0]
+            at += 1 + _CONSTANT_SIZES[tag]
+        else:
+            raise LabError(f"Unknown constant pool tag {tag} at byte {at} of a class file.")
+        index += 2 if tag in (5, 6) else 1             # a long or a double takes two entries
+    return {utf8[name_of[r]] for r in refs}
 
 
 def _round(x, digits=1):

@@ -11,10 +11,11 @@ partition count of MEMORY_PARTITIONS (one round each) and config of MEMORY_CONFI
               charges the memtables to it (the docs' BoundedMemoryRocksDBConfig)
 Each task writes MEMORY_MB_PER_STORE MB into each of its stores and reads every key back, so memtables fill
 and flush and reads fill the block cache: the cost of stores in use, not of empty ones. Once every app has
-filled its stores and settled, each app's last report gives its RSS and heap (/proc and Runtime) and the
-KIP-607 metrics of every store instance. RocksDB's memory from the metrics is memtables + block cache + table
-readers (index and filter blocks held outside the cache); the bounded apps' stores all report the SAME shared
-cache, which already holds the memtables' reservations, so it is counted once, memtables not added again.
+filled its stores and settled, each app's last report gives its heap (Runtime) and the KIP-607 metrics of
+every store instance, and psutil its RSS at that moment (and just before its baseline report, stores open and
+empty: Java has no portable RSS). RocksDB's memory from the metrics is memtables + block cache + table readers
+(index and filter blocks held outside the cache); the bounded apps' stores all report the SAME shared cache,
+which already holds the memtables' reservations, so it is counted once, memtables not added again.
 """
 from __future__ import annotations
 
@@ -155,6 +156,9 @@ def _round(lab, p: dict, partitions: int) -> list[dict]:
         program.start()
     peaks = lab.background(peak_rss, stop, lambda: {c: [prog.process.pid] for c, prog in programs.items()},
                            name=f"rss-p{partitions}")
+    filling = threading.Event()
+    rss_seen = lab.background(_rss_samples, filling, {c: prog.process.pid for c, prog in programs.items()},
+                              name=f"rss-baseline-p{partitions}")
     try:
         def filled():
             for prog in programs.values():
@@ -167,6 +171,7 @@ def _round(lab, p: dict, partitions: int) -> list[dict]:
         with lab.step(f"filling the stores ({partitions} partition(s))", lane="apps"):
             lab.wait(filled, 240, "every app to fill its stores",
                      evidence=lambda: {prog.name: (_last(prog) or {}).get("filled") for prog in programs.values()})
+        filling.set()
         for prog in programs.values():
             done = prog.lab_lines(kind="filled")
             lab.event(prog.name, "filled", at=max(r["ts"] for r in done),
@@ -177,10 +182,13 @@ def _round(lab, p: dict, partitions: int) -> list[dict]:
                  "a memory report from every app")
         rss_now = {config: rss_mb([prog.process.pid]) for config, prog in programs.items()}
         reports = {config: _last(prog) for config, prog in programs.items()}
-        baselines = {config: (prog.lab_lines(kind="memory", phase="baseline") or [None])[-1]
+        samples = rss_seen.result(10)
+        baselines = {config: _with_rss((prog.lab_lines(kind="memory", phase="baseline") or [None])[-1],
+                                       samples[config])
                      for config, prog in programs.items()}
     finally:
         stop.set()
+        filling.set()
         stop_together([prog.process for prog in programs.values() if prog.process], timeout=30)
     peak = peaks.result(10)
     return [measure(p, config, partitions, reports[config], baselines[config], rss_now[config], peak.get(config))
@@ -192,9 +200,34 @@ def _last(prog, phase: str | None = None) -> dict | None:
     return rows[-1] if rows else None
 
 
+def _rss_samples(stop: threading.Event, pids: dict, every: float = 0.05) -> dict:
+    """{name: [(time, RSS MB)]} of each app's JVM every 50 ms until `stop` (a run.background task): the fill
+    starts right after an app's baseline report, so the baseline's RSS is the last sample taken before it."""
+    samples = {name: [] for name in pids}
+    while not stop.is_set():
+        for name, pid in pids.items():
+            mb = rss_mb([pid])
+            samples[name].append((time.time(), mb))   # stamped after the reading: "before" stays before
+        stop.wait(every)
+    return samples
+
+
+def _with_rss(baseline: dict | None, samples: list) -> dict | None:
+    """The baseline report with `rss_mb` in its "memory": the last sample at or before its timestamp
+    (Lab.memory reports no RSS; Lab.emit stamps the line after measuring, and the fill starts after it)."""
+    before = [mb for t, mb in samples if baseline and t <= baseline["ts"]]
+    if not before:
+        return None
+    return {**baseline, "memory": {**baseline["memory"], "rss_mb": before[-1]}}
+
+
 def measure(p: dict, config: str, partitions: int, report: dict, baseline: dict | None,
             rss_python_mb: float, peak_rss_mb: float | None) -> dict:
-    """One app's row: its memory report (Lab.memory, Lab.metrics) as MB, RocksDB's total counted right."""
+    """One app's row: its memory report (Lab.memory, Lab.metrics) as MB, RocksDB's total counted right.
+
+    `rss_python_mb` is the app's RSS by psutil when `report` was read (Lab.memory gives the heap only);
+    `baseline` its report with the stores open and empty, with the RSS psutil saw then (_with_rss).
+    """
     metrics = report.get("rocksdb") or {}
 
     def values(name):
@@ -211,7 +244,7 @@ def measure(p: dict, config: str, partitions: int, report: dict, baseline: dict 
     # bounded: the WriteBufferManager charges the memtables to the shared cache, so they are in `cache` already
     rocksdb = cache + readers + (memtables if config == "default" else 0)
     memory = report["memory"]
-    native = memory["rss_mb"] - memory["heap_committed_mb"]
+    native = rss_python_mb - memory["heap_committed_mb"]
     base_native = baseline["memory"]["rss_mb"] - baseline["memory"]["heap_committed_mb"] if baseline else None
     instances = store_instances(p, partitions)
     cap = DEFAULT_CAP_MB * instances if config == "default" else p["memory_bound_mb"]
@@ -223,7 +256,7 @@ def measure(p: dict, config: str, partitions: int, report: dict, baseline: dict 
             "block_cache_capacity_mb": round(capacity, 1), "table_readers_mb": round(readers, 1),
             "rocksdb_mb": round(rocksdb, 1), "cap_mb": cap,
             "kafka_cap_mb": DEFAULT_CAP_MB * instances, "seed_estimate_mb": SEED_ESTIMATE_MB * instances,
-            "rss_mb": round(memory["rss_mb"], 1), "rss_python_mb": round(rss_python_mb, 1),
+            "rss_mb": round(rss_python_mb, 1), "rss_python_mb": round(rss_python_mb, 1),
             "peak_rss_mb": peak_rss_mb,
             "heap_used_mb": round(memory["heap_used_mb"], 1),
             "heap_committed_mb": round(memory["heap_committed_mb"], 1),

@@ -1,0 +1,129 @@
+"""Children that never outlive the lab (lab.processes, lab.reaper), without a broker: tiny Python children."""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+from lab import processes
+from lab.experiment import run as run_module
+from lab.processes import Child, children_of_thread, wait_until
+
+ROOT = Path(__file__).resolve().parent.parent
+SLEEP = [sys.executable, "-c", "import time; time.sleep(600)"]
+
+
+def gone(pid: int) -> bool:
+    """No such process, or a zombie nobody has reaped yet (it runs nothing any more)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def gone_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not gone(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def start_helper(log: Path, **popen) -> tuple[subprocess.Popen, int, int]:
+    """A lab process of its own that starts one Child and sleeps: (it, the child's pid, its reaper's pid)."""
+    script = textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {str(ROOT)!r})
+        from lab import processes
+        child = processes.Child("sleeper", {SLEEP!r}, {str(log)!r})
+        print(child.pid, processes.ensure_reaper().pid, flush=True)
+        time.sleep(600)
+    """)
+    helper = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, **popen)
+    line = helper.stdout.readline()
+    assert line, f"the helper died before starting its child (exit {helper.wait()})"
+    child, reaper = map(int, line.split())
+    return helper, child, reaper
+
+
+def cleanup(helper: subprocess.Popen, *pids: int) -> None:
+    """Whatever a failed test left running."""
+    helper.kill()
+    helper.wait()
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def test_a_child_dies_when_the_process_that_started_it_is_killed(tmp_path):
+    helper, child, reaper = start_helper(tmp_path / "sleeper.log")
+    try:
+        assert not gone(child) and os.getpgid(child) == child   # running, in a process group of its own
+        os.kill(helper.pid, signal.SIGKILL)
+        helper.wait()
+        assert gone_within(child, 10), f"child {child} still running 10 s after its parent was killed"
+    finally:
+        cleanup(helper, child, reaper)
+
+
+def test_the_reaper_outlives_its_lab_long_enough_to_reap_then_exits(tmp_path):
+    """Its lab's whole process group is killed (as a kernel manager does): the reaper, in a session of its
+    own, is not, kills the child (which nothing else would: it has a group of its own) and exits."""
+    helper, child, reaper = start_helper(tmp_path / "sleeper.log", start_new_session=True)
+    try:
+        assert not gone(reaper) and os.getsid(reaper) == reaper != os.getsid(helper.pid)
+        assert os.getpgid(child) == child != os.getpgid(helper.pid)
+        os.killpg(helper.pid, signal.SIGKILL)
+        helper.wait()
+        assert gone_within(child, 10), f"child {child} still running 10 s after its lab was killed"
+        assert gone_within(reaper, 10), f"reaper {reaper} still running after it reaped"
+    finally:
+        cleanup(helper, child, reaper)
+
+
+def test_stop_leaves_no_process(tmp_path):
+    child = Child("sleeper", SLEEP, tmp_path / "sleeper.log")
+    assert child.alive() and child in processes._children
+    assert child.stop(timeout=10) == -signal.SIGTERM
+    assert not child.alive() and child not in processes._children
+    assert gone(child.pid) and not psutil.pid_exists(child.pid)
+    assert processes.ensure_reaper().poll() is None   # the watchdog keeps running for the next child
+
+
+def test_a_child_outlives_the_thread_that_started_it(tmp_path):
+    """Children die with the lab process, not with a thread (a panel's worker thread ends before its Stop)."""
+    started = []
+    worker = threading.Thread(target=lambda: started.append(Child("sleeper", SLEEP, tmp_path / "sleeper.log")))
+    worker.start()
+    worker.join()
+    child = started[0]
+    try:
+        time.sleep(0.5)
+        assert child.alive()
+        assert children_of_thread(worker.ident) == [child] and children_of_thread(threading.get_ident()) == []
+    finally:
+        child.kill()
+    assert not child.alive() and children_of_thread(worker.ident) == []
+
+
+def test_named_by_live_processes_finds_a_folder_on_a_live_childs_command_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(run_module, "WORK_DIR", tmp_path)
+    properties = tmp_path / "runs" / "run-1" / "cluster" / "server.properties"
+    classpath = f"{tmp_path / 'kraft-a' / 'classes'}:{tmp_path / 'jars' / 'x.jar'}"
+    child = Child("holder", [*SLEEP, str(properties), classpath], tmp_path / "holder.log")
+    try:
+        wait_until(lambda: str(properties) in psutil.Process(child.pid).cmdline(), 10, "the holder to exec")
+        names = run_module._named_by_live_processes()
+    finally:
+        child.stop(timeout=10)
+    assert {tmp_path / "runs", tmp_path / "runs" / "run-1", tmp_path / "kraft-a", tmp_path / "jars"} <= names
+    assert tmp_path / "cluster" not in names
+    assert run_module._named_by_live_processes() == set()   # the holder is gone
