@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lab.cluster import kafka_cluster  # noqa: E402
-from lab.scenarios import offset_expiry  # noqa: E402
+from lab.scenarios.nb01_offset_expiry_reprocessing import offset_expiry  # noqa: E402
 
 PARAMS = offset_expiry.SPEC.validate(retention_minutes=1, check_interval_ms=2000, downtime_s=None, messages_before=200,
                                      messages_while_down=100, variants=["earliest", "latest", "control"], spark=False)

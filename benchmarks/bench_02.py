@@ -32,7 +32,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     from lab.cluster import kafka_cluster
-    from lab.scenarios import txn_expiry as tx
+    from lab.scenarios.nb02_transactional_id_expiry import txn_expiry as tx
 
     # parameters are checked before the broker starts
     params = tx.quick(tx.SPEC.validate(expiration_ms=args.expiration_ms, cleanup_interval_ms=args.cleanup_interval_ms,

@@ -3,7 +3,7 @@
     python benchmarks/bench_03.py [--runs 5] [--seconds 90] [--notebook]
 
 Each run puts the seed's load (33 records/s x 1 KB against a 35000 B/s quota) on Kafka Streams at
-the affected and the fixed version side by side (lab.scenarios.quota_fencing.run, with its Spark audit),
+the affected and the fixed version side by side (lab.scenarios.nb03_quota_driven_fencing.quota_fencing.run, with its Spark audit),
 on one embedded broker shared by all runs (every run has its own topics, client ids and quotas). A run
 reproduces the failure when the affected app has at least one fencing/corruption incident; the fixed app
 should have none; the table names the mechanism of each app's incidents. RSS is the sum
@@ -35,7 +35,7 @@ def main():
     args = parser.parse_args()
 
     from lab.cluster import kafka_cluster
-    from lab.scenarios import quota_fencing
+    from lab.scenarios.nb03_quota_driven_fencing import quota_fencing
 
     params = dict(affected_version=args.affected, fixed_version=args.fixed, duration_s=args.seconds,
                   compare=["fixed"], mitigations=[], sweep_ratios=[])

@@ -28,7 +28,7 @@ def main() -> None:
     ap.add_argument("--step", type=float, default=15)
     args = ap.parse_args()
     from lab.cluster import kafka_cluster
-    from lab.scenarios import stale_standby as scenario
+    from lab.scenarios.nb04_stale_standby_cache import stale_standby as scenario
 
     configs = []
     for c in args.config or ["3.3.1:cache"]:

@@ -34,7 +34,7 @@ def main() -> None:
                     "it: the runs can then be split over several invocations (each holds the machine for less time)")
     args = ap.parse_args()
     from lab.cluster import kafka_cluster
-    from lab.scenarios import eos_crashes as scenario
+    from lab.scenarios.nb05_exactly_once_under_crashes import eos_crashes as scenario
 
     # SPEC checks every value, and the versions, before anything starts
     params = scenario.SPEC.validate(crash_points=args.points.split(","), records=args.records, crash_at=args.crash_at,

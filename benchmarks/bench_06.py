@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 def main() -> None:
     from benchmarks.lessons_bench import repeat
-    from lab.scenarios import state_in_production
+    from lab.scenarios.nb06_state_in_production import state_in_production
     from tests.expectations import nb06
 
     args, results = repeat(state_in_production, nb06, "bench-06", __doc__)

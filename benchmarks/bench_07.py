@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 def main() -> None:
     from benchmarks.lessons_bench import repeat
-    from lab.scenarios import streams_stop
+    from lab.scenarios.nb07_when_streams_stop import streams_stop
     from tests.expectations import nb07
 
     args, results = repeat(streams_stop, nb07, "bench-07", __doc__)

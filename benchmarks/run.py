@@ -103,7 +103,7 @@ def main():
         rows.append(("Spark session start (connector cached)", med, all_))
         print(rows[-1], flush=True)
     from lab.notebook import COURSE
-    for path in [ROOT / "notebooks" / f"{name}.ipynb" for name, _ in COURSE]:   # the course's own notebooks only
+    for path in [ROOT / "notebooks" / f"{entry.name}.ipynb" for entry in COURSE]:   # the course's own notebooks only
         if args.notebooks is not None and path.name[:2] not in args.notebooks:
             continue
         results = [notebook(path) for _ in range(args.runs)]

@@ -31,6 +31,8 @@ from .history import History
 
 KINDS = ("duplicate", "lost", "reprocessed_after_reset", "skipped_after_reset", "aborted_read",
          "stale_value", "non_monotonic")
+# what a restart after a reset of the committed offsets can do (notebooks 01 and 08)
+RESET_KINDS = ["reprocessed_after_reset", "skipped_after_reset"]
 
 MEANING = {
     "duplicate": "input id reflected more than once in committed output",
@@ -139,7 +141,7 @@ class Verdict:
         return fig
 
     def as_dict(self) -> dict:
-        """JSON-safe, for lab.results.record()."""
+        """JSON-safe, for lab.recorded.record()."""
         return {"expect": self.expect, "passed": self.passed, "counts": dict(self.counts),
                 "total": self.total, "not_checked": [k for k, v in self.counts.items() if v is None],
                 "notes": list(self.notes)}

@@ -1,11 +1,11 @@
-"""Notebook 07's broker-bounce lesson (lab/scenarios/broker_bounce.py): its variants, refusals, arithmetic, and the
+"""Notebook 07's broker-bounce lesson (lab/scenarios/nb07_when_streams_stop/broker_bounce.py): its variants, refusals, arithmetic, and the
 outcome built from synthetic rows. No JVM, no broker: the live run is notebook 07's test."""
 import pytest
 
 from lab.config import KAFKA_VERSION
 from lab.errors import LabError
 from lab.experiment import Spec
-from lab.scenarios import broker_bounce as bb
+from lab.scenarios.nb07_when_streams_stop import broker_bounce as bb
 
 SPEC = Spec(*bb.PARAMS, rules=[r for r in bb.RULES if r is not bb._versions_exist])   # no javac here
 

@@ -1,4 +1,4 @@
-"""Notebook 06's internal-changelog lesson (lab/scenarios/changelog_api.py): its refusals, its arithmetic, and
+"""Notebook 06's internal-changelog lesson (lab/scenarios/nb06_state_in_production/changelog_api.py): its refusals, its arithmetic, and
 an outcome built from measured-looking rows. No JVM, no broker: the live run is the notebook's test."""
 from types import SimpleNamespace
 
@@ -6,8 +6,8 @@ import pytest
 
 from lab.errors import LabError
 from lab.experiment import Spec
-from lab.scenarios import changelog_api
-from lab.scenarios.changelog_api import LATE, LIVE, NEW, DownstreamReader, Outcome
+from lab.scenarios.nb06_state_in_production import changelog_api
+from lab.scenarios.nb06_state_in_production.changelog_api import LATE, LIVE, NEW, DownstreamReader, Outcome
 
 SPEC = Spec(*changelog_api.PARAMS, rules=changelog_api.RULES)
 

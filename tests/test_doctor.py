@@ -178,7 +178,7 @@ def test_diagnosis_of_a_risky_cluster_finds_every_risk_and_writes_nothing(tmp_pa
 
     from lab.cluster import KafkaCluster
     from lab.ports import free_port
-    from lab.streams import JavaProgram
+    from lab.programs import JavaProgram
     config = {"offsets.retention.minutes": "1", "offsets.retention.check.interval.ms": "600000",
               "transactional.id.expiration.ms": "30000", "producer.id.expiration.ms": "30000",
               "transaction.remove.expired.transaction.cleanup.interval.ms": "600000"}

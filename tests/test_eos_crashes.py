@@ -2,16 +2,16 @@
 import pytest
 
 from lab.errors import LabError
+from lab.experiment import checks
 from lab.experiment import Timeline
-from lab.scenarios import eos_crashes as s
+from lab.scenarios.nb05_exactly_once_under_crashes import eos_crashes as s
 
 T0 = 1_000.0
 
 
 @pytest.fixture
 def no_maven(monkeypatch):
-    monkeypatch.setattr(s, "streams_classpath", lambda v: [])      # no Maven, no javac here
-    monkeypatch.setattr(s, "compile_sources", lambda *a, **k: None)
+    monkeypatch.setattr(checks, "build_streams_program", lambda *a, **k: None)   # no jars, no compiler here
 
 
 def lab(kind, ts, incarnation=1, **fields):
@@ -59,7 +59,7 @@ def test_kip_1033_continue_needs_3_9(no_maven):
 def test_an_unknown_version_is_refused_when_maven_has_none(monkeypatch):
     def missing(version):
         raise LabError(f"Maven Central has no artifact org.apache.kafka:kafka-streams:jar:{version}.")
-    monkeypatch.setattr(s, "streams_classpath", missing)
+    monkeypatch.setattr(checks, "build_streams_program", lambda version, *a, **k: missing(version))
     with pytest.raises(LabError, match=r"STREAMS_VERSION='3.8.99'.*no artifact"):
         s.SPEC.validate(streams_version="3.8.99")
 

@@ -1,6 +1,5 @@
 """The experiment toolbox (lab.experiment): pure parts without a broker, then Run against a real one."""
 import calendar
-import importlib
 import os
 import subprocess
 import sys
@@ -177,7 +176,7 @@ def test_java_events_classifies_lines_most_specific_first(tmp_path):
 
 
 def test_java_program_reads_its_log_through_evidence(tmp_path):
-    from lab.streams import JavaProgram
+    from lab.programs import JavaProgram
     program = JavaProgram("app", "3.9.1", "Main", [], folder=tmp_path)
     program.log_path.write_text(LOG + '[2026-11-23 12:03:26,000] INFO [main] LAB {"kind": "stale", "ts": 1} (W)\n')
     assert [e["kind"] for e in program.events()][:2] == ["state transition", "thread died"]
@@ -333,21 +332,27 @@ def test_prune_command(tmp_path, monkeypatch, capsys):
 
 # ---------------------------------------------------------------- README parameters tables
 
-def _scenario_names():
-    from lab.__main__ import SCENARIOS
-    return SCENARIOS
+def _scenarios():
+    from lab.scenarios import COURSE
+    return [pytest.param(entry, id=entry.scenario) for entry in COURSE]
 
 
-@pytest.mark.parametrize("name", _scenario_names())
-def test_readme_parameters_table_matches_the_spec(name):
-    spec = getattr(importlib.import_module(f"lab.scenarios.{name}"), "SPEC", None)
+@pytest.mark.parametrize("entry", _scenarios())
+def test_readme_parameters_table_matches_the_spec(entry):
+    spec = getattr(entry.module(), "SPEC", None)
     if spec is None:
-        pytest.skip(f"lab.scenarios.{name} has no SPEC yet (being rewritten): regenerate README's table "
-                    "with `python -m lab params` once it has one")
+        pytest.skip(f"{entry.package}.{entry.scenario} has no SPEC")
     from lab.__main__ import params_markdown
     readme = (ROOT / "README.md").read_text()
-    assert params_markdown({name: spec}) in readme, (
-        f"README's parameters table for {name} differs from its SPEC: paste `python -m lab params` into README")
+    assert params_markdown({entry.scenario: spec}) in readme, (
+        f"README's parameters table for {entry.scenario} differs from its SPEC: run `python -m lab params --readme`")
+
+
+def test_readme_course_table_is_the_registry():
+    from lab.__main__ import COURSE_END, COURSE_START, readme_course_table
+    readme = (ROOT / "README.md").read_text()
+    assert f"{COURSE_START}\n\n{readme_course_table()}\n\n{COURSE_END}" in readme, (
+        "README's course table differs from lab.scenarios.COURSE: run `python -m lab params --readme`")
 
 
 # ---------------------------------------------------------------- against a real broker

@@ -4,7 +4,6 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -64,7 +63,7 @@ def test_the_committed_lock_pins_the_default_lab():
     from lab.cluster.kraft import KAFKA_VERSION
     from lab.jvm import ECJ
     lock = json.loads(maven.LOCK.read_text())
-    for wanted in ([ECJ], [f"org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.0"],
+    for wanted in ([ECJ], ["org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.0"],
                    [f"org.apache.kafka:kafka_2.13:{KAFKA_VERSION}"]):
         assert any(set(wanted) <= set(key.split()) for key in lock["sets"]), wanted
     assert set().union(*map(set, lock["sets"].values())) == set(lock["jars"])

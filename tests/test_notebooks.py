@@ -30,11 +30,11 @@ import papermill
 import pytest
 
 from lab.notebook import COURSE
-from lab.results import read_results
+from lab.recorded import read_results
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "notebooks"
-NAMES = [name for name, _ in COURSE]
+NAMES = [entry.name for entry in COURSE]
 CELL_TIMEOUT = 600  # seconds; papermill's default is "never"
 STOP_AFTER_S = 3   # the panel's Stop is clicked this long after its Run
 # Spark's console log line, the JVM's own warnings, librdkafka's `%4|1700000000.123|GETPID|…`

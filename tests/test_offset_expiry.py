@@ -5,7 +5,7 @@ import pytest
 
 from lab.errors import LabError
 from lab.experiment import Timeline, lab_lines
-from lab.scenarios import offset_expiry as oe
+from lab.scenarios.nb01_offset_expiry_reprocessing import offset_expiry as oe
 
 APP_LOG = """earliest-0 starting
 LAB {"kind": "start", "ts": 100.0, "app": "earliest", "incarnation": 0, "group": "g", "reset": "earliest"}

@@ -1,9 +1,9 @@
-"""Notebook 07's poll-interval lesson (lab/scenarios/poll_loop.py): its arithmetic and its refusals."""
+"""Notebook 07's poll-interval lesson (lab/scenarios/nb07_when_streams_stop/poll_loop.py): its arithmetic and its refusals."""
 import pytest
 
 from lab.errors import LabError
 from lab.experiment import Spec
-from lab.scenarios import poll_loop
+from lab.scenarios.nb07_when_streams_stop import poll_loop
 
 SPEC = Spec(*poll_loop.PARAMS, rules=poll_loop.RULES)
 # 400 records x 20 ms = 8 s of work per poll against a 6 s interval: dropped at 6 s, the commit fails at 8 s.

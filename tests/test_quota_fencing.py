@@ -1,4 +1,4 @@
-"""Notebook 03's scenario (lab.scenarios.quota_fencing): its pure parts, without a broker.
+"""Notebook 03's scenario (lab.scenarios.nb03_quota_driven_fencing.quota_fencing): its pure parts, without a broker.
 
 Logs are written the way the programs write them (log4j stamps in UTC, `LAB {json}` lines), and the
 mechanism of an incident is derived from them: a stuck transactional request vs an oversized transaction.
@@ -12,8 +12,8 @@ import pytest
 
 from lab.errors import LabError
 from lab.experiment import Param, Spec
-from lab.scenarios import quota_fencing as qf
-from lab.streams import clients_classpath
+from lab.scenarios.nb03_quota_driven_fencing import quota_fencing as qf
+from lab.programs import clients_classpath
 
 T0 = datetime(2026, 11, 23, 12, 0, 0, tzinfo=timezone.utc).timestamp()
 

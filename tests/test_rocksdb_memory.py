@@ -1,10 +1,10 @@
-"""Notebook 06's RocksDB memory lesson (lab/scenarios/rocksdb_memory.py): its refusals, its arithmetic, and the
+"""Notebook 06's RocksDB memory lesson (lab/scenarios/nb06_state_in_production/rocksdb_memory.py): its refusals, its arithmetic, and the
 outcome of measured rows (synthetic here: the live run is the notebook's test)."""
 import pytest
 
 from lab.errors import LabError
 from lab.experiment import Spec
-from lab.scenarios import rocksdb_memory as memory
+from lab.scenarios.nb06_state_in_production import rocksdb_memory as memory
 
 SPEC = Spec(*memory.PARAMS, rules=memory.RULES)
 MB = 2 ** 20

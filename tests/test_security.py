@@ -14,7 +14,7 @@ from lab.experiment.admin import read_to_end
 from lab.generator import generate
 from lab.history import History
 from lab.processes import wait_until
-from lab.streams import JavaProgram
+from lab.programs import JavaProgram
 
 GOOD, WRONG, STRANGER = "pw-lab-7Qx", "pw-wrong-3Kd", "pw-stranger-9Zr"   # each must never reach a message
 

@@ -3,7 +3,8 @@ import pandas as pd
 import pytest
 
 from lab.errors import LabError
-from lab.scenarios import stale_standby as s
+from lab.experiment import checks
+from lab.scenarios.nb04_stale_standby_cache import stale_standby as s
 
 T0 = 1_000.0
 
@@ -31,8 +32,7 @@ def test_is_affected():
 
 
 def test_spec_refuses_what_cannot_run_and_accepts_the_control(monkeypatch):
-    monkeypatch.setattr(s, "streams_classpath", lambda v: [])      # no Maven here
-    monkeypatch.setattr(s, "compile_sources", lambda *a, **k: None)
+    monkeypatch.setattr(checks, "build_streams_program", lambda *a, **k: None)   # no jars, no compiler here
     assert s.SPEC.validate(affected_version="3.5.2", mitigations=False)["affected_version"] == "3.5.2"
     assert s.SPEC.validate(program="1 2 2", standby_replicas=0, caching=False)["program"] == "1 2 2"
     refusals = [(dict(program="1 1"), "every instance stopped"), (dict(step_seconds=1), "STEP_SECONDS"),
@@ -47,7 +47,7 @@ def test_spec_refuses_what_cannot_run_and_accepts_the_control(monkeypatch):
 def test_an_unknown_version_is_refused_when_maven_has_none(monkeypatch):
     def missing(version):
         raise LabError(f"Maven Central has no artifact org.apache.kafka:kafka-streams:jar:{version}.")
-    monkeypatch.setattr(s, "streams_classpath", missing)
+    monkeypatch.setattr(checks, "build_streams_program", lambda version, *a, **k: missing(version))
     with pytest.raises(LabError, match=r"AFFECTED_VERSION='3.3.99'.*no artifact"):
         s.SPEC.validate(affected_version="3.3.99")
 

@@ -1,12 +1,12 @@
-"""Notebook 06's "State Stores don't have TTL" lesson (lab/scenarios/state_growth.py): its refusals, its
+"""Notebook 06's "State Stores don't have TTL" lesson (lab/scenarios/nb06_state_in_production/state_growth.py): its refusals, its
 arithmetic, and an outcome built from synthetic reports. The live run (three Kafka Streams apps on a real
 broker) is the notebook's test."""
 import pytest
 
 from lab.errors import LabError
 from lab.experiment import Spec
-from lab.scenarios import state_growth
-from lab.scenarios.state_growth import Outcome, expected_bound, segment_interval_ms, summarise, sweep_ms
+from lab.scenarios.nb06_state_in_production import state_growth
+from lab.scenarios.nb06_state_in_production.state_growth import Outcome, expected_bound, segment_interval_ms, summarise, sweep_ms
 
 SPEC = Spec(*state_growth.PARAMS, rules=state_growth.RULES)
 

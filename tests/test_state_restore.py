@@ -1,4 +1,4 @@
-"""Notebook 06's restore lesson (lab/scenarios/state_restore.py): its refusals, its arithmetic, and the outcome
+"""Notebook 06's restore lesson (lab/scenarios/nb06_state_in_production/state_restore.py): its refusals, its arithmetic, and the outcome
 it draws from measured rows. The live run (Kafka Streams apps killed and restarted on a real broker) is the
 notebook's test."""
 from collections import namedtuple
@@ -6,16 +6,16 @@ from collections import namedtuple
 import pytest
 
 from lab.errors import LabError
+from lab.experiment import checks
 from lab.experiment import Spec
-from lab.scenarios import state_restore as s
+from lab.scenarios.nb06_state_in_production import state_restore as s
 
 SPEC = Spec(*s.PARAMS, rules=s.RULES)
 
 
 @pytest.fixture(autouse=True)
 def no_maven(monkeypatch):
-    monkeypatch.setattr(s, "streams_classpath", lambda v: [])      # no Maven, no javac here
-    monkeypatch.setattr(s, "compile_sources", lambda *a, **k: None)
+    monkeypatch.setattr(checks, "build_streams_program", lambda *a, **k: None)   # no jars, no compiler here
 
 
 @pytest.mark.parametrize("values, message", [

@@ -1,10 +1,11 @@
-"""Notebook 07's parallelism and lookup lessons (lab/scenarios/partition_parallelism.py, slow_lookups.py): their
+"""Notebook 07's parallelism and lookup lessons (lab/scenarios/nb07_when_streams_stop/partition_parallelism.py, slow_lookups.py): their
 arithmetic and their refusals."""
 import pytest
 
 from lab.errors import LabError
 from lab.experiment import Spec
-from lab.scenarios import partition_parallelism, slow_lookups
+from lab.scenarios.nb07_when_streams_stop import partition_parallelism
+from lab.scenarios.nb07_when_streams_stop import slow_lookups
 
 PAR = Spec(*partition_parallelism.PARAMS, rules=partition_parallelism.RULES)
 LOOKUP = Spec(*slow_lookups.PARAMS, rules=slow_lookups.RULES)
@@ -33,7 +34,7 @@ def test_the_lookup_arithmetic():
 
 
 def test_notebook_07_refuses_only_what_its_chosen_lessons_cannot_take():
-    from lab.scenarios import streams_stop
+    from lab.scenarios.nb07_when_streams_stop import streams_stop
     with pytest.raises(LabError, match="LESSONS is empty"):
         streams_stop.SPEC.validate(lessons=[])
     with pytest.raises(LabError, match="JVMs at once"):

@@ -6,8 +6,8 @@ import pytest
 
 from lab.errors import LabError
 from lab.experiment import Timeline, lab_lines
-from lab.scenarios import txn_clients as tc
-from lab.scenarios import txn_expiry as tx
+from lab.scenarios.nb02_transactional_id_expiry import txn_clients as tc
+from lab.scenarios.nb02_transactional_id_expiry import txn_expiry as tx
 
 NO_MAVEN = {"java_clients": [], "streams_versions": [], "old_brokers": [], "check_pinned_zookeeper": False}
 

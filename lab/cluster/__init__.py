@@ -18,7 +18,7 @@ from ..config import BOOTSTRAP_ENV, CLIENT_PROPERTIES_ENV, KAFKA_VERSION
 from ..errors import LabError
 from .versions import is_zookeeper_version, parse_version
 
-# The launchers load on first use, so `lab.cluster.versions` (lab.streams needs it) stays light.
+# The launchers load on first use, so `lab.cluster.versions` (lab.programs needs it) stays light.
 _LAZY = {"KafkaCluster": "kraft", "BASE_BROKER_CONFIG": "kraft", "kafka_classpath": "kraft",
          "known_broker_configs": "kraft", "ZooKeeperKafkaCluster": "zookeeper", "zookeeper_for": "zookeeper",
          "ExternalCluster": "external"}

@@ -7,6 +7,16 @@ from __future__ import annotations
 
 from .evidence import grep
 
+MAX_JVMS = 8   # at once on 2 cores: more and the lesson measures the machine, not Kafka
+
+
+def check_jvms(count: int, what: str) -> str | None:
+    if count > MAX_JVMS:
+        return (f"{what} asks for {count} Kafka Streams JVMs at once; this machine (2 cores) runs at most "
+                f"{MAX_JVMS} without measuring its own load instead of Kafka's.")
+    return None
+
+
 # KafkaStreams#setState at the client level (threads never pass through REBALANCING)
 STREAMS_RUNNING = r"State transition from REBALANCING to RUNNING"
 

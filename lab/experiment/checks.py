@@ -27,3 +27,17 @@ def check_version(version: str, name: str, build, oldest: tuple | None = None, w
         build(version)
     except LabError as exc:
         raise LabError(f"{name}={version!r}: {exc}") from None
+
+
+def build_streams_program(version: str, main: str, sources: list[str], stores: bool = True):
+    """Resolve Kafka Streams `version` and compile the program `main` (its `sources` under lab/java) against it."""
+    from ..programs import JAVA_DIR, compile_sources, streams_classpath   # lab.programs imports this package
+    return compile_sources([JAVA_DIR / s for s in sources], streams_classpath(version, stores=stores),
+                           label=f"{main}-{version}")
+
+
+def check_streams_program(version: str, name: str, main: str, sources: list[str], oldest: tuple, why: str,
+                          stores: bool = True) -> None:
+    """check_version for a Kafka Streams program under test: the jars of `version` resolved and the program
+    compiled against them now, before anything starts."""
+    check_version(version, name, lambda v: build_streams_program(v, main, sources, stores), oldest=oldest, why=why)

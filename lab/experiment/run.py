@@ -298,7 +298,7 @@ class Run:
         return child
 
     def program(self, program):
-        """Adopt a lab.streams.JavaProgram: it lives in the run's folder and stops with the run."""
+        """Adopt a lab.programs.JavaProgram: it lives in the run's folder and stops with the run."""
         program.folder = self.folder
         self._children.append(program)
         return program

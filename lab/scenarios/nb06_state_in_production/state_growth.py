@@ -26,14 +26,14 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaException, Producer
 
-from ..config import KAFKA_VERSION, WORK_DIR
-from ..connection import kafka_config
-from ..errors import LabError
-from ..experiment import Param
-from ..experiment.admin import read_to_end, topic_offsets
-from ..experiment.apps import stop_together
-from ..logs import client_config
-from ..streams import JavaProgram
+from ...config import KAFKA_VERSION, WORK_DIR
+from ...connection import kafka_config
+from ...errors import LabError
+from ...experiment import Param
+from ...experiment.admin import read_to_end, topic_offsets
+from ...experiment.apps import stop_together
+from ...logs import client_config
+from ...programs import JavaProgram
 
 KINDS = ("kv", "window", "ttl")
 COLORS = {"kv": "#d62728", "window": "#1f77b4", "ttl": "#2ca02c"}

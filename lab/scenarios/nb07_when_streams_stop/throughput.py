@@ -11,24 +11,14 @@ from __future__ import annotations
 import time
 import uuid
 
-from ..config import KAFKA_VERSION
-from ..errors import LabError
-from ..experiment import lab_lines
-from ..experiment.apps import stop_together
-from ..streams import JavaProgram
+from ...config import KAFKA_VERSION
+from ...errors import LabError
+from ...experiment import lab_lines
+from ...experiment.apps import stop_together
+from ...programs import JavaProgram
 
 HEAP_MB = 160
 STICKY_ASSIGNOR = "org.apache.kafka.streams.processor.assignment.assignors.StickyTaskAssignor"   # KIP-924
-MAX_JVMS = 8   # at once on 2 cores: more and the lesson measures the machine, not Kafka
-
-
-def check_jvms(count: int, what: str) -> str | None:
-    if count > MAX_JVMS:
-        return (f"{what} asks for {count} Kafka Streams JVMs at once; this machine (2 cores) runs at most "
-                f"{MAX_JVMS} without measuring its own load instead of Kafka's.")
-    return None
-
-
 class StreamsApp:
     """`instances` JVMs of ThroughputApp sharing one application.id."""
 

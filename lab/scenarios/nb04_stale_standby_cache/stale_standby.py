@@ -16,17 +16,17 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from ..cluster import parse_version
-from ..config import KAFKA_VERSION
-from ..errors import LabError
-from ..experiment import Param, Result, Run, Spec, Timeline, grep, lab_lines
-from ..experiment.apps import stop_together
-from ..experiment.checks import check_version
-from ..experiment.consume import read_committed
-from ..experiment.memory import child_pids, peak_rss
-from ..generator import generate
-from ..history import History
-from ..streams import JAVA_DIR, JavaProgram, compile_sources, streams_classpath
+from ...cluster import parse_version
+from ...config import KAFKA_VERSION
+from ...errors import LabError
+from ...experiment import Param, Result, Run, Spec, Timeline, grep, lab_lines
+from ...experiment.apps import stop_together
+from ...experiment.checks import check_streams_program
+from ...experiment.consume import read_committed
+from ...experiment.memory import child_pids, peak_rss
+from ...generator import generate
+from ...history import History
+from ...programs import JavaProgram
 
 MAIN, SOURCES = "StaleStandbyWorker", ["StaleStandbyWorker.java"]
 FIRST_AFFECTED, FIRST_FIXED = (2, 6, 0), (3, 4, 1)   # KAFKA-9501 recycling .. PR #13369
@@ -56,9 +56,8 @@ def parse_program(program) -> list[int]:
 
 def check_streams_version(version: str, name: str = "AFFECTED_VERSION") -> None:
     """Resolve (and compile the worker against) the Kafka Streams jars of `version` now, before anything starts."""
-    check_version(version, name, lambda v: compile_sources([JAVA_DIR / s for s in SOURCES], streams_classpath(v),
-                                                           label=f"{MAIN}-{v}"),
-                  oldest=OLDEST_SUPPORTED, why="its TaskMetadata / exactly_once_v2 API; the bug itself exists since 2.6.0")
+    check_streams_program(version, name, MAIN, SOURCES, oldest=OLDEST_SUPPORTED,
+                          why="its TaskMetadata / exactly_once_v2 API; the bug itself exists since 2.6.0")
 
 
 def _leaves_one_running(p: dict) -> str | None:
@@ -394,7 +393,7 @@ class StaleStandbyResult(Result):
 
     def audit(self) -> dict:
         """The Spark audit of every variant's committed output against the generator's truth."""
-        from ..audit import audit
+        from ...audit import audit
         for v in self.variants.values():
             expect = "anomalies" if is_affected(v.version) and v.caching else "clean"  # the mechanism's prediction
             v.audit = audit(v.history, bootstrap=self.bootstrap, output_topic=v.output_topic, expect=expect,

@@ -17,16 +17,14 @@ import time
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from ..config import BOOTSTRAP_ENV, KAFKA_VERSION
-from ..errors import LabError
-from ..experiment import Param, Result, Run, Spec, lab_lines
-from ..experiment.admin import committed_offsets, expired_at, group_offsets, read_to_end, topic_offsets
-from ..experiment.result import expect
-from ..generator import generate
-from ..history import History
-from ..streams import clients_classpath
-from .offset_expiry_spark import RESET_KINDS
-from .txn_unknown_producer import idle_producer
+from ...config import BOOTSTRAP_ENV, KAFKA_VERSION
+from ...errors import LabError
+from ...experiment import Param, Result, Run, Spec, lab_lines
+from ...experiment.admin import committed_offsets, expired_at, group_offsets, read_to_end, topic_offsets
+from ...experiment.result import expect
+from ...generator import generate
+from ...history import History
+from ...programs import clients_classpath, idle_producer
 
 RISKS = ("expiring_offsets", "idle_transactional_id", "quota_on_streams_producer", "old_client")
 SWEEP_MS = 2000            # offsets.retention.check.interval.ms: the coordinator sweeps this often
@@ -67,8 +65,8 @@ def embedded_cluster(p: dict, name: str = "diagnose"):
 
     Always embedded, even with KAFKA_LAB_BOOTSTRAP set: the risks are built here, never in your cluster,
     which only your_cluster() reads."""
-    from ..cluster import KafkaCluster
-    from ..ports import free_port
+    from ...cluster import KafkaCluster
+    from ...ports import free_port
     return KafkaCluster(**needs(p), name=name, jmx_port=free_port())
 
 
@@ -79,7 +77,7 @@ def run(cluster=None, progress: bool = True, **params) -> "DiagnoseResult":
         raise LabError(EMBEDDED_ONLY)
     if cluster is not None and getattr(cluster, "jmx", None) is None:
         cluster = None   # without JMX the broker hides client versions (KIP-511): start one that has it
-    from ..ports import free_port
+    from ...ports import free_port
     with Run("diagnose", cluster=cluster, progress=progress, cluster_options={"jmx_port": free_port()},
              **needs(p)) as r:
         if not r.cluster.owns_broker:   # KAFKA_LAB_BOOTSTRAP: never build risks into someone's cluster
@@ -173,7 +171,7 @@ class _Experiment:
         self.run.event("consumer group", f"produce {n}", detail=phase)
 
     def diagnose(self):
-        from ..doctor import diagnose
+        from ...doctor import diagnose
         run = self.run
         with run.step("lab.doctor.diagnose(): read-only", lane="doctor", tone="info"):
             d = diagnose(run.bootstrap, jmx=run.cluster.jmx, progress=run.say)
@@ -249,7 +247,7 @@ class _Experiment:
         run.event("consumer group", f"read {read_again}", tone="failure" if gone else "mitigation",
                   detail="after the restart")
 
-        from ..audit import audit
+        from ...audit import RESET_KINDS, audit
         run.phase("auditing the consumer's history on Spark")
         verdict = audit(self.history, kinds=RESET_KINDS,
                         expect="anomalies" if "offsets-expire" in predicted else "clean")
@@ -285,7 +283,7 @@ def your_cluster(jmx: str | None = None):
             "python -m lab doctor                  # a table; --json for JSON; --jmx host:port for client versions\n"
             "```\n\nThe diagnosis only reads: it never commits, joins a group or creates a topic."))
         return None
-    from ..doctor import diagnose
+    from ...doctor import diagnose
     d = diagnose(bootstrap, jmx=jmx or os.environ.get("KAFKA_LAB_JMX"))
     display(Markdown(f"**{bootstrap}**: {len(d.findings)} finding(s) in {d.seconds:.1f} s"
                      + "".join(f"\n- could not read {k}: {v}" for k, v in d.unreadable.items())))

@@ -30,16 +30,15 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from ..cluster.versions import parse_version
-from ..config import KAFKA_VERSION
-from ..errors import LabError
-from ..experiment import Param, grep
-from ..experiment.apps import stop_together
-from ..experiment.checks import check_version
-from ..generator import generate
-from ..history import History
-from ..streams import JAVA_DIR, JavaProgram, compile_sources, streams_classpath
-from .throughput import check_jvms
+from ...cluster.versions import parse_version
+from ...config import KAFKA_VERSION
+from ...errors import LabError
+from ...experiment import Param, grep
+from ...experiment.apps import check_jvms, stop_together
+from ...experiment.checks import build_streams_program, check_version
+from ...generator import generate
+from ...history import History
+from ...programs import JavaProgram
 
 MAIN, SOURCES = "BounceApp", ["BounceApp.java", "Lab.java"]
 HANDLERS = ("shutdown_client", "replace_thread")
@@ -173,8 +172,7 @@ RULES = [_apps_are_valid, _bounce_fits_the_watch, _versions_exist]
 
 
 def build(version: str):
-    return compile_sources([JAVA_DIR / s for s in SOURCES], streams_classpath(version, stores=False),
-                           label=f"{MAIN}-{version}")
+    return build_streams_program(version, MAIN, SOURCES, stores=False)   # stateless: no RocksDB
 
 
 # A restarted node registers again only once the controller has expired its last session (before that:
@@ -358,7 +356,7 @@ def _windows(bounce_at, listener_lost_at, restart_at, up_at) -> list[tuple[str, 
 
 def _drain(lab, apps: list[App], topic: str, partitions: int, p: dict) -> None:
     """The living apps finish the input (their commits reach its end), so the audit sees all they will do."""
-    from ..experiment.admin import group_offsets, topic_offsets
+    from ...experiment.admin import group_offsets, topic_offsets
     admin = lab.cluster.admin()
     ends = topic_offsets(admin, topic, partitions)
     living = {a.name: a.group for a in apps if a.dead_at() is None and a.program.alive()}
@@ -403,8 +401,8 @@ class Outcome:
 
     @classmethod
     def measure(cls, lab, p: dict, apps: list[App], topic: str, history: History, marks: dict) -> "Outcome":
-        from ..experiment.admin import group_offsets, topic_offsets
-        from ..experiment.streaming import audit_many
+        from ...experiment.admin import group_offsets, topic_offsets
+        from ...experiment.streaming import audit_many
         admin = lab.cluster.admin()
         partitions = p["bounce_partitions"]
         ends = topic_offsets(admin, topic, partitions)

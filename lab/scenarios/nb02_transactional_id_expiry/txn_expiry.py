@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from ..cluster import is_zookeeper_version, parse_version
-from ..config import KAFKA_VERSION
-from ..errors import LabError
-from ..experiment import Param, Result, Run, Spec, grep
-from ..experiment.admin import expired_at, read_to_end
-from ..streams import clients_classpath
+from ...cluster import is_zookeeper_version, parse_version
+from ...config import KAFKA_VERSION
+from ...errors import LabError
+from ...experiment import Param, Result, Run, Spec, grep
+from ...experiment.admin import expired_at, read_to_end
+from ...programs import clients_classpath
 from . import txn_unknown_producer as part_c
 from .txn_clients import CLIENTS, ERROR_CODE, streams_examples
 

@@ -28,17 +28,17 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from ..config import KAFKA_VERSION
-from ..connection import kafka_config
-from ..errors import LabError
-from ..experiment import Param, grep
-from ..experiment.admin import group_offsets, read_to_end, topic_offsets
-from ..experiment.apps import stop_together
-from ..generator import generate
-from ..history import History
-from ..logs import client_config
-from ..spark import spark_session
-from ..streams import JavaProgram
+from ...config import KAFKA_VERSION
+from ...connection import kafka_config
+from ...errors import LabError
+from ...experiment import Param, grep
+from ...experiment.admin import group_offsets, read_to_end, topic_offsets
+from ...experiment.apps import stop_together
+from ...generator import generate
+from ...history import History
+from ...logs import client_config
+from ...spark import spark_session
+from ...programs import JavaProgram
 
 VARIANTS = ("internal", "explicit")
 CHANGES = ("map_values", "filter")
@@ -337,7 +337,7 @@ class Outcome:
     @classmethod
     def measure(cls, lab, p: dict, variants: dict, readers: dict, history: History, waited: float,
                 spark) -> "Outcome":
-        from ..experiment.streaming import audit_many
+        from ...experiment.streaming import audit_many
         admin = lab.cluster.admin()
         partitions = p["changelog_partitions"]
         produced = history.rows("produced")

@@ -1,17 +1,17 @@
 """Notebook 06, seed 002's state lessons: what state costs in production. One run of the chosen lessons
 (lab.experiment.lessons), each its own module:
-    growth      lab/scenarios/state_growth.py: a key-value store has no TTL and grows for ever; a windowed
+    growth      lab/scenarios/nb06_state_in_production/state_growth.py: a key-value store has no TTL and grows for ever; a windowed
                 store with retention and a TTL punctuator stay flat
-    restore     lab/scenarios/state_restore.py: a crash under exactly-once wipes the store and restores the
+    restore     lab/scenarios/nb06_state_in_production/state_restore.py: a crash under exactly-once wipes the store and restores the
                 whole changelog; at-least-once restores a tail; a standby takes over without a restore
-    memory      lab/scenarios/rocksdb_memory.py: RocksDB's off-heap memory per store instance, multiplied by
+    memory      lab/scenarios/nb06_state_in_production/rocksdb_memory.py: RocksDB's off-heap memory per store instance, multiplied by
                 partitions and stores, against one bounded cache
-    changelog   lab/scenarios/changelog_api.py: a downstream reader of an internal changelog loses everything
+    changelog   lab/scenarios/nb06_state_in_production/changelog_api.py: a downstream reader of an internal changelog loses everything
                 after a harmless topology change; an explicit store and an output topic do not
 """
 from __future__ import annotations
 
-from ..experiment.lessons import Lessons, LessonsResult
+from ...experiment.lessons import Lessons, LessonsResult
 from . import changelog_api, rocksdb_memory, state_growth, state_restore
 
 

@@ -23,13 +23,12 @@ import threading
 import time
 from dataclasses import dataclass
 
-from ..config import KAFKA_VERSION
-from ..errors import LabError
-from ..experiment import Param
-from ..experiment.apps import stop_together
-from ..experiment.memory import peak_rss, rss_mb
-from ..streams import JavaProgram
-from .throughput import MAX_JVMS
+from ...config import KAFKA_VERSION
+from ...errors import LabError
+from ...experiment import Param
+from ...experiment.apps import MAX_JVMS, stop_together
+from ...experiment.memory import peak_rss, rss_mb
+from ...programs import JavaProgram
 
 CONFIGS = ("default", "bounded")
 # Kafka Streams 4.3.1's RocksDBStore (javap -constants): what one store instance may take by default.

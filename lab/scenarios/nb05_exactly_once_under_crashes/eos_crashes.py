@@ -26,17 +26,17 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from ..cluster import parse_version
-from ..config import KAFKA_VERSION
-from ..connection import kafka_config
-from ..errors import LabError
-from ..experiment import Param, Result, Run, Spec, Timeline, grep, lab_lines
-from ..experiment.checks import check_version
-from ..experiment.markers import around, describe, draw, producer_ids
-from ..experiment.memory import child_pids, peak_rss
-from ..generator import generate
-from ..history import History
-from ..streams import JAVA_DIR, JavaProgram, compile_sources, streams_classpath
+from ...cluster import parse_version
+from ...config import KAFKA_VERSION
+from ...connection import kafka_config
+from ...errors import LabError
+from ...experiment import Param, Result, Run, Spec, Timeline, grep, lab_lines
+from ...experiment.checks import check_streams_program
+from ...experiment.markers import around, describe, draw, producer_ids
+from ...experiment.memory import child_pids, peak_rss
+from ...generator import generate
+from ...history import History
+from ...programs import JavaProgram
 
 MAIN, SOURCES = "EosCrashApp", ["EosCrashApp.java"]
 CRASH_POINTS = ("none", "before_read", "during_processing", "after_send_before_commit", "after_commit")
@@ -61,9 +61,8 @@ EPOCH_LINE = r"ProducerId set to \d+ with epoch \d+"
 
 def check_streams_version(version: str, name: str = "STREAMS_VERSION") -> None:
     """Resolve (and compile against) the Kafka Streams jars of `version` now, before anything starts."""
-    check_version(version, name, lambda v: compile_sources([JAVA_DIR / s for s in SOURCES], streams_classpath(v),
-                                                           label=f"{MAIN}-{v}"),
-                  oldest=OLDEST_SUPPORTED, why="exactly_once_v2 and the uncaught exception handler")
+    check_streams_program(version, name, MAIN, SOURCES, oldest=OLDEST_SUPPORTED,
+                          why="exactly_once_v2 and the uncaught exception handler")
 
 
 def has_kip_1033(version: str) -> bool:
@@ -810,8 +809,8 @@ class EosCrashResult(Result):
         """The Spark audit of every run's committed (and uncommitted) output against the generator's truth."""
         from concurrent.futures import ThreadPoolExecutor
 
-        from ..audit import audit
-        from ..spark import spark_session
+        from ...audit import audit
+        from ...spark import spark_session
         jobs = {}
         for c in self.crashes.values():
             clean = c.guarantee == "exactly_once_v2" or c.point not in IN_FLIGHT   # the mechanism's prediction

@@ -32,14 +32,14 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..config import WORK_DIR
-from ..connection import kafka_config
-from ..errors import LabError
-from ..experiment import Param, grep
-from ..experiment.admin import group_offsets, topic_offsets
-from ..experiment.checks import check_version
-from ..logs import client_config
-from ..streams import JAVA_DIR, JavaProgram, compile_sources, streams_classpath
+from ...config import WORK_DIR
+from ...connection import kafka_config
+from ...errors import LabError
+from ...experiment import Param, grep
+from ...experiment.admin import group_offsets, topic_offsets
+from ...experiment.checks import check_streams_program
+from ...logs import client_config
+from ...programs import JavaProgram
 
 MAIN, SOURCES = "RestoreApp", ["RestoreApp.java", "Lab.java"]
 MODES = ("eos", "alos", "standby")
@@ -80,9 +80,8 @@ PARAMS = [
 
 def check_streams_version(version: str, name: str = "RESTORE_VERSION") -> None:
     """Resolve (and compile the app against) the Kafka Streams jars of `version` now, before anything starts."""
-    check_version(version, name, lambda v: compile_sources([JAVA_DIR / s for s in SOURCES], streams_classpath(v),
-                                                           label=f"{MAIN}-{v}"),
-                  oldest=OLDEST_SUPPORTED, why="exactly_once_v2 and the ThreadMetadata / TaskMetadata interfaces")
+    check_streams_program(version, name, MAIN, SOURCES, oldest=OLDEST_SUPPORTED,
+                          why="exactly_once_v2 and the ThreadMetadata / TaskMetadata interfaces")
 
 
 def records_for(size_mb: float, value_bytes: int) -> int:

@@ -16,15 +16,16 @@ import time
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from ..config import KAFKA_VERSION
-from ..errors import LabError
-from ..experiment import Param, Result, Run, Spec, lab_lines
-from ..experiment.admin import committed_offsets, group_offsets, set_group_offsets, topic_offsets
-from ..experiment.apps import stop_together
-from ..experiment.streaming import audit_many
-from ..generator import generate
-from ..history import History
-from .offset_expiry_spark import RESET_KINDS, SPARK_VARIANTS, SparkQueries
+from ...config import KAFKA_VERSION
+from ...errors import LabError
+from ...experiment import Param, Result, Run, Spec, lab_lines
+from ...experiment.admin import committed_offsets, group_offsets, set_group_offsets, topic_offsets
+from ...experiment.apps import stop_together
+from ...experiment.streaming import audit_many
+from ...generator import generate
+from ...history import History
+from ...audit import RESET_KINDS
+from .offset_expiry_spark import SPARK_VARIANTS, SparkQueries
 
 APP_MODULE = "lab.apps.consumer_app"
 TRICKLE = 10          # records per batch after the restart (one per key)

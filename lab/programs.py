@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
-import subprocess
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from .errors import LabError
 from .experiment import evidence
 from .jvm import compile_java
 from .platforms import rocksdb_for
-from .processes import Child, java_executable, spawn_java
+from .processes import Child, spawn_java
 
 JAVA_DIR = Path(__file__).parent / "java"
 
@@ -160,3 +159,11 @@ class JavaProgram:
         """Its `LAB {json}` evidence rows (lab.experiment.evidence.lab_lines)."""
         return evidence.lab_lines(self.log_path, **match)
 
+
+def idle_producer(run, name: str, version: str, txn_id: str, go, prefix: str, **props):
+    """lab/java/IdleTransactionalProducer.java at kafka-clients `version`, adopted by `run` (a lab.experiment.Run): one transaction
+    per record to the topic named like its transactional.id, idle until the file `go` exists, then more."""
+    return run.program(JavaProgram(name, version, "IdleTransactionalProducer", ["IdleTransactionalProducer.java"],
+                                   properties={"bootstrap.servers": run.bootstrap, "transactional.id": txn_id,
+                                               "lab.topic": txn_id, "lab.go.file": go, "lab.id.prefix": prefix,
+                                               **props}, streams=False, heap="128m"))

@@ -17,12 +17,13 @@ import threading
 import time
 from dataclasses import dataclass
 
-from ..apps.lookup_service import LookupService
-from ..experiment import Param
-from ..experiment.admin import group_offsets, topic_offsets
-from ..generator import generate
-from ..history import History
-from .throughput import StreamsApp, check_jvms, start_and_settle, stop_apps
+from ...apps.lookup_service import LookupService
+from ...experiment import Param
+from ...experiment.admin import group_offsets, topic_offsets
+from ...generator import generate
+from ...history import History
+from ...experiment.apps import check_jvms
+from .throughput import StreamsApp, start_and_settle, stop_apps
 
 MODES = ("plain", "cache", "batch", "threads")
 

@@ -13,11 +13,12 @@ import math
 import time
 from dataclasses import dataclass
 
-from ..experiment import Param
-from ..experiment.admin import group_offsets, topic_offsets
-from ..generator import generate
-from ..history import History
-from .throughput import StreamsApp, check_jvms, start_and_settle, stop_apps
+from ...experiment import Param
+from ...experiment.admin import group_offsets, topic_offsets
+from ...generator import generate
+from ...history import History
+from ...experiment.apps import check_jvms
+from .throughput import StreamsApp, start_and_settle, stop_apps
 
 PARAMS = [
     Param("par_partitions", [2, 4], "partition counts of the input topic, one round each", lo=1, hi=12),

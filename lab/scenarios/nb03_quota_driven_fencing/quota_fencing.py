@@ -21,18 +21,18 @@ from pathlib import Path
 import confluent_kafka
 import pandas as pd
 
-from ..audit import audit
-from ..cluster.versions import parse_version
-from ..config import KAFKA_VERSION
-from ..errors import LabError
-from ..experiment import TONES, Param, Result, Run, Spec, grep, java_events, lab_lines
-from ..experiment.apps import stop_together, streams_running
-from ..experiment.evidence import incidents, txn_waits
-from ..experiment.result import expect
-from ..generator import generate
-from ..history import History
-from ..spark import read_topic
-from ..streams import JavaProgram, streams_classpath
+from ...audit import audit
+from ...cluster.versions import parse_version
+from ...config import KAFKA_VERSION
+from ...errors import LabError
+from ...experiment import TONES, Param, Result, Run, Spec, grep, java_events, lab_lines
+from ...experiment.apps import stop_together, streams_running
+from ...experiment.evidence import incidents, txn_waits
+from ...experiment.result import expect
+from ...generator import generate
+from ...history import History
+from ...spark import read_topic
+from ...programs import JavaProgram, streams_classpath
 
 # Bytes on the wire per input record besides the state value (changelog key, output record, batch
 # overhead), measured with Kafka 3.8.1 and 4.3.1: turns a load/quota ratio into a quota.

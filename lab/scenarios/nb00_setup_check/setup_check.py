@@ -17,17 +17,17 @@ from typing import ClassVar
 
 from confluent_kafka import Producer
 
-from ..audit import Verdict, audit
-from ..config import KAFKA_VERSION
-from ..connection import kafka_config
-from ..experiment import Param, Result, Run, Spec
-from ..experiment.consume import read_as_group
-from ..experiment.result import expect
-from ..generator import generate
-from ..history import History
-from ..logs import client_config
-from ..processes import require_java
-from ..spark import read_topic, spark_session
+from ...audit import Verdict, audit
+from ...config import KAFKA_VERSION
+from ...connection import kafka_config
+from ...experiment import Param, Result, Run, Spec
+from ...experiment.consume import read_as_group
+from ...experiment.result import expect
+from ...generator import generate
+from ...history import History
+from ...logs import client_config
+from ...processes import require_java
+from ...spark import read_topic, spark_session
 
 SPEC = Spec(
     Param("messages", 200, "ground-truth records to produce and consume", lo=1, hi=100_000,

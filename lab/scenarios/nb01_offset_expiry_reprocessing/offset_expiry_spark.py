@@ -9,12 +9,12 @@ failOnDataLoss=false carries on past the deleted records (skips them).
 """
 from __future__ import annotations
 
-from ..experiment.admin import set_topic_config, topic_offsets
-from ..experiment.streaming import CheckpointedQuery
-from ..history import History
+from ...audit import RESET_KINDS
+from ...experiment.admin import set_topic_config, topic_offsets
+from ...experiment.streaming import CheckpointedQuery
+from ...history import History
 
 DATA_LOSS_BATCH = 10  # records per step of the failOnDataLoss demo (read / deleted unread / new)
-RESET_KINDS = ["reprocessed_after_reset", "skipped_after_reset"]
 SPARK_VARIANTS = {
     "spark-checkpoint": "offsets in the checkpoint: resumes exactly after the same window",
     "spark-strict": "failOnDataLoss=true: fails when retention deleted data it had not read",
@@ -39,7 +39,7 @@ class SparkQueries:
 
     def data_loss(self) -> None:
         """Read A, stop; B arrives and topic retention deletes it unread; C arrives; restart; audit both."""
-        from ..audit import audit
+        from ...audit import audit
         x, pair = self.x, ("spark-strict", "spark-lenient")
         x.produce("aged A", DATA_LOSS_BATCH, x.aged, self.aged)
         for name in pair:

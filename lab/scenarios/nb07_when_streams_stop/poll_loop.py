@@ -26,12 +26,12 @@ import collections
 import uuid
 from dataclasses import dataclass, field
 
-from ..config import KAFKA_VERSION
-from ..experiment import Param, grep, lab_lines
-from ..experiment.apps import stop_together
-from ..generator import generate
-from ..history import History
-from ..streams import JavaProgram
+from ...config import KAFKA_VERSION
+from ...experiment import Param, grep, lab_lines
+from ...experiment.apps import stop_together
+from ...generator import generate
+from ...history import History
+from ...programs import JavaProgram
 
 CLIENTS = ("java", "librdkafka", "streams")
 FIXES = ("none", "max_poll_records_1", "longer_interval", "pause_resume")
@@ -215,8 +215,8 @@ class Outcome:
 
     @classmethod
     def measure(cls, lab, p: dict, variants: list[Variant], topic: str) -> "Outcome":
-        from ..experiment.admin import group_offsets
-        from ..experiment.streaming import audit_many
+        from ...experiment.admin import group_offsets
+        from ...experiment.streaming import audit_many
         committed = group_offsets(lab.cluster.admin(), {v.name: v.group for v in variants}, topic)
         audits = audit_many({v.name: dict(history=v.history, kinds=["non_monotonic"], allow_empty=True,
                                           expect="anomalies" if v.fix == "none" else "clean")

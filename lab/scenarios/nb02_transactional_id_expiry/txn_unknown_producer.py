@@ -13,17 +13,17 @@ import time
 
 from confluent_kafka import Consumer, TopicPartition
 
-from ..cluster import kafka_cluster, parse_version
-from ..connection import kafka_config
-from ..errors import LabError
-from ..experiment import Param, Run, grep, lab_lines
-from ..streams import JavaProgram, clients_classpath
+from ...cluster import kafka_cluster, parse_version
+from ...connection import kafka_config
+from ...errors import LabError
+from ...experiment import Param, Run, grep, lab_lines
+from ...programs import clients_classpath, idle_producer
 
 BROKER_ERROR = r"Found no record of producerId=.*|UnknownProducerIdException"
 
 
 def _old_broker(version):
-    from ..cluster.zookeeper import zk_kafka_classpath, zookeeper_for
+    from ...cluster.zookeeper import zk_kafka_classpath, zookeeper_for
     if parse_version(version) >= (3, 3, 0):
         raise LabError(f"OLD_BROKERS: {version} is not a ZooKeeper-era broker (< 3.3); the modern broker "
                        "runs part C's steps anyway.")
@@ -91,15 +91,6 @@ def unknown_producer(run: Run, p: dict, timeline, parent: Run | None = None) -> 
     return {"broker_version": version, "client_version": p["old_client"], "reproduced": bool(broker or client),
             "broker_message": message, "broker_errors": len(broker), "client_errors": len(client),
             "committed_after": bool(after), "log_start_offset": start_offset, "evidence": (broker + client)[:3]}
-
-
-def idle_producer(run: Run, name: str, version: str, txn_id: str, go, prefix: str, **props):
-    """lab/java/IdleTransactionalProducer.java at kafka-clients `version`, adopted by `run`: one transaction
-    per record to the topic named like its transactional.id, idle until the file `go` exists, then more."""
-    return run.program(JavaProgram(name, version, "IdleTransactionalProducer", ["IdleTransactionalProducer.java"],
-                                   properties={"bootstrap.servers": run.bootstrap, "transactional.id": txn_id,
-                                               "lab.topic": txn_id, "lab.go.file": go, "lab.id.prefix": prefix,
-                                               **props}, streams=False, heap="128m"))
 
 
 def pinned_zookeeper(version: str, parent: Run) -> dict:

@@ -13,16 +13,15 @@ import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from .. import maven
-from ..cluster import parse_version
-from ..connection import kafka_config, spark_kafka_options
-from ..errors import LabError
-from ..experiment import Run, grep, java_events, lab_lines
-from ..experiment.admin import QUIET
-from ..experiment.apps import streams_running
-from ..history import History
-from ..streams import LOG4J, LOGGING, write_shared
-from .txn_unknown_producer import idle_producer
+from ... import maven
+from ...cluster import parse_version
+from ...connection import kafka_config, spark_kafka_options
+from ...errors import LabError
+from ...experiment import Run, grep, java_events, lab_lines
+from ...experiment.admin import QUIET
+from ...experiment.apps import streams_running
+from ...history import History
+from ...programs import LOG4J, LOGGING, idle_producer, write_shared
 
 ERROR_CODE = 49  # INVALID_PRODUCER_ID_MAPPING
 WORDCOUNT = "org.apache.kafka.streams.examples.wordcount.WordCountDemo"   # reads a properties file as args[0]
@@ -171,7 +170,7 @@ class _Python(_Client):
         return int(ids["id"].value_counts().max()) if len(ids) else 0
 
     def audit(self):
-        from ..audit import audit
+        from ...audit import audit
         expect = "anomalies" if self.option in ("naive", "abort-offsets-first") else "clean"
         return audit(self.history, bootstrap=self.lab.bootstrap, output_topic=self.output, expect=expect,
                      kinds=["duplicate", "lost", "aborted_read"])
@@ -293,8 +292,8 @@ class _Streams(_Client):
         """WordCountDemo's output: key = word, value = 8-byte count. Every input word is unique, so a committed
         count of 2 is a double count (duplicate) and a missing word is lost."""
         from pyspark.sql import functions as F
-        from ..audit import audit
-        from ..spark import spark_session
+        from ...audit import audit
+        from ...spark import spark_session
         spark = spark_session()
 
         def frame(isolation):

@@ -1,0 +1,2 @@
+"""Notebook 03, quota-driven fencing of exactly-once Kafka Streams.
+"""

@@ -1,0 +1,2 @@
+"""Notebook 05, exactly-once under crashes and exception handlers.
+"""

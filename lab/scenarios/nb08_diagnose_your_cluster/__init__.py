@@ -1,0 +1,2 @@
+"""Notebook 08, diagnose your own cluster.
+"""

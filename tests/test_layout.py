@@ -1,0 +1,55 @@
+"""The layout the README promises: one package per notebook, named after it, none importing another's."""
+import ast
+from pathlib import Path
+
+from lab.scenarios import COURSE, course_table, notebook
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIOS = ROOT / "lab" / "scenarios"
+
+
+def test_every_notebook_has_its_package_its_expectations_and_its_scenario():
+    notebooks = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert [e.name for e in COURSE] == notebooks
+    for entry in COURSE:
+        assert (SCENARIOS / f"nb{entry.name}" / "__init__.py").exists()
+        assert (ROOT / "tests" / "expectations" / f"nb{entry.number}.py").exists()
+        assert hasattr(entry.module(), "run"), f"{entry.package}.{entry.scenario} has no run()"
+
+
+def test_scenarios_holds_the_registry_and_one_entry_per_notebook_only():
+    entries = sorted(p.name for p in SCENARIOS.iterdir() if p.name != "__pycache__")
+    assert entries == sorted(["__init__.py", *(f"nb{e.name}" for e in COURSE)])
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """(level, module) of every import in a file: level 0 absolute, n for n leading dots."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            found.append((node.level, node.module or ""))
+        elif isinstance(node, ast.Import):
+            found += [(0, alias.name) for alias in node.names]
+    return found
+
+
+def test_no_notebook_package_imports_another():
+    for entry in COURSE:
+        for path in (SCENARIOS / f"nb{entry.name}").glob("*.py"):
+            for level, module in _imports(path):
+                absolute = module if level == 0 else None
+                assert not (level == 2 and module.startswith("nb")), f"{path.name} imports ..{module}"
+                assert not (absolute or "").startswith("lab.scenarios."), f"{path.name} imports {absolute}"
+    for path in (ROOT / "lab").rglob("*.py"):   # nor does the toolbox reach into a notebook's package
+        if SCENARIOS in path.parents:
+            continue
+        for level, module in _imports(path):
+            assert "scenarios.nb" not in module and not module.startswith("nb"), f"{path} imports {module}"
+
+
+def test_the_registry_finds_notebooks_and_cites_sources_by_title():
+    assert notebook("03").scenario == "quota_fencing"
+    assert notebook("07_when_streams_stop").package == "lab.scenarios.nb07_when_streams_stop"
+    table = course_table()
+    assert "seed" not in table.lower() and "issue" not in table.lower()
+    assert "Tales from running Kafka Streams in Production" in table
