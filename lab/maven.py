@@ -90,8 +90,12 @@ def _read(lock: Path) -> dict:
         raise LabError(f"{lock} is not valid JSON ({exc}): delete it (the cache's) or restore it (the lab's).")
 
 
+def _lock_to_write() -> Path:
+    return LOCK if os.environ.get(UPDATE_LOCK_ENV) == "1" else LOCAL_LOCK
+
+
 def _record(key: str, jars: dict[str, str]) -> None:
-    lock = LOCK if os.environ.get(UPDATE_LOCK_ENV) == "1" else LOCAL_LOCK
+    lock = _lock_to_write()
     data = _read(lock)
     data["sets"][key] = sorted(jars)
     data["jars"].update(jars)
@@ -129,7 +133,7 @@ IVY_MODULE = """<ivy-module version="2.0" xmlns:m="http://ant.apache.org/ivy/mav
 def _resolve(coordinates: list[str], label: str) -> dict[str, str]:
     """Resolve a new set with Ivy (direct coordinates forced); its jars go to the repository."""
     deps = [_dependency(c, 'force="true" conf="default->default"') for c in coordinates]
-    print(f"Resolving {label} from Maven Central (once; pinned in {LOCAL_LOCK}) ...", flush=True)
+    print(f"Resolving {label} from Maven Central (once; pinned in {_lock_to_write()}) ...", flush=True)
     found = _run_ivy(deps, label, coordinates)
     return {jar: _sha256(path_of(jar)) for jar in found}
 

@@ -66,9 +66,12 @@ def known_broker_configs(version: str = KAFKA_VERSION, classpath: list[Path] | N
     """
     cache = CACHE_DIR / "broker-config-names" / f"{version}.txt"
     if not cache.exists():
+        from ..streams import compile_sources   # (lab.streams imports this package)
         classpath = classpath or kafka_classpath(version)
-        run = subprocess.run([java_executable(), "-cp", os.pathsep.join(map(str, classpath)),
-                              str(JAVA_DIR / lister)], capture_output=True, text=True)
+        # compiled, not run as a single source file: that launcher needs jdk.compiler, which a runtime lacks
+        classes = compile_sources([JAVA_DIR / lister], classpath, label=f"{Path(lister).stem}-{version}")
+        run = subprocess.run([java_executable(), "-cp", os.pathsep.join(map(str, [classes, *classpath])),
+                              Path(lister).stem], capture_output=True, text=True)
         names = [n for n in run.stdout.split() if "." in n]
         if run.returncode != 0 or not names:
             raise LabError(f"Could not list the broker configs of Kafka {version}: {run.stderr[-500:]}")
