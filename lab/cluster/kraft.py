@@ -66,7 +66,7 @@ def known_broker_configs(version: str = KAFKA_VERSION, classpath: list[Path] | N
     """
     cache = CACHE_DIR / "broker-config-names" / f"{version}.txt"
     if not cache.exists():
-        from ..streams import compile_sources   # (lab.streams imports this package)
+        from ..programs import compile_sources   # (lab.programs imports this package)
         classpath = classpath or kafka_classpath(version)
         # compiled, not run as a single source file: that launcher needs jdk.compiler, which a runtime lacks
         classes = compile_sources([JAVA_DIR / lister], classpath, label=f"{Path(lister).stem}-{version}")
