@@ -178,6 +178,8 @@ def _run_ivy(deps: list[str], label: str, asked: list[str]) -> list[str]:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.move(str(jar), target)
             found.append(coordinate)
+    for copy in (CACHE_DIR / "ivy" / "cache").rglob("*.jar"):   # Ivy's own copies: the repository has them now
+        copy.unlink()                                            # (it keeps the POMs it read, and refetches a jar)
     return found
 
 
@@ -190,13 +192,14 @@ def ivy_jar() -> Path:
 
 
 def _explain(output: str, coordinates: list[str]) -> str:
-    missing = sorted(set(re.findall(r"module not found: (\S+)", output)))
+    # Ivy names a module org#name;rev: say it the way Maven coordinates are written
+    missing = sorted({f"{g}:{a}:{v}" for g, a, v in re.findall(r"module not found: ([^#\s]+)#([^;\s]+);(\S+)", output)})
     if re.search(r"Host \S+ not found|UnknownHost|Network is unreachable|Connection refused|timed out|"
                  r"server access error", output, re.I):
         return ("Maven Central could not be reached, so the jars could not be fetched. "
                 "Connect to the network once; afterwards the cached jars are used offline.")
     if missing:
-        return (f"Maven Central has no {', '.join(missing)}. "
+        return (f"Maven Central has no artifact {', '.join(missing)}. "
                 f"Check the version you asked for ({', '.join(coordinates)}).")
     tail = "\n".join(line for line in output.splitlines() if line.strip())[-1500:]
     return f"Ivy could not resolve {', '.join(coordinates)}:\n{tail}"

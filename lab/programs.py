@@ -163,7 +163,8 @@ class JavaProgram:
 def idle_producer(run, name: str, version: str, txn_id: str, go, prefix: str, **props):
     """lab/java/IdleTransactionalProducer.java at kafka-clients `version`, adopted by `run` (a lab.experiment.Run): one transaction
     per record to the topic named like its transactional.id, idle until the file `go` exists, then more."""
-    return run.program(JavaProgram(name, version, "IdleTransactionalProducer", ["IdleTransactionalProducer.java"],
+    return run.program(JavaProgram(name, version, "IdleTransactionalProducer",
+                                   ["IdleTransactionalProducer.java", "Lab.java"],
                                    properties={"bootstrap.servers": run.bootstrap, "transactional.id": txn_id,
                                                "lab.topic": txn_id, "lab.go.file": go, "lab.id.prefix": prefix,
                                                **props}, streams=False, heap="128m"))

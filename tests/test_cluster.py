@@ -214,7 +214,7 @@ def test_unknown_broker_config_is_refused_before_start():
 def test_unknown_kafka_version_is_refused():
     with pytest.raises(LabError, match="not of the form"):
         KafkaCluster(version="latest")
-    with pytest.raises(LabError, match="Maven Central has no artifact .*kafka_2.13:jar:3.99.1"):
+    with pytest.raises(LabError, match="Maven Central has no artifact .*kafka_2.13:3.99.1"):
         KafkaCluster(version="3.99.1", name="bad-version").start()
 
 

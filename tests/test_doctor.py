@@ -201,7 +201,8 @@ def test_diagnosis_of_a_risky_cluster_finds_every_risk_and_writes_nothing(tmp_pa
         consumer.close()          # leaves: the group is Empty with committed offsets
         after_commit = int(time.time() * 1000)
         kc.set_quota("pricing-StreamThread-1-producer", producer_byte_rate=35000)
-        idle = JavaProgram("invoicer", "3.3.1", "IdleTransactionalProducer", ["IdleTransactionalProducer.java"],
+        idle = JavaProgram("invoicer", "3.3.1", "IdleTransactionalProducer",
+                           ["IdleTransactionalProducer.java", "Lab.java"],
                            properties={"bootstrap.servers": kc.bootstrap, "transactional.id": "invoicer",
                                        "lab.topic": "invoicer", "lab.go.file": tmp_path / "never"},
                            folder=tmp_path, streams=False, heap="128m")

@@ -19,6 +19,7 @@ def cache(tmp_path, monkeypatch):
     monkeypatch.setattr(maven, "REPOSITORY", tmp_path / "maven")
     monkeypatch.setattr(maven, "LOCAL_LOCK", tmp_path / "jars.lock")
     monkeypatch.setattr(maven, "_checked", {})
+    monkeypatch.delenv(maven.UPDATE_LOCK_ENV, raising=False)   # new sets go to the local lock here
     return tmp_path
 
 
@@ -73,7 +74,7 @@ def test_errors_name_what_is_missing_or_unreachable():
     offline = "Host repo.example not found. url=https://repo.example/x.pom\n\t\tmodule not found: a#b;1"
     assert "could not be reached" in maven._explain(offline, ["a:b:1"])
     missing = "\t\tmodule not found: org.apache.kafka#kafka-clients;3.99.1\n"
-    assert "has no org.apache.kafka#kafka-clients;3.99.1" in maven._explain(missing, ["x"])
+    assert "has no artifact org.apache.kafka:kafka-clients:3.99.1" in maven._explain(missing, ["x"])
     with pytest.raises(LabError, match="not a group:artifact:version"):
         maven.set_key(["kafka-clients-3.9.1.jar"])
 

@@ -132,7 +132,7 @@ def test_java_tools_use_the_file(as_lab, tmp_path):
 
 def test_java_programs_get_the_file(as_lab, tmp_path):
     program = JavaProgram("secured-java", KAFKA_VERSION, "IdleTransactionalProducer",
-                          ["IdleTransactionalProducer.java"],
+                          ["IdleTransactionalProducer.java", "Lab.java"],
                           properties={"bootstrap.servers": as_lab.bootstrap, "transactional.id": "secured-java",
                                       "lab.topic": "secured-java", "lab.go.file": str(tmp_path / "go"),
                                       "lab.id.prefix": "java"}, folder=tmp_path, streams=False, heap="128m")

@@ -1,6 +1,8 @@
 """A real Apache Kafka cluster for a scenario: embedded (default) or external.
 
 - kraft.KafkaCluster              KRaft combined-mode nodes (3.3+) from Maven Central jars
+  (its nodes in kraft_node, SASL and ACLs in kraft_security)
+- broker_config                   a version's classpath and broker config names, the base config, log4j files
 - zookeeper.ZooKeeperKafkaCluster ZooKeeper-era brokers (2.0 - 3.2) for failures only old brokers show
 - external.ExternalCluster        KAFKA_LAB_BOOTSTRAP: a cluster the lab does not own
 - versions                        version parsing, importable without a launcher
@@ -19,8 +21,8 @@ from ..errors import LabError
 from .versions import is_zookeeper_version, parse_version
 
 # The launchers load on first use, so `lab.cluster.versions` (lab.programs needs it) stays light.
-_LAZY = {"KafkaCluster": "kraft", "BASE_BROKER_CONFIG": "kraft", "kafka_classpath": "kraft",
-         "known_broker_configs": "kraft", "ZooKeeperKafkaCluster": "zookeeper", "zookeeper_for": "zookeeper",
+_LAZY = {"KafkaCluster": "kraft", "BASE_BROKER_CONFIG": "broker_config", "kafka_classpath": "broker_config",
+         "known_broker_configs": "broker_config", "ZooKeeperKafkaCluster": "zookeeper", "zookeeper_for": "zookeeper",
          "ExternalCluster": "external"}
 __all__ = ["kafka_cluster", "parse_version", "is_zookeeper_version", *_LAZY]
 

@@ -1,5 +1,9 @@
 """Embedded KRaft Kafka: combined-mode nodes (broker + controller in one JVM) launched
 from Maven Central jars, listening on 127.0.0.1 only, data in a fresh folder.
+
+KafkaCluster runs the cluster (lifecycle, faults, facts, quotas, transaction markers); what a broker runs with
+is lab.cluster.broker_config, a node's configuration and JVM lab.cluster.kraft_node, SASL and ACLs
+lab.cluster.kraft_security. The names they define stay importable from here.
 """
 from __future__ import annotations
 
@@ -16,106 +20,26 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
-from .. import connection, maven
-from ..config import CACHE_DIR, KAFKA_VERSION, SCALA_BINARY, WORK_DIR
+from .. import connection
+from ..config import KAFKA_VERSION, WORK_DIR
 from ..errors import LabError
 from ..ports import free_ports, listening, port_is_free
-from ..processes import Child, java_executable, require_java, spawn_java, wait_until
+from ..processes import java_executable, require_java, wait_until
+from .broker_config import (BASE_BROKER_CONFIG, JAVA_DIR, LOG4J1, LOG4J2, _distance, check_broker_config,
+                            kafka_classpath, known_broker_configs)
+from .kraft_node import Node, NodeLauncher
+from .kraft_security import BROKER_USER, LISTENER_NAME, PLAIN_CREDENTIAL, SCRAM, SaslSecurity
 from .segments import DUMP_LOG_SEGMENTS, parse_markers, segment_files
 from .versions import KRAFT_COMBINED, parse_version
 
-JAVA_DIR = Path(__file__).parent.parent / "java"
-
-# Sensible fast defaults for a laptop; scenario overrides win.
-SCRAM = "SCRAM-SHA-256"
-BROKER_USER = "lab-broker"   # the embedded SASL cluster's inter-broker (and super) user
-# Credentials go into `--add-scram NAME=[name=...,password=...]`: keep them to characters that need no quoting.
-PLAIN_CREDENTIAL = re.compile(r"[A-Za-z0-9_.@+-]{1,64}")
-LISTENER_NAME = re.compile(r"[A-Z][A-Z0-9_]{0,30}")
-
-BASE_BROKER_CONFIG = {
-    "num.partitions": "1",
-    "offsets.topic.num.partitions": "5",
-    "transaction.state.log.num.partitions": "5",
-    "transaction.state.log.min.isr": "1",
-    "group.initial.rebalance.delay.ms": "0",
-    "auto.create.topics.enable": "true",
-    "log.flush.interval.messages": "9223372036854775807",
-}
-
-
-def kafka_classpath(version: str = KAFKA_VERSION) -> list[Path]:
-    """Broker, tools and a logging binding for one Kafka version."""
-    v = parse_version(version)
-    coords = [f"org.apache.kafka:kafka_{SCALA_BINARY}:{version}"]
-    if v >= (4, 0, 0):
-        coords += [f"org.apache.kafka:kafka-tools:{version}",
-                   "org.apache.logging.log4j:log4j-slf4j-impl:2.24.3",
-                   "org.apache.logging.log4j:log4j-core:2.24.3",
-                   "org.apache.logging.log4j:log4j-api:2.24.3"]   # named: the core's own, not a newer one
-    else:
-        coords += ["org.slf4j:slf4j-reload4j:1.7.36", "ch.qos.reload4j:reload4j:1.2.25"]
-    return maven.classpath(coords, label=f"kafka-{version}")
-
-
-def known_broker_configs(version: str = KAFKA_VERSION, classpath: list[Path] | None = None,
-                         lister: str = "BrokerConfigNames.java") -> set[str]:
-    """Every broker config name this Kafka version defines (cached per version).
-
-    `lister` is the small Java program under lab/java that prints them for this era of Kafka.
-    """
-    cache = CACHE_DIR / "broker-config-names" / f"{version}.txt"
-    if not cache.exists():
-        from ..programs import compile_sources   # (lab.programs imports this package)
-        classpath = classpath or kafka_classpath(version)
-        # compiled, not run as a single source file: that launcher needs jdk.compiler, which a runtime lacks
-        classes = compile_sources([JAVA_DIR / lister], classpath, label=f"{Path(lister).stem}-{version}")
-        run = subprocess.run([java_executable(), "-cp", os.pathsep.join(map(str, [classes, *classpath])),
-                              Path(lister).stem], capture_output=True, text=True)
-        names = [n for n in run.stdout.split() if "." in n]
-        if run.returncode != 0 or not names:
-            raise LabError(f"Could not list the broker configs of Kafka {version}: {run.stderr[-500:]}")
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_text("\n".join(names))
-    return set(cache.read_text().split())
-
-
-def check_broker_config(overrides: dict, version: str) -> None:
-    known = known_broker_configs(version)
-    unknown = [k for k in overrides if k not in known and not k.startswith("listener.name.")]
-    if unknown:
-        hints = []
-        for key in unknown:
-            close = sorted(known, key=lambda n: _distance(n, key))[:1]
-            hints.append(f"{key!r} (did you mean {close[0]!r}?)" if close else repr(key))
-        raise LabError(f"Kafka {version} has no broker config {', '.join(hints)}.")
-
-
-def _distance(a: str, b: str) -> int:
-    return len(set(a.split(".")) ^ set(b.split("."))) * 10 + abs(len(a) - len(b))
+# importable from lab.cluster.kraft, where they were defined before
+__all__ = ["KafkaCluster", "Node", "BASE_BROKER_CONFIG", "JAVA_DIR", "LOG4J1", "LOG4J2", "_distance",
+           "check_broker_config", "kafka_classpath", "known_broker_configs", "BROKER_USER", "LISTENER_NAME",
+           "PLAIN_CREDENTIAL", "SCRAM"]
 
 
 @dataclass
-class Node:
-    node_id: int
-    port: int
-    controller_port: int
-    folder: Path
-    extra_port: int | None = None    # the cluster's extra_listener on this node
-    process: Child | None = None
-    starts: int = 0
-
-    @property
-    def log_path(self) -> Path:
-        return self.folder / "broker.log"
-
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-
-@dataclass
-class KafkaCluster:
+class KafkaCluster(NodeLauncher, SaslSecurity):
     """An embedded Kafka cluster. Use as a context manager so it always stops."""
 
     nodes: int = 1
@@ -142,22 +66,6 @@ class KafkaCluster:
                            "which launches ZooKeeper-era versions with lab.cluster.zookeeper.")
         self._init_common()
         self._check_security()
-
-    def _check_security(self) -> None:
-        if self.extra_listener is not None and (self.sasl_users or not LISTENER_NAME.fullmatch(self.extra_listener)
-                                                or self.extra_listener in ("PLAINTEXT", "CONTROLLER")):
-            raise LabError(f"extra_listener={self.extra_listener!r}: a second PLAINTEXT listener needs a name of "
-                           "its own (A-Z, 0-9, _) and a cluster without sasl_users.")
-        users = dict(self.sasl_users or {})
-        if self.acls and not users:
-            raise LabError("acls=True needs sasl_users: without authentication every client is the same user.")
-        bad = [u for u, pw in users.items() if not (PLAIN_CREDENTIAL.fullmatch(str(u))
-                                                    and PLAIN_CREDENTIAL.fullmatch(str(pw)))]
-        if bad or BROKER_USER in users:
-            raise LabError(f"sasl_users: user {(bad or [BROKER_USER])[0]!r} cannot be used: names and passwords "
-                           f"need 1-64 of A-Z a-z 0-9 _ . @ + - and {BROKER_USER!r} is the broker's own user.")
-        self.sasl_users = {str(u): str(pw) for u, pw in users.items()} or None
-        self._broker_password = uuid.uuid4().hex   # inter-broker credentials, new for every cluster
 
     def _init_common(self) -> None:
         self.broker_config = {k: str(v) for k, v in self.broker_config.items()}
@@ -310,61 +218,6 @@ class KafkaCluster:
                 and all(effective.get(k) == str(v) for k, v in broker_config.items())
                 and extra_listener in (None, self.extra_listener))
 
-    def _speaks(self, wanted: dict) -> bool:
-        """Whether clients with these security settings (KAFKA_LAB_CLIENT_PROPERTIES) can use this cluster."""
-        protocol = wanted.get("security.protocol", "PLAINTEXT").upper()
-        users = getattr(self, "sasl_users", None)
-        if not users:
-            return protocol == "PLAINTEXT"
-        credentials = connection.sasl_credentials(wanted)
-        return (protocol == "SASL_PLAINTEXT" and wanted.get("sasl.mechanism", "").upper() == SCRAM
-                and credentials is not None and users.get(credentials[0]) == credentials[1])
-
-    # -------------------------------------------------------------- security
-    @property
-    def security_protocol(self) -> str:
-        return "SASL_PLAINTEXT" if getattr(self, "sasl_users", None) else "PLAINTEXT"
-
-    def client_security(self, user: str | None = None) -> dict:
-        """Java-style security settings for `user` (default: the broker's own super user); {} when plaintext."""
-        if not getattr(self, "sasl_users", None):
-            return {}
-        password = self._broker_password if user in (None, BROKER_USER) else self.sasl_users.get(user)
-        if password is None:
-            raise LabError(f"No SASL user {user!r} on this cluster; its users are {sorted(self.sasl_users)}.")
-        return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": SCRAM,
-                "sasl.jaas.config": connection.jaas_config(SCRAM, user or BROKER_USER, password)}
-
-    def client_properties_file(self, user: str, folder: Path | None = None) -> Path:
-        """A Java-style client properties file (0600) for `user`: point KAFKA_LAB_CLIENT_PROPERTIES at it."""
-        if not getattr(self, "sasl_users", None):
-            raise LabError("This cluster is plaintext: clients need no properties file (sasl_users makes a SASL one).")
-        props = self.client_security(user)
-        return connection.write_properties(Path(folder or self.folder) / f"client-{user}.properties", props)
-
-    def allow_all(self, user: str) -> None:
-        """ACLs letting `user` do anything on every topic, group, transactional id and the cluster (acls=True)."""
-        from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, ResourcePatternType,
-                                           ResourceType)
-        bindings = [AclBinding(kind, name, ResourcePatternType.LITERAL, f"User:{user}", "*",
-                               AclOperation.ALL, AclPermissionType.ALLOW)
-                    for kind, name in [(ResourceType.TOPIC, "*"), (ResourceType.GROUP, "*"),
-                                       (ResourceType.TRANSACTIONAL_ID, "*"), (ResourceType.BROKER, "kafka-cluster")]]
-        admin = self.admin()   # kept alive until the futures resolve
-        for future in admin.create_acls(bindings, request_timeout=15).values():
-            future.result()
-
-    def _scram_args(self) -> list[str]:
-        if not getattr(self, "sasl_users", None):
-            return []
-        users = {BROKER_USER: self._broker_password, **self.sasl_users}
-        return [arg for u, pw in users.items() for arg in ("--add-scram", f"{SCRAM}=[name={u},password={pw}]")]
-
-    def _scrub(self, text: str) -> str:
-        for pw in [*(getattr(self, "sasl_users", None) or {}).values(), getattr(self, "_broker_password", None)]:
-            text = text.replace(pw, "***") if pw else text
-        return text
-
     @property
     def bootstrap(self) -> str:
         return ",".join(n.address for n in self._nodes if n.process and n.process.alive()) or \
@@ -451,83 +304,6 @@ class KafkaCluster:
             raise LabError(self._scrub(f"{main} {' '.join(args)} failed:\n{(run.stdout + run.stderr)[-1500:]}"))
         return run.stdout
 
-    def _write_config(self, node: Node, extra: bool = True) -> None:
-        node.folder.mkdir(parents=True, exist_ok=True)
-        rf = str(min(3, self.nodes))
-        voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self._nodes)
-        client = [f"PLAINTEXT://127.0.0.1:{node.port}"]
-        if self.extra_listener and extra:
-            client.append(f"{self.extra_listener}://127.0.0.1:{node.extra_port}")
-        config = {
-            **BASE_BROKER_CONFIG,
-            "process.roles": "broker,controller",
-            "node.id": str(node.node_id),
-            "controller.quorum.voters": voters,
-            "listeners": ",".join([*client, f"CONTROLLER://127.0.0.1:{node.controller_port}"]),
-            "advertised.listeners": ",".join(client),
-            "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
-                                              + (f",{self.extra_listener}:PLAINTEXT" if self.extra_listener else ""),
-            "log.dirs": str(node.folder / "data"),
-            "offsets.topic.replication.factor": rf,
-            "transaction.state.log.replication.factor": rf,
-            "default.replication.factor": rf,
-            **self._sasl_broker_config(node),
-            **self.broker_config,
-        }
-        (node.folder / "server.properties").write_text("".join(f"{k}={v}\n" for k, v in config.items()))
-        if getattr(self, "sasl_users", None):
-            (node.folder / "server.properties").chmod(0o600)   # it holds the broker user's password
-        if parse_version(self.version) >= (4, 0, 0):
-            (node.folder / "log4j2.properties").write_text(LOG4J2)
-        else:
-            (node.folder / "log4j.properties").write_text(LOG4J1)
-
-    def _sasl_broker_config(self, node: Node) -> dict:
-        """SASL_PLAINTEXT/SCRAM for clients and inter-broker traffic; the CONTROLLER listener stays PLAINTEXT."""
-        if not getattr(self, "sasl_users", None):
-            return {}
-        config = {
-            "listeners": f"SASL_PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}",
-            "advertised.listeners": f"SASL_PLAINTEXT://127.0.0.1:{node.port}",
-            "inter.broker.listener.name": "SASL_PLAINTEXT",
-            "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "sasl.enabled.mechanisms": SCRAM,
-            "sasl.mechanism.inter.broker.protocol": SCRAM,
-            f"listener.name.sasl_plaintext.{SCRAM.lower()}.sasl.jaas.config":
-                connection.jaas_config(SCRAM, BROKER_USER, self._broker_password),
-        }
-        if self.acls:
-            # Brokers reach the controllers over the PLAINTEXT CONTROLLER listener (127.0.0.1 only) as ANONYMOUS.
-            config.update({"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-                           "super.users": f"User:{BROKER_USER};User:ANONYMOUS"})
-        return config
-
-    def _launch(self, node: Node) -> None:
-        if parse_version(self.version) >= (4, 0, 0):
-            logging = [f"-Dlog4j2.configurationFile={node.folder / 'log4j2.properties'}"]
-        else:
-            logging = [f"-Dlog4j.configuration=file:{node.folder / 'log4j.properties'}"]
-        node.starts += 1
-        with open(node.log_path, "a") as f:
-            f.write(f"===== lab: start #{node.starts} of node {node.node_id} at {time.time():.3f}\n")
-        node.process = spawn_java(
-            f"kafka-{self.name}-node{node.node_id}", self.classpath, "kafka.Kafka",
-            [str(node.folder / "server.properties")], node.log_path, heap=self.heap,
-            # UTC: lab.experiment.evidence reads every log stamp as UTC.
-            jvm_options=[*logging, f"-Dkafka.logs.dir={node.folder / 'logs'}", "-Duser.timezone=UTC",
-                         "-XX:TieredStopAtLevel=1", "-Xshare:auto", *self._jmx_options(node)])
-
-    def _jmx_options(self, node: Node) -> list[str]:
-        port = getattr(self, "_jmx_ports", {}).get(node.node_id)
-        if port is None:
-            return []
-        # One port for the registry and the RMI server, bound to 127.0.0.1: reachable only from this machine.
-        return [f"-Dcom.sun.management.jmxremote.port={port}", f"-Dcom.sun.management.jmxremote.rmi.port={port}",
-                "-Dcom.sun.management.jmxremote.host=127.0.0.1", "-Djava.rmi.server.hostname=127.0.0.1",
-                "-Dcom.sun.management.jmxremote.authenticate=false", "-Dcom.sun.management.jmxremote.ssl=false"]
-
     def remove_data(self) -> None:
         """Delete the cluster's folder (only once stopped)."""
         if any(n.process and n.process.alive() for n in self._nodes):
@@ -552,27 +328,3 @@ class KafkaCluster:
                 if entry in z.NameToInfo:
                     return True
         return False
-
-
-LOG4J2 = """status = error
-appender.out.type = Console
-appender.out.name = OUT
-appender.out.layout.type = PatternLayout
-appender.out.layout.pattern = [%d{ISO8601}] %p %m (%c{1})%n
-rootLogger.level = INFO
-rootLogger.appenderRef.out.ref = OUT
-logger.controller.name = org.apache.kafka.controller
-logger.controller.level = INFO
-logger.raft.name = org.apache.kafka.raft
-logger.raft.level = WARN
-logger.metadata.name = org.apache.kafka.image
-logger.metadata.level = WARN
-"""
-
-LOG4J1 = """log4j.rootLogger=INFO, out
-log4j.appender.out=org.apache.log4j.ConsoleAppender
-log4j.appender.out.layout=org.apache.log4j.PatternLayout
-log4j.appender.out.layout.ConversionPattern=[%d{ISO8601}] %p %m (%c{1})%n
-log4j.logger.org.apache.kafka.raft=WARN
-log4j.logger.org.apache.kafka.image=WARN
-"""

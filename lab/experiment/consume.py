@@ -50,3 +50,41 @@ def read_as_group(run, topic: str, n: int, group: str, timeout: float = 60) -> l
     finally:
         consumer.close()
     return rows
+
+
+def message_row(m) -> dict:
+    """A consumed message as a row: its JSON value's fields (or `raw`, when the value is not a JSON object),
+    plus `partition`, `offset` and `kafka_ts` (the record's timestamp, epoch seconds)."""
+    try:
+        value = json.loads(m.value())
+    except (TypeError, ValueError):
+        value = {"raw": repr(m.value())[:80]}
+    return {**(value if isinstance(value, dict) else {"raw": str(value)}), "partition": m.partition(),
+            "offset": m.offset(), "kafka_ts": m.timestamp()[1] / 1000}
+
+
+class Tail:
+    """A read_committed reader kept open on every partition of `topic` from offset 0, while the run goes on:
+    poll() adds what is new (message_row each) and returns all rows so far; ids() is the `id`s committed
+    output holds. close() it when done."""
+
+    def __init__(self, bootstrap: str, topic: str):
+        from confluent_kafka import Consumer, TopicPartition
+        self.c = Consumer({**kafka_config(bootstrap), "group.id": f"lab-tail-{uuid.uuid4().hex[:8]}",
+                           "isolation.level": "read_committed", "enable.auto.commit": False, "log_level": 0})
+        parts = self.c.list_topics(topic, timeout=10).topics[topic].partitions
+        self.c.assign([TopicPartition(topic, p, 0) for p in parts])
+        self.rows: list[dict] = []
+
+    def poll(self) -> list[dict]:
+        while True:
+            batch = [m for m in self.c.consume(1000, timeout=0.2) if not m.error()]
+            self.rows.extend(message_row(m) for m in batch)
+            if not batch:
+                return self.rows
+
+    def ids(self) -> set:
+        return {r.get("id") for r in self.poll()}
+
+    def close(self) -> None:
+        self.c.close()

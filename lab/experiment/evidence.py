@@ -146,3 +146,9 @@ def incidents(events, gap_s: float = 5.0):
     return pd.DataFrame([{"t_s": g.t_s.iloc[0], "kinds": ", ".join(sorted(set(g.kind))), "line": g.line.iloc[0]}
                          for _, g in ev.groupby((ev["t_s"].diff() > gap_s).cumsum())],
                         columns=["t_s", "kinds", "line"])
+
+
+def short_line(line: str, width: int = 240) -> str:
+    """A log4j line without its thread name: stamp, level, message (cut at `width` characters)."""
+    m = re.match(r"^\[([^\]]+)\] (\w+) \[[^\]]*\] (.*)$", line)
+    return (f"{m.group(1)} {m.group(2)} {m.group(3)}" if m else line)[:width]

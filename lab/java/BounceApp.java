@@ -21,7 +21,7 @@ import java.util.concurrent.atomic.AtomicLong;
  *                decisions it reports as LAB {"kind":"uncaught",...}. Before 2.8 there is no choice: the old
  *                Thread.UncaughtExceptionHandler only watches the thread die (LAB {"kind":"thread_died"}).
  * Every 500 ms LAB {"kind":"progress"}: records processed, the client's state, its stream threads' states.
- * Client state changes are LAB {"kind":"state"} lines (Lab.runUntilSigterm).
+ * Client state changes are LAB {"kind":"state"} lines (LabStreams.runUntilSigterm).
  * args[0]: a properties file; lab.* keys are for this program (lab.input.topic, lab.output.topic, lab.app).
  */
 public class BounceApp {
@@ -45,7 +45,7 @@ public class BounceApp {
         });
         reporter.setDaemon(true);
         reporter.start();
-        Lab.runUntilSigterm(streams);
+        LabStreams.runUntilSigterm(streams);
     }
 
     /** The KIP-671 handler when asked for (2.8+), else the pre-2.8 thread handler that only watches. */

@@ -18,7 +18,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -36,7 +35,7 @@ import java.util.regex.Pattern;
  *
  * Caching is off, so every input record writes one update: {"id": <input id>, "key": k, "value": count}.
  * LAB lines: "topology" (the store names topology.describe() gives, and the whole description), "progress"
- * every second (records aggregated by this incarnation), plus Lab's state lines.
+ * every second (records aggregated by this incarnation), plus LabStreams' state lines.
  */
 public class ChangelogApp {
     private static final Pattern ID = Pattern.compile("\"id\"\\s*:\\s*\"([^\"]*)\"");
@@ -90,25 +89,14 @@ public class ChangelogApp {
         }, "lab-progress");
         reporter.setDaemon(true);
         reporter.start();
-        runUntilSigterm(streams);
-    }
-
-    /**
-     * Lab.runUntilSigterm, but the close leaves the group (KafkaStreams closes without leaving by default).
-     * A static member that merely rejoins is told "Skipped assignment for returning static leader…": no
-     * rebalance, so version 2's new changelog would never be created. Leaving, version 2 joins as a new
-     * member and its rebalance creates its internal topics.
-     */
-    static void runUntilSigterm(KafkaStreams streams) throws InterruptedException {
-        CountDownLatch closed = new CountDownLatch(1);
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+        // The close leaves the group (KafkaStreams closes without leaving by default). A static member that
+        // merely rejoins is told "Skipped assignment for returning static leader…": no rebalance, so version 2's
+        // new changelog would never be created. Leaving, version 2 joins as a new member and its rebalance
+        // creates its internal topics.
+        LabStreams.runUntilSigterm(streams, () -> {
             streams.close(new KafkaStreams.CloseOptions().timeout(Duration.ofSeconds(20)).leaveGroup(true));
             Lab.emit("closed", "left_group", true);
-            closed.countDown();
-        }));
-        streams.setStateListener((now, before) -> Lab.emit("state", "from", before.name(), "to", now.name()));
-        streams.start();
-        closed.await();
+        });
     }
 
     /** The next running count of a key, carrying the id of the input record that made it. */

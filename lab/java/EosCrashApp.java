@@ -1,7 +1,7 @@
 import java.io.File;
-import java.io.FileInputStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
@@ -54,7 +54,8 @@ import org.slf4j.LoggerFactory;
  * two schemas ({"count":n} then {"schema":2,"total":n}) for the schema-change experiment.
  *
  * Evidence: `LAB {json}` lines (started, state, restore_start, restore_end, commit, crash, uncaught,
- * metrics, migrated). args[0]: a properties file; lab.* keys are for this program.
+ * metrics, migrated, exit): Lab.emit through this class's logger, without "app" and stamped with the
+ * "incarnation". args[0]: a properties file; lab.* keys are for this program.
  */
 public class EosCrashApp {
     static final Logger LOG = LoggerFactory.getLogger(EosCrashApp.class);
@@ -70,20 +71,21 @@ public class EosCrashApp {
     static volatile KafkaStreams streams;
 
     public static void main(String[] args) throws Exception {
-        Properties props = new Properties();
-        try (FileInputStream in = new FileInputStream(args[0])) { props.load(in); }
-        input = (String) props.remove("lab.input.topic");
-        output = (String) props.remove("lab.output.topic");
-        String counts = (String) props.remove("lab.counts.topic");
-        crashPoint = (String) props.remove("lab.crash.point");
-        crashAt = Integer.parseInt((String) props.remove("lab.crash.at"));
-        marker = (String) props.remove("lab.crash.marker");
-        poison = props.getProperty("lab.poison.id", "");
-        props.remove("lab.poison.id");
-        mode = (String) props.remove("lab.mode");
-        String handler = (String) props.remove("lab.handler");
-        boolean strictInput = Boolean.parseBoolean((String) props.remove("lab.strict.input"));
-        incarnation = Integer.parseInt((String) props.remove("lab.incarnation"));
+        Properties props = Lab.load(args[0]);
+        input = Lab.setting("input.topic");
+        output = Lab.setting("output.topic");
+        String counts = Lab.setting("counts.topic");
+        crashPoint = Lab.setting("crash.point");
+        crashAt = Lab.intSetting("crash.at");
+        marker = Lab.setting("crash.marker");
+        poison = Lab.setting("poison.id", "");
+        mode = Lab.setting("mode");
+        String handler = Lab.setting("handler");
+        boolean strictInput = Lab.flag("strict.input");
+        incarnation = Lab.intSetting("incarnation");
+        Lab.app = null;
+        Lab.stamp("incarnation", incarnation);
+        Lab.printTo(LOG::info);
         armed = !"none".equals(crashPoint) && !new File(marker).exists();
         if (crashPoint.equals("before_read")) props.put("main.consumer.interceptor.classes", ReadHook.class.getName());
         if (armed) props.put("producer.interceptor.classes", AckHook.class.getName());
@@ -101,8 +103,7 @@ public class EosCrashApp {
 
         KafkaStreams app = new KafkaStreams(topology, props);
         streams = app;
-        app.setStateListener((to, from) -> LOG.info("LAB " + lab("state") + ",\"from\":\"" + from + "\",\"to\":\""
-            + to + "\"}"));
+        app.setStateListener(LabStreams.stateLogger());
         app.setGlobalStateRestoreListener(new Restores());
         AtomicInteger uncaught = new AtomicInteger();
         app.setUncaughtExceptionHandler(e -> {
@@ -111,32 +112,27 @@ public class EosCrashApp {
                     : StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
             Throwable root = e;
             while (root.getCause() != null) root = root.getCause();
-            LOG.info("LAB " + lab("uncaught") + ",\"n\":" + uncaught.incrementAndGet() + ",\"response\":\"" + response
-                + "\",\"error\":\"" + esc(root.getClass().getSimpleName() + ": " + root.getMessage()) + "\"}");
+            Lab.emit("uncaught", "n", uncaught.incrementAndGet(), "response", response.name(),
+                "error", oneLine(root.getClass().getSimpleName() + ": " + root.getMessage()));
             return response;
         });
-        CountDownLatch stopped = new CountDownLatch(1);
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            app.close(Duration.ofSeconds(30));
-            stopped.countDown();
-        }));
+        CountDownLatch stopped = Lab.onSigterm(() -> app.close(Duration.ofSeconds(30)));
         app.start();
-        LOG.info("LAB " + lab("started") + ",\"crash_point\":\"" + crashPoint + "\",\"crash_at\":" + crashAt
-            + ",\"armed\":" + armed + ",\"mode\":\"" + mode + "\",\"handler\":\"" + handler + "\"}");
+        Lab.emit("started", "crash_point", crashPoint, "crash_at", crashAt, "armed", armed, "mode", mode,
+            "handler", handler);
 
         // Commits and dropped records, from the client's own metrics, as they change.
         double commits = 0, dropped = 0;
         while (stopped.getCount() > 0) {
             double c = metric(app, "commit-total", "stream-thread-metrics");
             double d = metric(app, "dropped-records-total", "stream-task-metrics");
-            if (c != commits) LOG.info("LAB " + lab("commit") + ",\"total\":" + (long) c + ",\"processed\":"
-                + processed.get() + "}");
-            if (d != dropped) LOG.info("LAB " + lab("metrics") + ",\"dropped_records\":" + (long) d + "}");
+            if (c != commits) Lab.emit("commit", "total", (long) c, "processed", processed.get());
+            if (d != dropped) Lab.emit("metrics", "dropped_records", (long) d);
             commits = c;
             dropped = d;
             KafkaStreams.State state = app.state();
             if (state == KafkaStreams.State.ERROR) {  // SHUTDOWN_CLIENT: the app is done, the deployment restarts it
-                LOG.info("LAB " + lab("exit") + ",\"state\":\"" + state + "\"}");
+                Lab.emit("exit", "state", state.name());
                 System.exit(3);
             }
             Thread.sleep(100);
@@ -159,22 +155,23 @@ public class EosCrashApp {
         return sum;
     }
 
-    static String lab(String kind) {
-        return String.format(Locale.ROOT, "{\"kind\":\"%s\",\"ts\":%.3f,\"incarnation\":%d", kind,
-            System.currentTimeMillis() / 1000.0, incarnation);
-    }
-
-    static String esc(String s) {
-        return String.valueOf(s).replace("\\", "\\\\").replace("\"", "'").replace("\n", " ");
+    /** A message on one line, its double quotes made single (as the notebook has always shown it). */
+    static String oneLine(String s) {
+        return String.valueOf(s).replace("\"", "'").replace("\n", " ");
     }
 
     /** Halt once: no close, no flush, no commit. The marker file keeps the restart from crashing again. */
-    static synchronized void crash(String where, String detail) {
+    static synchronized void crash(String where, Object... detail) {
         if (!armed) return;
         armed = false;
         try { new File(marker).createNewFile(); } catch (Exception ignored) { }
-        LOG.info("LAB " + lab("crash") + ",\"point\":\"" + where + "\",\"read\":" + read.get() + ",\"processed\":"
-            + processed.get() + ",\"acked\":" + acked.get() + "," + detail + "}");
+        Map<String, Object> row = new LinkedHashMap<>();
+        row.put("point", where);
+        row.put("read", read.get());
+        row.put("processed", processed.get());
+        row.put("acked", acked.get());
+        for (int i = 0; i + 1 < detail.length; i += 2) row.put(String.valueOf(detail[i]), detail[i + 1]);
+        Lab.emitMap("crash", row);
         System.out.flush();
         Runtime.getRuntime().halt(1);
     }
@@ -186,7 +183,7 @@ public class EosCrashApp {
             int n = 0;
             for (TopicPartition tp : records.partitions()) if (tp.topic().equals(input)) n += records.records(tp).size();
             int before = read.getAndAdd(n);
-            if (armed && settled && before + n >= crashAt) crash("before_read", "\"batch\":" + n);
+            if (armed && settled && before + n >= crashAt) crash("before_read", "batch", n);
             return records;
         }
         @Override public void onCommit(Map<TopicPartition, OffsetAndMetadata> offsets) { }
@@ -208,8 +205,7 @@ public class EosCrashApp {
             int n = acked.incrementAndGet();
             if (!settled && streams != null && metric(streams, "commit-total", "stream-thread-metrics") > 0) settled = true;
             if (armed && settled && crashPoint.equals("after_send_before_commit") && n >= crashAt) {
-                crash("after_send_before_commit", "\"partition\":" + metadata.partition() + ",\"offset\":"
-                    + metadata.offset());
+                crash("after_send_before_commit", "partition", metadata.partition(), "offset", metadata.offset());
             }
         }
         @Override public void close() { }
@@ -229,13 +225,12 @@ public class EosCrashApp {
     static class Restores implements StateRestoreListener {
         @Override
         public void onRestoreStart(TopicPartition tp, String store, long start, long end) {
-            LOG.info("LAB " + lab("restore_start") + ",\"partition\":" + tp.partition() + ",\"start\":" + start
-                + ",\"end\":" + end + "}");
+            Lab.emit("restore_start", "partition", tp.partition(), "start", start, "end", end);
         }
         @Override public void onBatchRestored(TopicPartition tp, String store, long end, long n) { }
         @Override
         public void onRestoreEnd(TopicPartition tp, String store, long total) {
-            LOG.info("LAB " + lab("restore_end") + ",\"partition\":" + tp.partition() + ",\"restored\":" + total + "}");
+            Lab.emit("restore_end", "partition", tp.partition(), "restored", total);
         }
     }
 
@@ -254,7 +249,7 @@ public class EosCrashApp {
         public void process(Record<String, String> record) {
             if (armed && crashPoint.equals("after_commit") && commitsAtCrashRecord >= 0
                     && metric(streams, "commit-total", "stream-thread-metrics") > commitsAtCrashRecord) {
-                crash("after_commit", "\"commits\":" + (long) commitsAtCrashRecord);
+                crash("after_commit", "commits", (long) commitsAtCrashRecord);
             }
             Matcher m = ID.matcher(record.value());
             String id = m.find() ? m.group(1) : "";
@@ -272,7 +267,7 @@ public class EosCrashApp {
                 id, key, count, id.toUpperCase(Locale.ROOT), incarnation, context.taskId(), System.currentTimeMillis())),
                 "output");
             if (armed && settled && crashPoint.equals("during_processing") && n >= crashAt) {
-                crash("during_processing", "\"id\":\"" + id + "\"");  // the count update is never forwarded
+                crash("during_processing", "id", id);  // the count update is never forwarded
             }
             context.forward(record.withValue("{\"id\":\"" + id + "\",\"key\":\"" + key + "\",\"count\":" + count + "}"),
                 "counts");
@@ -291,7 +286,7 @@ public class EosCrashApp {
             }
             if (total.find()) return Long.parseLong(total.group(1));
             if (mode.equals("v2-tolerant") && count.find()) {  // migrate on read: the next put writes v2
-                LOG.info("LAB " + lab("migrated") + ",\"key\":\"" + key + "\",\"from\":\"" + esc(json) + "\"}");
+                Lab.emit("migrated", "key", key, "from", oneLine(json));
                 return Long.parseLong(count.group(1));
             }
             throw new IllegalStateException("state of key " + key + " has no field 'total' (schema 2): " + json);

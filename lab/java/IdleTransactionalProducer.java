@@ -7,7 +7,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.File;
-import java.io.FileInputStream;
 import java.util.Properties;
 import java.util.concurrent.Future;
 
@@ -18,10 +17,11 @@ import java.util.concurrent.Future;
  *   lab.idle.file until this file exists: one transaction every lab.busy.ms (traffic); then idle
  *   lab.go.file   the idle phase ends when this file exists (the lab decides when)
  *   lab.id.prefix ids of the records written ({"id": "<prefix>-<n>"})
- * Every step is one log line "LAB {json}" so the lab can parse it.
+ * Every step is one log line "LAB {json}" (Lab.emit through this class's logger, without "app") so the lab can
+ * parse it.
  * On an error: abort the transaction; if even that fails (a fatal error), close the
  * producer and create a new one, then run the transaction again once.
- * Compiles against kafka-clients 2.0 to 4.x (only APIs all of them have).
+ * Compiles against kafka-clients 2.0 to 4.x (only APIs all of them have; Lab.java is JDK-only).
  */
 public class IdleTransactionalProducer {
     private static final Logger LOG = LoggerFactory.getLogger(IdleTransactionalProducer.class);
@@ -32,19 +32,14 @@ public class IdleTransactionalProducer {
     private static int records = 0;
 
     public static void main(String[] args) throws Exception {
-        Properties all = new Properties();
-        try (FileInputStream in = new FileInputStream(args[0])) {
-            all.load(in);
-        }
-        config = new Properties();
-        for (String key : all.stringPropertyNames()) {
-            if (!key.startsWith("lab.")) config.setProperty(key, all.getProperty(key));
-        }
-        topic = all.getProperty("lab.topic");
-        prefix = all.getProperty("lab.id.prefix", "java");
-        File go = new File(all.getProperty("lab.go.file"));
-        File idle = all.containsKey("lab.idle.file") ? new File(all.getProperty("lab.idle.file")) : null;
-        long busyMs = Long.parseLong(all.getProperty("lab.busy.ms", "1000"));
+        config = Lab.load(args[0]);
+        Lab.app = null;
+        Lab.printTo(LOG::info);
+        topic = Lab.setting("topic");
+        prefix = Lab.setting("id.prefix", "java");
+        File go = new File(Lab.setting("go.file"));
+        File idle = Lab.settings.containsKey("idle.file") ? new File(Lab.setting("idle.file")) : null;
+        long busyMs = Lab.longSetting("busy.ms", 1000);
 
         open();
         while (true) {  // traffic: one transaction every busyMs until the lab says "idle"
@@ -53,17 +48,17 @@ public class IdleTransactionalProducer {
             while (idle != null && !idle.exists() && System.currentTimeMillis() < next) Thread.sleep(50);
             if (idle == null || idle.exists()) break;
         }
-        lab("idle", "\"until\":" + str(go.getPath()));
+        Lab.emit("idle", "until", go.getPath());
         while (!go.exists()) Thread.sleep(50);
         transaction("after-idle", true);
         producer.close();
-        lab("exit", "\"ok\":true");
+        Lab.emit("exit", "ok", true);
     }
 
     static void open() {
         producer = new KafkaProducer<>(config, new StringSerializer(), new StringSerializer());
         producer.initTransactions();
-        lab("ready", "");
+        Lab.emit("ready");
     }
 
     /** One transaction with one record; on failure: recover as the client allows, then retry once. */
@@ -74,10 +69,10 @@ public class IdleTransactionalProducer {
         try {
             producer.beginTransaction();
             call = "send";
-            sent = producer.send(new ProducerRecord<>(topic, id, "{\"id\":" + str(id) + "}"));
+            sent = producer.send(new ProducerRecord<>(topic, id, "{\"id\":" + Lab.json(id) + "}"));
             call = "commitTransaction";
             producer.commitTransaction();
-            lab("committed", "\"phase\":" + str(phase) + ",\"id\":" + str(id));
+            Lab.emit("committed", "phase", phase, "id", id);
             return;
         } catch (KafkaException e) {
             error(phase, call, e);
@@ -91,7 +86,7 @@ public class IdleTransactionalProducer {
         }
         try {
             producer.abortTransaction();
-            lab("aborted", "\"phase\":" + str(phase) + ",\"abortable\":true");
+            Lab.emit("aborted", "phase", phase, "abortable", true);
         } catch (KafkaException e) {
             error(phase, "abortTransaction", e);
             // A fatal error: this producer instance is unusable. Start over with a new one.
@@ -101,7 +96,7 @@ public class IdleTransactionalProducer {
                 // closing a failed producer may throw again; nothing to do
             }
             open();
-            lab("recreated", "\"phase\":" + str(phase));
+            Lab.emit("recreated", "phase", phase);
         }
         if (retry) transaction(phase + "-retry", false);
     }
@@ -109,23 +104,8 @@ public class IdleTransactionalProducer {
     static void error(String phase, String call, Throwable e) {
         Throwable root = e;
         while (root.getCause() != null && root.getCause() != root) root = root.getCause();
-        lab("error", "\"phase\":" + str(phase) + ",\"call\":" + str(call)
-                + ",\"exception\":" + str(e.getClass().getName()) + ",\"message\":" + str(String.valueOf(e.getMessage()))
-                + ",\"root\":" + str(root.getClass().getName()) + ",\"root_message\":" + str(String.valueOf(root.getMessage())));
-    }
-
-    static void lab(String event, String fields) {
-        LOG.info("LAB {\"kind\":" + str(event) + ",\"ts\":" + System.currentTimeMillis() / 1000.0
-                + (fields.isEmpty() ? "" : "," + fields) + "}");
-    }
-
-    static String str(String s) {
-        StringBuilder b = new StringBuilder("\"");
-        for (char c : s.toCharArray()) {
-            if (c == '"' || c == '\\') b.append('\\').append(c);
-            else if (c < 0x20) b.append(String.format("\\u%04x", (int) c));
-            else b.append(c);
-        }
-        return b.append('"').toString();
+        Lab.emit("error", "phase", phase, "call", call, "exception", e.getClass().getName(),
+                "message", String.valueOf(e.getMessage()), "root", root.getClass().getName(),
+                "root_message", String.valueOf(root.getMessage()));
     }
 }

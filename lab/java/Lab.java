@@ -1,36 +1,39 @@
-import org.apache.kafka.common.Metric;
-import org.apache.kafka.common.MetricName;
-import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.streams.KafkaStreams;
-import org.apache.kafka.streams.processor.StateRestoreListener;
-
 import java.io.FileInputStream;
+import java.io.FileOutputStream;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
+import java.util.function.Consumer;
 import java.util.stream.Stream;
 
 /**
- * What every newer program under test shares (compile it beside the program: JavaProgram sources
- * ["MyApp.java", "Lab.java"]). Only APIs present since Kafka 2.x, so programs at old versions compile too.
+ * What every program under test shares (compile it beside the program: JavaProgram sources
+ * ["MyApp.java", "Lab.java"], plus "LabStreams.java" for a Kafka Streams app using its helpers). Only the JDK, so
+ * a plain client program compiles with it at any kafka-clients version (IdleTransactionalProducer at 2.0.1 too).
  *
  *   Properties props = Lab.load(args[0]);          // lab.* keys move to Lab.settings, the rest stay for Kafka
  *   Lab.emit("state", "to", "RUNNING");            // LAB {"kind":"state","app":..,"ts":..,"to":"RUNNING"}
- *   Lab.runUntilSigterm(streams);                  // start, close cleanly on SIGTERM
+ *   LabStreams.runUntilSigterm(streams);           // start, close cleanly on SIGTERM
+ *
+ * An evidence line (lab.experiment.evidence.lab_lines) is LAB {"kind":..,"app":..,"ts":..,<stamp>,<fields>} on
+ * stdout. A program may print it through its logger instead (printTo(LOG::info): the line gets log4j's stamp and
+ * the logger's name), leave "app" out (app = null) and stamp every line with fields of its own (stamp(..)).
  */
 public final class Lab {
     public static final Map<String, String> settings = new LinkedHashMap<>();
+    /** The "app" of every evidence line (lab.app); null: lines without it. */
     public static String app = "app";
+    private static final Map<String, Object> stamp = new LinkedHashMap<>();
+    private static volatile Consumer<String> out = Lab::println;
 
     private Lab() {
     }
@@ -65,7 +68,40 @@ public final class Lab {
         return settings.containsKey(name) ? Long.parseLong(settings.get(name)) : fallback;
     }
 
-    /** One evidence line: LAB {"kind":..,"app":..,"ts":..,<fields as name, value pairs>}. */
+    public static int intSetting(String name) {
+        return Integer.parseInt(setting(name));
+    }
+
+    public static int intSetting(String name, int fallback) {
+        return settings.containsKey(name) ? Integer.parseInt(settings.get(name)) : fallback;
+    }
+
+    /** "true" (any case) is true; absent or anything else is false, as Boolean.parseBoolean. */
+    public static boolean flag(String name) {
+        return Boolean.parseBoolean(settings.get(name));
+    }
+
+    /** What a client needs to reach the cluster (bootstrap.servers and the security settings) out of all configs. */
+    public static Properties connection(Properties props) {
+        Properties client = new Properties();
+        for (String key : props.stringPropertyNames())
+            if (key.equals("bootstrap.servers") || key.startsWith("security.") || key.startsWith("sasl.")
+                    || key.startsWith("ssl."))
+                client.put(key, props.getProperty(key));
+        return client;
+    }
+
+    /** Print evidence lines through `sink` (e.g. a logger's info: LOG::info) instead of stdout. */
+    public static void printTo(Consumer<String> sink) {
+        out = sink;
+    }
+
+    /** A field every later evidence line carries right after "ts" (e.g. the incarnation of the program). */
+    public static void stamp(String name, Object value) {
+        stamp.put(name, value);
+    }
+
+    /** One evidence line: LAB {"kind":..,"app":..,"ts":..,<stamp>,<fields as name, value pairs>}. */
     public static void emit(String kind, Object... fields) {
         Map<String, Object> row = new LinkedHashMap<>();
         for (int i = 0; i + 1 < fields.length; i += 2) row.put(String.valueOf(fields[i]), fields[i + 1]);
@@ -73,12 +109,22 @@ public final class Lab {
     }
 
     public static void emitMap(String kind, Map<String, ?> fields) {
-        StringBuilder b = new StringBuilder("LAB {\"kind\":").append(json(kind)).append(",\"app\":")
-                .append(json(app)).append(",\"ts\":").append(System.currentTimeMillis() / 1000.0);
+        StringBuilder b = new StringBuilder("LAB {\"kind\":").append(json(kind));
+        if (app != null) b.append(",\"app\":").append(json(app));
+        b.append(",\"ts\":").append(System.currentTimeMillis() / 1000.0);
+        append(b, stamp);
+        append(b, fields);
+        out.accept(b.append('}').toString());
+    }
+
+    private static void append(StringBuilder b, Map<String, ?> fields) {
         for (Map.Entry<String, ?> e : fields.entrySet())
             b.append(',').append(json(e.getKey())).append(':').append(json(e.getValue()));
+    }
+
+    private static void println(String line) {
         synchronized (System.out) {
-            System.out.println(b.append('}'));
+            System.out.println(line);
             System.out.flush();
         }
     }
@@ -114,61 +160,47 @@ public final class Lab {
         return b.append('"').toString();
     }
 
-    /** Log state changes, start, and close cleanly on SIGTERM (kill -9 is the unclean case); blocks. */
-    public static void runUntilSigterm(KafkaStreams streams) throws InterruptedException {
-        CountDownLatch closed = new CountDownLatch(1);
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            streams.close(Duration.ofSeconds(20));
-            emit("closed");
-            closed.countDown();
-        }));
-        streams.setStateListener((now, before) -> emit("state", "from", before.name(), "to", now.name()));
-        streams.start();
-        closed.await();
+    /**
+     * One row of the lab.history.History in folder lab.history, as a line: {"run_id": lab.run.id, "kind", "ts",
+     * "app", "incarnation": 0, "group", "topic", "partition", "offset", <fields as name, value pairs>}.
+     */
+    public static String historyRow(String kind, String group, String topic, int partition, long offset,
+                                    Object... fields) {
+        Map<String, Object> row = new LinkedHashMap<>();
+        row.put("run_id", setting("run.id"));
+        row.put("kind", kind);
+        row.put("ts", System.currentTimeMillis() / 1000.0);
+        row.put("app", app);
+        row.put("incarnation", 0);
+        row.put("group", group);
+        row.put("topic", topic);
+        row.put("partition", partition);
+        row.put("offset", offset);
+        for (int i = 0; i + 1 < fields.length; i += 2) row.put(String.valueOf(fields[i]), fields[i + 1]);
+        return json(row) + "\n";
     }
 
-    /** A restore listener that says each restore's start, batches and end as LAB lines (kind restore). */
-    public static StateRestoreListener restoreLogger() {
-        return new StateRestoreListener() {
-            @Override
-            public void onRestoreStart(TopicPartition tp, String store, long start, long end) {
-                emit("restore", "phase", "start", "store", store, "topic", tp.topic(), "partition", tp.partition(),
-                        "start_offset", start, "end_offset", end);
-            }
-
-            @Override
-            public void onBatchRestored(TopicPartition tp, String store, long batchEnd, long restored) {
-                emit("restore", "phase", "batch", "store", store, "partition", tp.partition(),
-                        "batch_end_offset", batchEnd, "restored", restored);
-            }
-
-            @Override
-            public void onRestoreEnd(TopicPartition tp, String store, long total) {
-                emit("restore", "phase", "end", "store", store, "topic", tp.topic(), "partition", tp.partition(),
-                        "total_restored", total);
-            }
-        };
+    /** Whole lines appended to <lab.history>/<kind>.jsonl in one write: lab.history.History's contract (O_APPEND). */
+    public static synchronized void appendHistory(String kind, String lines) {
+        if (lines.isEmpty()) return;
+        try (FileOutputStream file = new FileOutputStream(setting("history") + "/" + kind + ".jsonl", true)) {
+            file.write(lines.getBytes(StandardCharsets.UTF_8));
+        } catch (IOException e) {
+            throw new RuntimeException(e);
+        }
     }
 
     /**
-     * Numeric metrics of one group ("stream-state-metrics": KIP-607's RocksDB properties), as
-     * {"name": {"<store>/<task>": value}}, for the names asked (all of the group when none).
+     * On SIGTERM (a JVM shutdown: kill -9 is the unclean case) run `close`, then count down the latch returned:
+     * the main thread waits on it (or polls it) to end with the program.
      */
-    public static Map<String, Map<String, Double>> metrics(KafkaStreams streams, String group, String... names) {
-        List<String> wanted = List.of(names);
-        Map<String, Map<String, Double>> out = new LinkedHashMap<>();
-        for (Map.Entry<MetricName, ? extends Metric> e : streams.metrics().entrySet()) {
-            MetricName n = e.getKey();
-            if (!n.group().equals(group) || !wanted.isEmpty() && !wanted.contains(n.name())) continue;
-            Object value = e.getValue().metricValue();
-            if (!(value instanceof Number)) continue;
-            Map<String, String> tags = n.tags();
-            String store = tags.getOrDefault("rocksdb-state-id", tags.getOrDefault("rocksdb-window-state-id",
-                    tags.getOrDefault("rocksdb-session-state-id", "?")));
-            out.computeIfAbsent(n.name(), k -> new LinkedHashMap<>())
-                    .put(store + "/" + tags.getOrDefault("task-id", "?"), ((Number) value).doubleValue());
-        }
-        return out;
+    public static CountDownLatch onSigterm(Runnable close) {
+        CountDownLatch closed = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            close.run();
+            closed.countDown();
+        }));
+        return closed;
     }
 
     /** Bytes of the files under a folder (a state directory); 0 when it is missing. */
@@ -190,7 +222,8 @@ public final class Lab {
 
     /**
      * This JVM's heap (used, committed, max), in MB. Not its resident memory: Java has no portable way to read
-     * it, so the lab measures RSS from outside, with psutil (lab/scenarios/rocksdb_memory.py).
+     * it, so the lab measures RSS from outside, with psutil (lab/scenarios/nb06_state_in_production/
+     * rocksdb_memory.py).
      */
     public static Map<String, Object> memory() {
         Map<String, Object> m = new LinkedHashMap<>();

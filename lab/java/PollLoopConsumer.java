@@ -7,10 +7,6 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.serialization.StringDeserializer;
 
-import java.io.FileInputStream;
-import java.io.FileOutputStream;
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Collections;
 import java.util.HashMap;
@@ -29,29 +25,19 @@ import java.util.concurrent.Future;
  *   lab.pause     true: pause the partitions, process in a worker thread and keep calling poll() (the fix
  *                 that keeps the member alive without changing the batch)
  * Each record read is a "read" row and each commit a "committed" row of the History (what the audit
- * checks); each batch, commit and failed commit is one "LAB {json}" line. SIGTERM leaves the group at once:
- * a batch still at work stops at its next record, what it did is recorded, and nothing of it is committed.
+ * checks); each batch, commit and failed commit is one "LAB {json}" line (Lab.emit). SIGTERM leaves the group at
+ * once: a batch still at work stops at its next record, what it did is recorded, and nothing of it is committed.
  */
 public class PollLoopConsumer {
-    private static String app, group, runId, historyDir;
+    private static String group;
     private static volatile boolean stopping;
 
     public static void main(String[] args) throws Exception {
-        Properties all = new Properties();
-        try (FileInputStream in = new FileInputStream(args[0])) {
-            all.load(in);
-        }
-        Properties config = new Properties();
-        for (String key : all.stringPropertyNames()) {
-            if (!key.startsWith("lab.")) config.setProperty(key, all.getProperty(key));
-        }
-        String topic = all.getProperty("lab.topic");
-        app = all.getProperty("lab.app");
+        Properties config = Lab.load(args[0]);
+        String topic = Lab.setting("topic");
         group = config.getProperty("group.id");
-        runId = all.getProperty("lab.run.id");
-        historyDir = all.getProperty("lab.history");
-        long workMs = Long.parseLong(all.getProperty("lab.work.ms"));
-        boolean pause = Boolean.parseBoolean(all.getProperty("lab.pause", "false"));
+        long workMs = Lab.longSetting("work.ms");
+        boolean pause = Lab.flag("pause");
 
         KafkaConsumer<String, String> consumer =
                 new KafkaConsumer<>(config, new StringDeserializer(), new StringDeserializer());
@@ -66,12 +52,12 @@ public class PollLoopConsumer {
         }));
         ExecutorService worker = Executors.newSingleThreadExecutor();
         consumer.subscribe(Collections.singletonList(topic));
-        lab("start", "\"pause\":" + pause + ",\"work_ms\":" + workMs);
+        Lab.emit("start", "pause", pause, "work_ms", workMs);
         try {
             while (true) {
                 ConsumerRecords<String, String> records = consumer.poll(Duration.ofMillis(200));
                 if (records.isEmpty()) continue;
-                lab("batch", "\"records\":" + records.count());
+                Lab.emit("batch", "records", records.count());
                 if (pause) {   // poll() keeps the member alive; paused partitions return nothing
                     consumer.pause(records.partitions());
                     Future<Boolean> done = worker.submit(() -> process(records, workMs));
@@ -88,7 +74,7 @@ public class PollLoopConsumer {
         } finally {
             worker.shutdownNow();
             consumer.close();
-            lab("stopped", "");
+            Lab.emit("stopped");
         }
     }
 
@@ -108,9 +94,9 @@ public class PollLoopConsumer {
                 finished = false;
                 break;
             }
-            rows.append(row("read", r.topic(), r.partition(), r.offset(), ",\"id\":" + str(idOf(r.value()))));
+            rows.append(Lab.historyRow("read", group, r.topic(), r.partition(), r.offset(), "id", idOf(r.value())));
         }
-        history("read", rows.toString());
+        Lab.appendHistory("read", rows.toString());
         return finished;
     }
 
@@ -124,16 +110,17 @@ public class PollLoopConsumer {
             consumer.commitSync(next);
         } catch (KafkaException e) {   // CommitFailedException, RebalanceInProgressException, …
             if (e instanceof WakeupException) throw (WakeupException) e;
-            lab("commit_failed", "\"exception\":" + str(e.getClass().getSimpleName())
-                    + ",\"message\":" + str(String.valueOf(e.getMessage())));
+            Lab.emit("commit_failed", "exception", e.getClass().getSimpleName(),
+                    "message", String.valueOf(e.getMessage()).replace("\n", " "));
             return;
         }
         StringBuilder rows = new StringBuilder();
         for (Map.Entry<TopicPartition, OffsetAndMetadata> e : next.entrySet()) {
-            rows.append(row("committed", e.getKey().topic(), e.getKey().partition(), e.getValue().offset(), ""));
+            rows.append(Lab.historyRow("committed", group, e.getKey().topic(), e.getKey().partition(),
+                    e.getValue().offset()));
         }
-        history("committed", rows.toString());
-        lab("commit", "\"records\":" + records.count());
+        Lab.appendHistory("committed", rows.toString());
+        Lab.emit("commit", "records", records.count());
     }
 
     static String idOf(String value) {   // the generator's {"id": "...", ...}
@@ -141,31 +128,5 @@ public class PollLoopConsumer {
         if (at < 0) return "";
         int open = value.indexOf('"', value.indexOf(':', at) + 1);
         return value.substring(open + 1, value.indexOf('"', open + 1));
-    }
-
-    static String row(String kind, String topic, int partition, long offset, String extra) {
-        return "{\"run_id\":" + str(runId) + ",\"kind\":" + str(kind) + ",\"ts\":" + System.currentTimeMillis() / 1000.0
-                + ",\"app\":" + str(app) + ",\"incarnation\":0,\"group\":" + str(group) + ",\"topic\":" + str(topic)
-                + ",\"partition\":" + partition + ",\"offset\":" + offset + extra + "}\n";
-    }
-
-    /** One append of whole lines: lab.history.History's contract (O_APPEND, one write). */
-    static void history(String kind, String lines) {
-        if (lines.isEmpty()) return;
-        try (FileOutputStream out = new FileOutputStream(historyDir + "/" + kind + ".jsonl", true)) {
-            out.write(lines.getBytes(StandardCharsets.UTF_8));
-        } catch (IOException e) {
-            throw new RuntimeException(e);
-        }
-    }
-
-    static void lab(String kind, String fields) {
-        System.out.println("LAB {\"kind\":" + str(kind) + ",\"app\":" + str(app) + ",\"ts\":"
-                + System.currentTimeMillis() / 1000.0 + (fields.isEmpty() ? "" : "," + fields) + "}");
-        System.out.flush();
-    }
-
-    static String str(String s) {
-        return "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", " ") + "\"";
     }
 }

@@ -1,4 +1,3 @@
-import java.io.FileInputStream;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Properties;
@@ -30,7 +29,8 @@ import org.slf4j.LoggerFactory;
  * that much per record), and one output record {"id": <input id>} per input for the audit.
  *
  * args[0]: a properties file. Keys starting with "lab." are ours; the rest go to Kafka Streams.
- * Every second it logs one evidence line "LAB {json}" of kind "metrics" (lab.experiment.evidence)
+ * Every second it logs one evidence line "LAB {json}" of kind "metrics" (lab.experiment.evidence; Lab.emit
+ * through the logger lab.QuotaStateApp, without "app")
  * with the producer and thread metrics the notebook uses (throttle time, commit latency, records
  * processed and commits, so the size of the open transaction), keyed by the clients' real ids.
  */
@@ -67,20 +67,15 @@ public class QuotaStateApp {
     }
 
     public static void main(String[] args) throws Exception {
-        Properties all = new Properties();
-        try (FileInputStream in = new FileInputStream(args[0])) {
-            all.load(in);
-        }
-        Properties props = new Properties();
-        for (String name : all.stringPropertyNames()) {
-            if (!name.startsWith("lab.")) props.put(name, all.getProperty(name));
-        }
-        String input = all.getProperty("lab.input.topic");
-        String output = all.getProperty("lab.output.topic");
-        int stateBytes = Integer.parseInt(all.getProperty("lab.state.bytes", "1024"));
-        long metricsEveryMs = Long.parseLong(all.getProperty("lab.metrics.interval.ms", "1000"));
+        Properties props = Lab.load(args[0]);
+        Lab.app = null;
+        Lab.printTo(LOG::info);
+        String input = Lab.setting("input.topic");
+        String output = Lab.setting("output.topic");
+        int stateBytes = Lab.intSetting("state.bytes", 1024);
+        long metricsEveryMs = Lab.longSetting("metrics.interval.ms", 1000);
         // Optional DEBUG loggers (comma-separated names), e.g. the producer's Sender: evidence of the stall.
-        for (String name : all.getProperty("lab.debug.loggers", "").split(",")) {
+        for (String name : Lab.setting("debug.loggers", "").split(",")) {
             if (!name.isBlank()) org.apache.log4j.Logger.getLogger(name.trim()).setLevel(org.apache.log4j.Level.DEBUG);
         }
 
@@ -98,11 +93,7 @@ public class QuotaStateApp {
             LOG.error("Stream thread died, replacing it", e);
             return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.REPLACE_THREAD;
         });
-        CountDownLatch done = new CountDownLatch(1);
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            streams.close(Duration.ofSeconds(10));
-            done.countDown();
-        }));
+        CountDownLatch done = Lab.onSigterm(() -> streams.close(Duration.ofSeconds(10)));
         streams.start();
 
         Thread reporter = new Thread(() -> {
@@ -112,7 +103,7 @@ public class QuotaStateApp {
                 } catch (InterruptedException e) {
                     return;
                 }
-                LOG.info("LAB " + metricsJson(streams));
+                report(streams);
             }
         }, "lab-metrics");
         reporter.setDaemon(true);
@@ -120,47 +111,30 @@ public class QuotaStateApp {
         done.await();
     }
 
-    /** The few metrics the notebook plots, grouped by the client or thread id that owns them. */
-    static String metricsJson(KafkaStreams streams) {
-        Map<String, Map<String, Object>> producers = new TreeMap<>();
-        Map<String, Map<String, Object>> threads = new TreeMap<>();
+    /**
+     * The few metrics the notebook plots, grouped by the client or thread id that owns them: numbers only, as
+     * doubles (Lab.json: NaN/Infinity, "no sample yet", become null).
+     */
+    static void report(KafkaStreams streams) {
+        Map<String, Map<String, Double>> producers = new TreeMap<>();
+        Map<String, Map<String, Double>> threads = new TreeMap<>();
         for (Map.Entry<MetricName, ? extends Metric> e : streams.metrics().entrySet()) {
             MetricName n = e.getKey();
             String name = n.name();
+            Map<String, Double> owner;
             if (n.group().equals("producer-metrics") && (name.startsWith("produce-throttle-time")
                     || name.startsWith("txn-") || name.equals("record-send-total")
                     || name.equals("outgoing-byte-total"))) {
-                producers.computeIfAbsent(n.tags().get("client-id"), k -> new TreeMap<>())
-                        .put(name, e.getValue().metricValue());
+                owner = producers.computeIfAbsent(n.tags().get("client-id"), k -> new TreeMap<>());
             } else if (n.group().equals("stream-thread-metrics") && (name.startsWith("commit-latency")
                     || name.equals("process-total") || name.equals("commit-total"))) {
-                threads.computeIfAbsent(n.tags().get("thread-id"), k -> new TreeMap<>())
-                        .put(name, e.getValue().metricValue());
+                owner = threads.computeIfAbsent(n.tags().get("thread-id"), k -> new TreeMap<>());
+            } else {
+                continue;
             }
+            Object v = e.getValue().metricValue();
+            if (v instanceof Number) owner.put(name, ((Number) v).doubleValue());
         }
-        return "{\"kind\":\"metrics\",\"ts\":" + (System.currentTimeMillis() / 1000.0)
-                + ",\"state\":\"" + streams.state() + "\",\"producers\":" + json(producers)
-                + ",\"threads\":" + json(threads) + "}";
-    }
-
-    static String json(Map<String, Map<String, Object>> groups) {
-        StringBuilder sb = new StringBuilder("{");
-        for (Map.Entry<String, Map<String, Object>> g : groups.entrySet()) {
-            if (sb.length() > 1) sb.append(',');
-            sb.append('"').append(g.getKey()).append("\":{");
-            boolean first = true;
-            for (Map.Entry<String, Object> m : g.getValue().entrySet()) {
-                Object v = m.getValue();
-                if (!(v instanceof Number)) continue;
-                double d = ((Number) v).doubleValue();
-                if (!first) sb.append(',');
-                first = false;
-                // NaN/Infinity are not JSON: "no sample yet" becomes null.
-                sb.append('"').append(m.getKey()).append("\":")
-                        .append(Double.isNaN(d) || Double.isInfinite(d) ? "null" : String.valueOf(d));
-            }
-            sb.append('}');
-        }
-        return sb.append('}').toString();
+        Lab.emit("metrics", "state", streams.state().name(), "producers", producers, "threads", threads);
     }
 }

@@ -30,9 +30,9 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * Seed 002's "The restore process": a Kafka Streams app that puts every input record into one persistent
  * (RocksDB) key-value store, logged to its changelog, so the changelog grows with the input. Run, killed
- * (kill -9) or stopped (SIGTERM), and restarted by lab/scenarios/state_restore.py, which times the restore.
+ * (kill -9) or stopped (SIGTERM), and restarted by lab/scenarios/nb06_state_in_production/state_restore_apps.py, which times the restore.
  *
- * Evidence (LAB lines): Lab.restoreLogger()'s restore start / batch / end; "probe" when a record whose key
+ * Evidence (LAB lines): LabStreams.restoreLogger()'s restore start / batch / end; "probe" when a record whose key
  * starts with "probe-" is processed (the moment this instance processes again); "progress" every second:
  * records processed by this JVM, state, active and standby tasks, the store's lag (KIP-535), the store's
  * bytes on disk and the changelog's bytes on the brokers (Admin#describeLogDirs).
@@ -55,11 +55,11 @@ public final class RestoreApp {
                 Serdes.Bytes(), Serdes.ByteArray()).withCachingDisabled(), "put");
 
         KafkaStreams streams = new KafkaStreams(topology, props);
-        streams.setGlobalStateRestoreListener(Lab.restoreLogger());   // before start, or it is refused
+        streams.setGlobalStateRestoreListener(LabStreams.restoreLogger());   // before start, or it is refused
         Thread reporter = new Thread(() -> report(streams, props, changelog), "lab-reporter");
         reporter.setDaemon(true);
         reporter.start();
-        Lab.runUntilSigterm(streams);
+        LabStreams.runUntilSigterm(streams);
     }
 
     static final class Put implements Processor<byte[], byte[], Void, Void> {
@@ -81,13 +81,8 @@ public final class RestoreApp {
 
     /** Every second: what this instance holds and how far it is, as a "progress" LAB line. */
     private static void report(KafkaStreams streams, Properties props, String changelog) {
-        Properties adminProps = new Properties();
-        for (String key : props.stringPropertyNames())   // only what a client needs: no Streams settings
-            if (key.equals("bootstrap.servers") || key.startsWith("security.") || key.startsWith("sasl.")
-                    || key.startsWith("ssl."))
-                adminProps.put(key, props.getProperty(key));
         String stateDir = props.getProperty("state.dir");
-        try (Admin admin = Admin.create(adminProps)) {
+        try (Admin admin = Admin.create(Lab.connection(props))) {   // only what a client needs: no Streams settings
             while (true) {
                 TreeSet<String> active = new TreeSet<>(), standby = new TreeSet<>();
                 Map<String, Object> lags = new LinkedHashMap<>();

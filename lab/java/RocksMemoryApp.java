@@ -32,7 +32,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * client is RUNNING (a "memory" line with phase "baseline"), every task writes lab.mb.per.store MB of random
  * values into each of its stores, then get()s every key once (reads fill the block cache), in slices of at
  * most 100 ms of a wall-clock punctuator so the thread keeps polling. Every second a "memory" line gives the
- * JVM's heap (Lab.memory; the lab measures its RSS) and the KIP-607 RocksDB metrics of every store instance (Lab.metrics).
+ * JVM's heap (Lab.memory; the lab measures its RSS) and the KIP-607 RocksDB metrics of every store instance
+ * (LabStreams.metrics).
  *
  * lab.config: "default" (Kafka Streams' RocksDB options: per store instance its own 50 MB block cache and
  * 3 x 16 MB write buffers) or "bounded" (BoundedConfig below: one LRUCache of lab.bound.mb shared by every
@@ -77,14 +78,14 @@ public class RocksMemoryApp {
                 if (running && !go.get()) phase = "baseline";   // stores open and empty: the fill starts after this
                 Lab.emit("memory", "phase", phase, "config", config, "filled", filled.get(),
                         "store_instances", storeInstances.get(), "memory", Lab.memory(),
-                        "rocksdb", Lab.metrics(streams, "stream-state-metrics", METRICS));
+                        "rocksdb", LabStreams.metrics(streams, "stream-state-metrics", METRICS));
                 if (running) go.set(true);
                 Lab.sleep(1000);
             }
         });
         reporter.setDaemon(true);
         reporter.start();
-        Lab.runUntilSigterm(streams);
+        LabStreams.runUntilSigterm(streams);
     }
 
     /** Per task: fill each of its stores to lab.mb.per.store, then read every key once. */

@@ -1,17 +1,10 @@
-import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
-import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.processor.api.RecordMetadata;
 
-import java.io.FileInputStream;
-import java.io.FileOutputStream;
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.util.Properties;
-import java.util.concurrent.CountDownLatch;
 
 /**
  * The Kafka Streams variant of seed 002's "Timeouts and rebalances": a pass-through app (at-least-once)
@@ -20,46 +13,29 @@ import java.util.concurrent.CountDownLatch;
  * commit or poll finds it fenced ("Detected that the thread is being fenced…"), its tasks are closed and
  * re-assigned, and it starts again from the last commit: the slow record again.
  * Each record processed is a "read" row of a lab.history.History (lab.history, lab.run.id, lab.app), so the
- * audit checks it like the plain consumers; each slow record processed is a "LAB {json}" line.
+ * audit checks it like the plain consumers; each slow record processed is a "LAB {json}" line (Lab.emit), and
+ * each state change (LabStreams.runUntilSigterm).
  * args[0]: a properties file; lab.* keys are for this program, the rest are Streams configs.
  * SIGTERM stops at once: a record still at work throws, so its task closes without a commit (a redeploy
  * that does not wait 9 s for it), and the record is neither recorded nor forwarded.
  */
 public class SlowRecordApp {
-    private static String app, runId, historyDir, group;
+    private static String group;
     private static long workMs, slowMs, slowOffset;
     private static volatile boolean stopping;
 
     public static void main(String[] args) throws Exception {
-        Properties props = new Properties();
-        try (FileInputStream in = new FileInputStream(args[0])) {
-            props.load(in);
-        }
-        String input = (String) props.remove("lab.input.topic");
-        String output = (String) props.remove("lab.output.topic");
-        app = (String) props.remove("lab.app");
-        runId = (String) props.remove("lab.run.id");
-        historyDir = (String) props.remove("lab.history");
-        workMs = Long.parseLong((String) props.remove("lab.work.ms"));
-        slowMs = Long.parseLong((String) props.remove("lab.slow.ms"));
-        slowOffset = Long.parseLong((String) props.remove("lab.slow.offset"));
+        Properties props = Lab.load(args[0]);
+        workMs = Lab.longSetting("work.ms");
+        slowMs = Lab.longSetting("slow.ms");
+        slowOffset = Lab.longSetting("slow.offset");
         group = props.getProperty("application.id");
 
-        Topology topology = new Topology();
-        topology.addSource("input", Serdes.String().deserializer(), Serdes.String().deserializer(), input);
-        topology.addProcessor("slow-work", Work::new, "input");
-        topology.addSink("output", output, Serdes.String().serializer(), Serdes.String().serializer(), "slow-work");
-        KafkaStreams streams = new KafkaStreams(topology, props);
-        CountDownLatch closed = new CountDownLatch(1);
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {   // SIGTERM: close cleanly
+        KafkaStreams streams = new KafkaStreams(LabStreams.passThrough("slow-work", Work::new), props);
+        LabStreams.runUntilSigterm(streams, () -> {   // SIGTERM: close cleanly (no "closed" line)
             stopping = true;
             streams.close();
-            closed.countDown();
-        }));
-        streams.setStateListener((now, before) -> lab("state", "\"from\":" + str(before.name()) + ",\"to\":"
-                + str(now.name())));
-        streams.start();
-        closed.await();
+        });
     }
 
     static class Work implements Processor<String, String, String, String> {
@@ -74,12 +50,10 @@ public class SlowRecordApp {
         public void process(Record<String, String> record) {
             RecordMetadata at = context.recordMetadata().orElseThrow();
             boolean slow = at.offset() == slowOffset;
-            if (slow) lab("slow_start", "\"offset\":" + at.offset());
+            if (slow) Lab.emit("slow_start", "offset", at.offset());
             work(slow ? slowMs : workMs);   // the work: an external call, a slow computation
-            if (slow) lab("slow_end", "\"offset\":" + at.offset());
-            history("{\"run_id\":" + str(runId) + ",\"kind\":\"read\",\"ts\":" + System.currentTimeMillis() / 1000.0
-                    + ",\"app\":" + str(app) + ",\"incarnation\":0,\"group\":" + str(group) + ",\"topic\":"
-                    + str(at.topic()) + ",\"partition\":" + at.partition() + ",\"offset\":" + at.offset() + "}\n");
+            if (slow) Lab.emit("slow_end", "offset", at.offset());
+            Lab.appendHistory("read", Lab.historyRow("read", group, at.topic(), at.partition(), at.offset()));
             context.forward(record);
         }
     }
@@ -96,24 +70,5 @@ public class SlowRecordApp {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while at work", e);
         }
-    }
-
-    /** One append of a whole line: lab.history.History's contract (O_APPEND, one write). */
-    static synchronized void history(String line) {
-        try (FileOutputStream out = new FileOutputStream(historyDir + "/read.jsonl", true)) {
-            out.write(line.getBytes(StandardCharsets.UTF_8));
-        } catch (IOException e) {
-            throw new RuntimeException(e);
-        }
-    }
-
-    static void lab(String kind, String fields) {
-        System.out.println("LAB {\"kind\":" + str(kind) + ",\"app\":" + str(app) + ",\"ts\":"
-                + System.currentTimeMillis() / 1000.0 + (fields.isEmpty() ? "" : "," + fields) + "}");
-        System.out.flush();
-    }
-
-    static String str(String s) {
-        return "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"") + "\"";
     }
 }

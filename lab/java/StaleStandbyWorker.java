@@ -1,6 +1,6 @@
-import java.io.FileInputStream;
 import java.time.Duration;
-import java.util.Locale;
+import java.util.Arrays;
+import java.util.List;
 import java.util.Properties;
 import java.util.TreeSet;
 import java.util.concurrent.CountDownLatch;
@@ -25,8 +25,9 @@ import org.slf4j.LoggerFactory;
  * A per-key counter in a (optionally cached) key-value store: the smallest topology that shows
  * KAFKA-14624. Per input {"id", "key", ...} it reads the key's count, adds 1, writes it back and
  * forwards {"id","key","value","prev","instance","task","at"}. It reports in the lab's evidence
- * protocol (`LAB {json}` lines): "started", then an "assignment" (state, active and standby tasks)
- * whenever it changes, so the lab can wait for RUNNING and draw task movements.
+ * protocol (`LAB {json}` lines, Lab.emit through this class's logger, without "app" and stamped with the
+ * "instance"): "started", then an "assignment" (state, active and standby tasks) whenever it changes, so the
+ * lab can wait for RUNNING and draw task movements.
  *
  * args[0]: a properties file. lab.* keys are for this program, everything else goes to Kafka Streams.
  */
@@ -37,12 +38,14 @@ public class StaleStandbyWorker {
     static final String STORE = "counts";
 
     public static void main(String[] args) throws Exception {
-        Properties props = new Properties();
-        try (FileInputStream in = new FileInputStream(args[0])) { props.load(in); }
-        String instance = (String) props.remove("lab.instance");
-        String input = (String) props.remove("lab.input.topic");
-        String output = (String) props.remove("lab.output.topic");
-        boolean caching = Boolean.parseBoolean((String) props.remove("lab.caching"));
+        Properties props = Lab.load(args[0]);
+        String instance = Lab.setting("instance");
+        Lab.app = null;
+        Lab.stamp("instance", Long.parseLong(instance));   // a number: the lab's instance 1, 2, 3...
+        Lab.printTo(LOG::info);
+        String input = Lab.setting("input.topic");
+        String output = Lab.setting("output.topic");
+        boolean caching = Lab.flag("caching");
 
         StoreBuilder<KeyValueStore<String, Long>> store =
             Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(STORE), Serdes.String(), Serdes.Long());
@@ -55,16 +58,12 @@ public class StaleStandbyWorker {
         topology.addSink("output", output, Serdes.String().serializer(), Serdes.String().serializer(), "count");
 
         KafkaStreams streams = new KafkaStreams(topology, props);
-        CountDownLatch stopped = new CountDownLatch(1);
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            streams.close(Duration.ofSeconds(30));
-            stopped.countDown();
-        }));
+        CountDownLatch stopped = Lab.onSigterm(() -> streams.close(Duration.ofSeconds(30)));
         streams.start();
-        LOG.info("LAB " + lab("started", instance) + ",\"caching\":" + caching + "}");
+        Lab.emit("started", "caching", caching);
 
         // Poll the local assignment: Streams' own logs spread it over several lines and versions.
-        String last = "";
+        List<Object> last = null;
         while (stopped.getCount() > 0) {
             KafkaStreams.State state = streams.state();
             TreeSet<String> active = new TreeSet<>(), standby = new TreeSet<>();
@@ -77,24 +76,13 @@ public class StaleStandbyWorker {
                 active.clear();
                 standby.clear();
             }
-            String now = ",\"state\":\"" + state + "\",\"active\":" + list(active)
-                + ",\"standby\":" + list(standby) + "}";
+            List<Object> now = Arrays.asList(state.name(), active, standby);
             if (!now.equals(last)) {  // the lab waits for state RUNNING and draws the roles
-                LOG.info("LAB " + lab("assignment", instance) + now);
+                Lab.emit("assignment", "state", state.name(), "active", active, "standby", standby);
                 last = now;
             }
             Thread.sleep(100);
         }
-    }
-
-    /** The start of one evidence line's JSON object (the caller adds its fields and the closing brace). */
-    static String lab(String kind, String instance) {
-        return String.format(Locale.ROOT, "{\"kind\":\"%s\",\"ts\":%.3f,\"instance\":%s", kind,
-            System.currentTimeMillis() / 1000.0, instance);
-    }
-
-    static String list(TreeSet<String> tasks) {
-        return tasks.isEmpty() ? "[]" : "[\"" + String.join("\",\"", tasks) + "\"]";
     }
 
     static class Counter implements Processor<String, String, String, String> {

@@ -86,19 +86,14 @@ public class StateGrowthApp {
             throw new IllegalArgumentException("unknown lab.kind " + kind);
         }
         KafkaStreams streams = new KafkaStreams(builder.build(), props);
-        streams.setGlobalStateRestoreListener(Lab.restoreLogger());
+        streams.setGlobalStateRestoreListener(LabStreams.restoreLogger());
 
-        Properties adminProps = new Properties();
-        for (String key : props.stringPropertyNames())   // the connection only: bootstrap and security
-            if (key.equals("bootstrap.servers") || key.startsWith("security.") || key.startsWith("sasl.")
-                    || key.startsWith("ssl."))
-                adminProps.put(key, props.getProperty(key));
-        Admin admin = Admin.create(adminProps);
+        Admin admin = Admin.create(Lab.connection(props));   // the connection only: bootstrap and security
         long every = Lab.longSetting("report.ms", 1000);
         Thread reporter = new Thread(() -> {
             while (true) {
                 Lab.sleep(every);
-                Map<String, Map<String, Double>> m = Lab.metrics(streams, "stream-state-metrics",
+                Map<String, Map<String, Double>> m = LabStreams.metrics(streams, "stream-state-metrics",
                         "estimate-num-keys", "total-sst-files-size", "live-sst-files-size", "size-all-mem-tables");
                 Lab.emit("growth", "store", kind, "state", streams.state().name(), "processed", processed.get(),
                         "keys", entries(streams, kind), "estimate_num_keys", sum(m, "estimate-num-keys"),
@@ -111,7 +106,7 @@ public class StateGrowthApp {
         }, "growth-reporter");
         reporter.setDaemon(true);
         reporter.start();
-        Lab.runUntilSigterm(streams);
+        LabStreams.runUntilSigterm(streams);
     }
 
     /** The store's entries counted one by one through interactive queries; null while it is not queryable. */

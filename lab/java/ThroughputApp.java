@@ -1,14 +1,11 @@
-import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.ThreadMetadata;
 import org.apache.kafka.streams.TaskMetadata;
-import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.processor.PunctuationType;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
 
-import java.io.FileInputStream;
 import java.io.InputStream;
 import java.net.HttpURLConnection;
 import java.net.URL;
@@ -31,39 +28,26 @@ import java.util.concurrent.atomic.AtomicLong;
  *   plain   one call per record
  *   cache   one call per key not seen before (an in-memory map: keys repeat)
  *   batch   one call for up to lab.batch.size records of a task (or what it has after a second: its linger)
- * Every 500 ms a "LAB {json}" line says how many records this instance processed and which tasks it has.
+ * Every 500 ms a "LAB {json}" line (Lab.emit) says how many records this instance processed and which tasks it
+ * has; each state change is one too ("to" only).
  * args[0]: a properties file; lab.* keys are for this program, the rest are Streams configs.
  */
 public class ThroughputApp {
     private static final AtomicLong processed = new AtomicLong(), calls = new AtomicLong();
-    private static String app, lookupUrl, mode;
+    private static String lookupUrl, mode;
     private static long workMs;
     private static int batchSize;
 
     public static void main(String[] args) throws Exception {
-        Properties props = new Properties();
-        try (FileInputStream in = new FileInputStream(args[0])) {
-            props.load(in);
-        }
-        String input = (String) props.remove("lab.input.topic");
-        String output = (String) props.remove("lab.output.topic");
-        app = (String) props.remove("lab.app");
-        workMs = Long.parseLong((String) props.remove("lab.work.ms"));
-        lookupUrl = (String) props.remove("lab.lookup.url");
-        mode = (String) props.remove("lab.lookup.mode");
-        batchSize = Integer.parseInt((String) props.remove("lab.batch.size"));
+        Properties props = Lab.load(args[0]);
+        workMs = Lab.longSetting("work.ms");
+        lookupUrl = Lab.setting("lookup.url");
+        mode = Lab.setting("lookup.mode");
+        batchSize = Lab.intSetting("batch.size");
 
-        Topology topology = new Topology();
-        topology.addSource("input", Serdes.String().deserializer(), Serdes.String().deserializer(), input);
-        topology.addProcessor("work", Work::new, "input");
-        topology.addSink("output", output, Serdes.String().serializer(), Serdes.String().serializer(), "work");
-        KafkaStreams streams = new KafkaStreams(topology, props);
-        CountDownLatch closed = new CountDownLatch(1);
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {   // SIGTERM: close cleanly
-            streams.close(Duration.ofSeconds(10));
-            closed.countDown();
-        }));
-        streams.setStateListener((now, before) -> lab("state", "\"to\":" + str(now.name())));
+        KafkaStreams streams = new KafkaStreams(LabStreams.passThrough("work", Work::new), props);
+        CountDownLatch closed = Lab.onSigterm(() -> streams.close(Duration.ofSeconds(10)));   // SIGTERM: close cleanly
+        streams.setStateListener((now, before) -> Lab.emit("state", "to", now.name()));
         streams.start();
         Thread reporter = new Thread(() -> {
             while (true) {
@@ -74,8 +58,8 @@ public class ThroughputApp {
                 } catch (RuntimeException notRunning) {
                     // between states: report no task
                 }
-                lab("progress", "\"processed\":" + processed.get() + ",\"calls\":" + calls.get()
-                        + ",\"state\":" + str(streams.state().name()) + ",\"tasks\":" + json(tasks));
+                Lab.emit("progress", "processed", processed.get(), "calls", calls.get(),
+                        "state", streams.state().name(), "tasks", tasks);
                 try {
                     Thread.sleep(500);
                 } catch (InterruptedException e) {
@@ -103,7 +87,7 @@ public class ThroughputApp {
         @Override
         public void process(Record<String, String> record) {
             if (lookupUrl.isEmpty()) {
-                sleep(workMs);
+                Lab.sleep(workMs);
                 done(record);
             } else if ("batch".equals(mode)) {
                 pending.add(record);
@@ -146,29 +130,5 @@ public class ThroughputApp {
         } catch (Exception e) {
             throw new RuntimeException("lookup failed: " + e, e);
         }
-    }
-
-    static void sleep(long ms) {
-        try {
-            Thread.sleep(ms);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-    }
-
-    static String json(TreeSet<String> items) {
-        StringBuilder b = new StringBuilder("[");
-        for (String s : items) b.append(b.length() > 1 ? "," : "").append(str(s));
-        return b.append("]").toString();
-    }
-
-    static void lab(String kind, String fields) {
-        System.out.println("LAB {\"kind\":" + str(kind) + ",\"app\":" + str(app) + ",\"ts\":"
-                + System.currentTimeMillis() / 1000.0 + (fields.isEmpty() ? "" : "," + fields) + "}");
-        System.out.flush();
-    }
-
-    static String str(String s) {
-        return "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"") + "\"";
     }
 }

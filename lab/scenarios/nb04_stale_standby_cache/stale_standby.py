@@ -28,7 +28,7 @@ from ...generator import generate
 from ...history import History
 from ...programs import JavaProgram
 
-MAIN, SOURCES = "StaleStandbyWorker", ["StaleStandbyWorker.java"]
+MAIN, SOURCES = "StaleStandbyWorker", ["StaleStandbyWorker.java", "Lab.java"]
 FIRST_AFFECTED, FIRST_FIXED = (2, 6, 0), (3, 4, 1)   # KAFKA-9501 recycling .. PR #13369
 OLDEST_SUPPORTED = (3, 0, 0)                          # the worker's TaskMetadata / exactly_once_v2 API
 MAX_INSTANCES = 4                                     # JVMs this machine holds next to a broker

@@ -19,36 +19,43 @@ changelog from the start finds only the last value per key of the cleaned segmen
 The Spark audit (lab.audit, lost / stale_value / duplicate against the generator's history) judges what
 the live downstream consumer read, what a late re-reader finds, and what a consumer of version 2's new
 changelog read. `failed`: the downstream consumer (live or late) missed updates, as the audit measured.
+
+This module is the lesson (its parameters, the two versions of the app, the downstream readers, the run);
+changelog_api_analysis measures the outcome, changelog_api_report presents it. Their names stay importable
+from here.
 """
 from __future__ import annotations
 
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from ...config import KAFKA_VERSION
 from ...connection import kafka_config
 from ...errors import LabError
-from ...experiment import Param, grep
-from ...experiment.admin import group_offsets, read_to_end, topic_offsets
+from ...experiment import Param
+from ...experiment.admin import group_offsets, topic_offsets
 from ...experiment.apps import stop_together
 from ...generator import generate
 from ...history import History
 from ...logs import client_config
 from ...spark import spark_session
 from ...programs import JavaProgram
+from .changelog_api_analysis import (AUDITED, LATE, LIVE, NEW, VIEWS, Outcome, _cleaner_lines, _cumulative,
+                                     _records, _unnamed_warning)
+
+__all__ = ["PARAMS", "RULES", "needs", "run_lesson", "input_records", "changelog_config", "Variant",
+           "DownstreamReader", "VARIANTS", "CHANGES", "STORE_NAME", "SOURCES", "MAX_RECORDS",
+           # from changelog_api_analysis
+           "Outcome", "AUDITED", "LIVE", "LATE", "NEW", "VIEWS", "_records", "_cleaner_lines", "_unnamed_warning",
+           "_cumulative"]
+
 
 VARIANTS = ("internal", "explicit")
 CHANGES = ("map_values", "filter")
 STORE_NAME = "counts"                     # the explicit variant's store (Materialized.as)
-AUDITED = ["duplicate", "lost", "stale_value"]
-# Who reads what: the downstream consumer live, a late reader (the same topic from the start, at the end),
-# and a consumer of the changelog version 2 really wrote (internal only)
-LIVE, LATE, NEW = "downstream reader", "late re-reader", "v2 changelog reader"
-VIEWS = (LIVE, LATE, NEW)
-SOURCES = ["ChangelogApp.java", "Lab.java"]
+SOURCES = ["ChangelogApp.java", "Lab.java", "LabStreams.java"]
 MAX_RECORDS = 100_000                     # input records the lesson's audits judge in seconds on 2 cores
 
 PARAMS = [
@@ -292,219 +299,6 @@ def _caught_up(admin, variants: dict, topic: str, ends: dict) -> bool:
     return all((committed.get(n) or {}).get(q) == end for n in variants for q, end in ends.items())
 
 
-def _records(lab, topic: str) -> int:
-    return len(read_to_end(lab.bootstrap, topic))
-
-
 def _has_holes(lab, admin, topic: str, partitions: int) -> bool:
     """A topic whose records are fewer than its offsets: the cleaner removed some."""
     return _records(lab, topic) < sum(topic_offsets(admin, topic, partitions).values())
-
-
-def _cleaner_lines(lab, topics: list) -> list[str]:
-    """The broker's own report of each cleaning of these topics, one line each: "Log cleaner thread 0 cleaned
-    log <topic>-0 (dirty section = [0, 26]): Start size: 0.0 MB (26 messages) -> End size: 0.0 MB (5 messages)".
-    None from a cluster the lab does not run."""
-    try:
-        text = lab.cluster.log_path().read_text(errors="replace").splitlines()
-    except Exception:  # an external cluster: no broker log to quote
-        return []
-    found = []
-    for i, line in enumerate(text):
-        if "cleaned log" in line and any(f"cleaned log {t}-" in line for t in topics):
-            sizes = [x.strip() for x in text[i + 1:i + 9] if x.strip().startswith(("Start size", "End size"))]
-            found.append(" -> ".join([line.strip(), *sizes]) if sizes else line.strip())
-    return found
-
-
-def _unnamed_warning(program) -> str | None:
-    """Kafka Streams' own warning (4.1+) about internal topics it named itself."""
-    lines = grep(program.log_path, r"has not been named")
-    return lines[0][1].split("] ", 1)[-1].strip()[:600] if lines else None
-
-
-# ------------------------------------------------------------------ what was measured
-
-@dataclass
-class Outcome:
-    rows: list[dict]                  # one per variant
-    views: list[dict]                 # one per reader of a topic, with the audit's counts
-    curves: dict                      # name -> [(t_s, records so far)]
-    deploy_t: float | None            # when version 2 reached RUNNING (seconds since the run began)
-    evidence: dict = field(default_factory=dict)   # stores, changelogs, topologies (per variant), cleaner_lines
-    audits: dict = field(default_factory=dict)     # "variant/view" -> lab.audit Verdict
-
-    @classmethod
-    def measure(cls, lab, p: dict, variants: dict, readers: dict, history: History, waited: float,
-                spark) -> "Outcome":
-        from ...experiment.streaming import audit_many
-        admin = lab.cluster.admin()
-        partitions = p["changelog_partitions"]
-        produced = history.rows("produced")
-        jobs, views = {}, []
-        for (name, view), reader in readers.items():
-            # the live readers: what they really read; the changelog nobody reads is expected to be wrong
-            expect = "clean" if variants[name].output and view == LIVE else "anomalies"
-            jobs[f"{name}/{view}"] = dict(history=history, output_df=reader.frame(spark), expect=expect,
-                                          kinds=AUDITED)
-            views.append({"variant": name, "view": view, "topic": reader.topic, "read": len(reader.rows)})
-        for name, v in variants.items():   # a late reader: the downstream topic read from the start, now
-            jobs[f"{name}/{LATE}"] = dict(history=history, bootstrap=lab.bootstrap, output_topic=v.downstream_topic,
-                                          expect="clean" if v.output else "anomalies", kinds=AUDITED)
-            views.append({"variant": name, "view": LATE, "topic": v.downstream_topic,
-                          "read": _records(lab, v.downstream_topic)})
-        with lab.step("the Spark audit of what each reader saw", lane="audit"):
-            audits = audit_many(jobs)
-        for view in views:
-            verdict = audits[f"{view['variant']}/{view['view']}"]
-            view["written"] = sum(topic_offsets(admin, view["topic"], partitions).values())
-            view.update({k: verdict.counts.get(k) for k in AUDITED})
-        views.sort(key=lambda x: (list(variants).index(x["variant"]), VIEWS.index(x["view"])))
-        rows = []
-        for name, v in variants.items():
-            live, late = (next(x for x in views if x["variant"] == name and x["view"] == w) for w in (LIVE, LATE))
-            new = next((x for x in views if x["variant"] == name and x["view"] == NEW), None)
-            compactable = v.output is None
-            rows.append({
-                "variant": name, "change": p["changelog_change"], "downstream_topic": v.downstream_topic,
-                "store_v1": ", ".join(v.stores[1]), "store_v2": ", ".join(v.stores[2]),
-                "store_renamed": v.stores[1] != v.stores[2],
-                "changelog_v1": v.changelogs[1], "changelog_v2": v.changelogs[2],
-                "inputs": len(produced), "inputs_v1": v.inputs_v1, "inputs_v2": len(produced) - v.inputs_v1,
-                "downstream_written": live["written"],
-                "live_read": live["read"], "live_lost": live["lost"], "live_stale": live["stale_value"],
-                "live_duplicate": live["duplicate"],
-                "late_read": late["read"], "late_lost": late["lost"], "late_stale": late["stale_value"],
-                "late_duplicate": late["duplicate"],
-                # what the late re-reader misses beyond the live one: intermediate values compacted away
-                "late_missed_extra": (late["lost"] or 0) - (live["lost"] or 0),
-                "compacted_away": late["written"] - late["read"] if compactable else None,
-                "cleaner_ran": late["read"] < late["written"] if compactable else None,
-                "cleaner_wait_s": round(waited, 1) if compactable else None,
-                "v2_changelog_written": new["written"] if new else None,
-                "v2_changelog_stale": new["stale_value"] if new else None,
-                "missed": bool(live["lost"] or live["stale_value"] or late["lost"] or late["stale_value"]),
-            })
-        evidence = {"stores": {n: {f"v{k}": s for k, s in v.stores.items()} for n, v in variants.items()},
-                    "changelogs": {n: {f"v{k}": t for k, t in v.changelogs.items()} for n, v in variants.items()},
-                    "topologies": {n: {f"v{k}": d[:1500] for k, d in v.descriptions.items()}
-                                   for n, v in variants.items()},
-                    "cleaner_lines": _cleaner_lines(lab, [v.changelogs[1] for v in variants.values()
-                                                          if v.output is None])[:6],
-                    "unnamed_warning": {n: _unnamed_warning(v.programs[2]) for n, v in variants.items()}}
-        for row in rows:
-            lab.event(f"changelog-{row['variant']}", "downstream missed updates" if row["missed"] else "clean",
-                      tone="failure" if row["missed"] else "mitigation",
-                      detail=f"live reader lost {row['live_lost']}, late reader lost {row['late_lost']}")
-        curves = {"input produced": _cumulative(lab, [r["ts"] for r in produced])}
-        for (name, view), r in readers.items():
-            curves[f"{name}: {view}"] = _cumulative(lab, [x["read_ts"] for x in r.rows])
-        deploys = [v.running_at[2] for v in variants.values()]
-        return cls(rows, views, curves, lab.elapsed(min(deploys)) if deploys else None, evidence, audits)
-
-    @property
-    def failed(self) -> bool:
-        """The downstream reader missed updates (lost, or counts unlike the truth), measured by the audit."""
-        return any(r["missed"] for r in self.rows)
-
-    def by_variant(self) -> dict:
-        return {r["variant"]: r for r in self.rows}
-
-    def as_record(self) -> dict:
-        return {"changelog": self.by_variant(),
-                "changelog_views": {f"{v['variant']}/{v['view']}": v for v in self.views},
-                "changelog_evidence": {k: self.evidence.get(k) for k in ("stores", "changelogs", "cleaner_lines",
-                                                                          "unnamed_warning")}}
-
-    def verdict(self) -> str:
-        parts = []
-        for r in self.rows:
-            if r["variant"] == "internal":
-                parts.append(f"internal: the downstream reader of the {r['store_v1']} changelog missed "
-                             f"{r['live_lost']} of {r['inputs']} updates after the {r['change']} change (version 2 "
-                             f"wrote the {r['store_v2']} changelog); a late re-reader misses {r['late_lost']}"
-                             + (f" ({r['compacted_away']} records compacted away)" if r["cleaner_ran"] else
-                                " (the cleaner had not run)"))
-            else:
-                parts.append(f"{r['variant']}: " + ("clean, the output topic got every update" if not r["missed"]
-                                                    else f"missed updates: lost {r['live_lost']}, stale "
-                                                         f"{r['live_stale']}"))
-        return "; ".join(parts)
-
-    def table(self):
-        import pandas as pd
-        return pd.DataFrame(self.views)
-
-    def explain(self) -> str:
-        lines = []
-        for r in self.rows:
-            if r["variant"] == "internal":
-                lines.append(
-                    f"- **internal**: version 1 printed the store `{r['store_v1']}` (changelog `{r['changelog_v1']}`); "
-                    f"version 2, with `{r['change']}` inserted before the aggregation, printed `{r['store_v2']}` "
-                    f"(changelog `{r['changelog_v2']}`)"
-                    + (": the generated name moved with the processor numbering." if r["store_renamed"] else
-                       ": the same name, so nothing moved.")
-                    + f" The downstream consumer, configured with `{r['changelog_v1']}`, read {r['live_read']} "
-                    f"records and reached its end: no error, no lag"
-                    + (f" (the cleaner removed {r['downstream_written'] - r['live_read']} records before it could "
-                       "read them)" if r["live_read"] < r["downstream_written"] else "")
-                    + ". The Spark audit of what it read counts "
-                    f"**{r['live_lost']} of {r['inputs']} inputs lost** and {r['live_stale']} stale counts.")
-                warning = (self.evidence.get("unnamed_warning") or {}).get(r["variant"])
-                if warning:
-                    lines.append(f"  Kafka Streams said so as version 2 started: `{warning}`")
-                if r["v2_changelog_written"] is not None:
-                    lines.append(
-                        f"  Version 2's {r['v2_changelog_written']} updates went to `{r['changelog_v2']}`, which the "
-                        f"downstream consumer never subscribed to. Even a consumer that followed it live gets "
-                        f"{r['v2_changelog_stale']} counts unlike the truth (the audit's stale_value): the renamed "
-                        "store is a new, empty store, and version 1's state stays behind in the old one.")
-                if r["cleaner_ran"]:
-                    lines.append(
-                        f"  Compaction: `{r['changelog_v1']}` holds {r['late_read']} records for its "
-                        f"{r['downstream_written']} offsets: the cleaner removed {r['compacted_away']} older values "
-                        f"(only the last per key survives in a cleaned segment; the active segment is never cleaned). "
-                        f"A reader that re-reads it now misses {r['late_lost']} inputs, {r['late_missed_extra']} more "
-                        "than the live reader: intermediate values it can never see.")
-                    if self.evidence.get("cleaner_lines"):
-                        lines.append(f"  The broker said: `{self.evidence['cleaner_lines'][0]}`")
-                else:
-                    lines.append(
-                        f"  The log cleaner had not compacted `{r['changelog_v1']}` within the {r['cleaner_wait_s']} s "
-                        f"waited ({r['late_read']} records for {r['downstream_written']} offsets), so the late reader "
-                        "misses no more than the live one in this run: compaction hides intermediate values only "
-                        "once a segment has rolled (segment.ms) and the cleaner has passed (log.cleaner.backoff.ms).")
-            else:
-                lines.append(
-                    f"- **{r['variant']}**: the store is named `{r['store_v1']}` in both versions (changelog "
-                    f"`{r['changelog_v1']}`, restored into version 2); the downstream consumer reads the output "
-                    f"topic `{r['downstream_topic']}` (cleanup.policy=delete), written with to(): {r['live_read']} "
-                    f"records for {r['inputs']} inputs. The audit: lost {r['live_lost']}, stale {r['live_stale']}, "
-                    f"duplicate {r['live_duplicate']}; a late re-reader: lost {r['late_lost']}, stale "
-                    f"{r['late_stale']}. It ran with ensure.explicit.internal.resource.naming=true (Kafka 4.1+), "
-                    "under which Kafka Streams refuses to start a topology with an unnamed internal topic.")
-        return "\n".join(lines)
-
-    def figure(self):
-        import plotly.graph_objects as go
-        fig = go.Figure()
-        for name, series in self.curves.items():
-            fig.add_scatter(x=[t for t, _ in series], y=[n for _, n in series], mode="lines", name=name,
-                            line={"dash": "dot"} if name == "input produced" else {})
-        for r in self.rows:
-            if r["late_read"] is not None and self.curves:
-                end = max((s[-1][0] for s in self.curves.values() if s), default=0)
-                fig.add_scatter(x=[end], y=[r["late_read"]], mode="markers", marker={"size": 11, "symbol": "x"},
-                                name=f"{r['variant']}: a late re-reader finds")
-        if self.deploy_t is not None:
-            fig.add_vline(x=self.deploy_t, line_dash="dash", line_color="#7f7f7f",
-                          annotation_text="version 2 running", annotation_position="top left")
-        fig.update_layout(title="Updates a downstream consumer receives, before and after a harmless change",
-                          xaxis_title="seconds since the run began", yaxis_title="records so far",
-                          template="plotly_white", height=420)
-        return fig
-
-
-def _cumulative(lab, times: list) -> list:
-    return [(lab.elapsed(t), i + 1) for i, t in enumerate(sorted(times))]

@@ -2,7 +2,7 @@
 of a windowed store) brings its own off-heap block cache and write buffers, so an app's native memory grows
 with partitions x stores, outside the JVM heap, until the machine runs out.
 
-One lesson of notebook 06 (the part interface: PARAMS, RULES, needs, run_lesson -> Outcome). The same Kafka
+One lesson of notebook 06, section 3 (the part interface: PARAMS, RULES, needs, run_lesson -> Outcome). The same Kafka
 Streams topology (lab/java/RocksMemoryApp.java: MEMORY_STORES key-value stores, no changelog) runs once per
 partition count of MEMORY_PARTITIONS (one round each) and config of MEMORY_CONFIGS (side by side), each its JVM:
     default   Kafka Streams' RocksDB options: per store instance a 50 MB block cache and 3 x 16 MB write
@@ -24,11 +24,10 @@ import time
 from dataclasses import dataclass
 
 from ...config import KAFKA_VERSION
-from ...errors import LabError
 from ...experiment import Param
-from ...experiment.apps import MAX_JVMS, stop_together
+from ...experiment.apps import MAX_JVMS
 from ...experiment.memory import peak_rss, rss_mb
-from ...programs import JavaProgram
+from ...experiment.streams_app import StreamsApp, stop_all
 
 CONFIGS = ("default", "bounded")
 # Kafka Streams 4.3.1's RocksDBStore (javap -constants): what one store instance may take by default.
@@ -117,19 +116,20 @@ def needs(p: dict) -> dict:
     return dict(nodes=1, broker_config={})
 
 
-def _program(lab, config: str, partitions: int, topic: str, p: dict) -> JavaProgram:
+def _app(lab, config: str, partitions: int, topic: str, p: dict) -> StreamsApp:
+    """One config's app at one partition count: one JVM of RocksMemoryApp ("memory" LAB lines every second)."""
     name = f"memory-{config}-p{partitions}"
     app_id = f"{name}-{lab.id[-6:]}"
-    return lab.program(JavaProgram(
-        name, KAFKA_VERSION, "RocksMemoryApp", ["RocksMemoryApp.java", "Lab.java"], heap=f"{HEAP_MB}m",
+    return StreamsApp(lab, app_id, [name], KAFKA_VERSION, "RocksMemoryApp",
+                      ["RocksMemoryApp.java", "Lab.java", "LabStreams.java"], {
+        "state.dir": lab.folder / app_id, "num.stream.threads": 1,
+        "statestore.cache.max.bytes": 0, "poll.ms": 10,
+        "lab.app": name, "lab.input.topic": topic, "lab.config": config,
+        "lab.stores": p["memory_stores"], "lab.mb.per.store": p["memory_mb_per_store"],
+        "lab.value.bytes": VALUE_BYTES, "lab.bound.mb": p["memory_bound_mb"]},
+        report="memory", heap=f"{HEAP_MB}m",
         # the whole heap committed and touched from the start: RSS - heap is then the native memory
-        jvm_options=[f"-Xms{HEAP_MB}m", "-XX:+AlwaysPreTouch"],
-        properties={"bootstrap.servers": lab.bootstrap, "application.id": app_id,
-                    "state.dir": lab.folder / app_id, "num.stream.threads": 1,
-                    "statestore.cache.max.bytes": 0, "poll.ms": 10,
-                    "lab.app": name, "lab.input.topic": topic, "lab.config": config,
-                    "lab.stores": p["memory_stores"], "lab.mb.per.store": p["memory_mb_per_store"],
-                    "lab.value.bytes": VALUE_BYTES, "lab.bound.mb": p["memory_bound_mb"]}))
+        jvm_options=[f"-Xms{HEAP_MB}m", "-XX:+AlwaysPreTouch"])
 
 
 def run_lesson(lab, p: dict) -> "Outcome":
@@ -149,10 +149,11 @@ def run_lesson(lab, p: dict) -> "Outcome":
 def _round(lab, p: dict, partitions: int) -> list[dict]:
     """Every config at one partition count: fill, settle, measure, stop."""
     topic = lab.topics(f"memory-input-p{partitions}-{lab.id[-6:]}", partitions=partitions)[0]
-    programs = {config: _program(lab, config, partitions, topic, p) for config in p["memory_configs"]}
+    round_apps = {config: _app(lab, config, partitions, topic, p) for config in p["memory_configs"]}
+    programs = {config: app.programs[0] for config, app in round_apps.items()}
     stop = threading.Event()
-    for program in programs.values():
-        program.start()
+    for app in round_apps.values():
+        app.start()
     peaks = lab.background(peak_rss, stop, lambda: {c: [prog.process.pid] for c, prog in programs.items()},
                            name=f"rss-p{partitions}")
     filling = threading.Event()
@@ -160,11 +161,8 @@ def _round(lab, p: dict, partitions: int) -> list[dict]:
                               name=f"rss-baseline-p{partitions}")
     try:
         def filled():
-            for prog in programs.values():
-                states = prog.lab_lines(kind="state")
-                if not prog.alive() or states and states[-1]["to"] in ("PENDING_ERROR", "ERROR"):
-                    raise LabError(f"{prog.name} {'exited' if not prog.alive() else 'is in ERROR'}: see "
-                                   f"{prog.log_path}")
+            for app in round_apps.values():
+                app.check_alive(errors=True)
             return all(_last(prog, "filled") for prog in programs.values())
 
         with lab.step(f"filling the stores ({partitions} partition(s))", lane="apps"):
@@ -188,7 +186,7 @@ def _round(lab, p: dict, partitions: int) -> list[dict]:
     finally:
         stop.set()
         filling.set()
-        stop_together([prog.process for prog in programs.values() if prog.process], timeout=30)
+        stop_all(round_apps.values(), timeout=30)
     peak = peaks.result(10)
     return [measure(p, config, partitions, reports[config], baselines[config], rss_now[config], peak.get(config))
             for config in programs]
@@ -222,7 +220,7 @@ def _with_rss(baseline: dict | None, samples: list) -> dict | None:
 
 def measure(p: dict, config: str, partitions: int, report: dict, baseline: dict | None,
             rss_python_mb: float, peak_rss_mb: float | None) -> dict:
-    """One app's row: its memory report (Lab.memory, Lab.metrics) as MB, RocksDB's total counted right.
+    """One app's row: its memory report (Lab.memory, LabStreams.metrics) as MB, RocksDB's total counted right.
 
     `rss_python_mb` is the app's RSS by psutil when `report` was read (Lab.memory gives the heap only);
     `baseline` its report with the stores open and empty, with the RSS psutil saw then (_with_rss).

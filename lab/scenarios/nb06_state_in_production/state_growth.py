@@ -2,7 +2,7 @@
 ever-new keys (sessions, request ids) has a store that grows for ever; only windowed stores have a retention,
 and a TTL is something you write yourself.
 
-One lesson of notebook 06 (the part interface: PARAMS, RULES, needs, run_lesson -> Outcome). One input topic
+One lesson of notebook 06, section 1 (the part interface: PARAMS, RULES, needs, run_lesson -> Outcome). One input topic
 gets GROWTH_RECORDS records, each with a key never seen before, at GROWTH_RATE records/s; their timestamps
 advance GROWTH_STEP_MS per record, so minutes of event time (stream time) pass in seconds of wall time.
 One instance of lab/java/StateGrowthApp.java per kind (its own application.id) reads the same input:
@@ -31,9 +31,8 @@ from ...connection import kafka_config
 from ...errors import LabError
 from ...experiment import Param
 from ...experiment.admin import read_to_end, topic_offsets
-from ...experiment.apps import stop_together
+from ...experiment.streams_app import StreamsApp, stop_all, wait_running
 from ...logs import client_config
-from ...programs import JavaProgram
 
 KINDS = ("kv", "window", "ttl")
 COLORS = {"kv": "#d62728", "window": "#1f77b4", "ttl": "#2ca02c"}
@@ -174,35 +173,30 @@ def feed(bootstrap: str, topic: str, records: int, rate: float, step_ms: int, fi
     return acked[0]
 
 
-def _app(lab, kind: str, topic: str, p: dict) -> JavaProgram:
+def _app(lab, kind: str, topic: str, p: dict) -> StreamsApp:
+    """One kind's app: one JVM of StateGrowthApp (its "growth" LAB lines report the store every second)."""
     app_id = f"growth-{kind}-{uuid.uuid4().hex[:4]}"
-    return lab.program(JavaProgram(
-        f"growth-{kind}", KAFKA_VERSION, "StateGrowthApp", ["StateGrowthApp.java", "Lab.java"], heap="192m",
-        properties={"bootstrap.servers": lab.bootstrap, "application.id": app_id,
-                    "processing.guarantee": "at_least_once", "commit.interval.ms": 1000, "num.stream.threads": 1,
-                    "state.dir": lab.folder / app_id, "consumer.auto.offset.reset": "earliest",
-                    # no record cache: every update reaches RocksDB and the changelog as it happens
-                    "statestore.cache.max.bytes": 0,
-                    "lab.kind": kind, "lab.app": f"growth-{kind}", "lab.input.topic": topic,
-                    "lab.window.ms": p["growth_window_s"] * 1000, "lab.retention.ms": p["growth_retention_s"] * 1000,
-                    "lab.ttl.ms": p["growth_ttl_s"] * 1000, "lab.sweep.ms": sweep_ms(p), "lab.report.ms": 1000,
-                    "lab.write.buffer.bytes": p["growth_memtable_kb"] * 1024}))
+    return StreamsApp(lab, app_id, [f"growth-{kind}"], KAFKA_VERSION, "StateGrowthApp",
+                      ["StateGrowthApp.java", "Lab.java", "LabStreams.java"], {
+                          "processing.guarantee": "at_least_once", "commit.interval.ms": 1000,
+                          "num.stream.threads": 1,
+                          "state.dir": lab.folder / app_id, "consumer.auto.offset.reset": "earliest",
+                          # no record cache: every update reaches RocksDB and the changelog as it happens
+                          "statestore.cache.max.bytes": 0,
+                          "lab.kind": kind, "lab.app": f"growth-{kind}", "lab.input.topic": topic,
+                          "lab.window.ms": p["growth_window_s"] * 1000,
+                          "lab.retention.ms": p["growth_retention_s"] * 1000,
+                          "lab.ttl.ms": p["growth_ttl_s"] * 1000, "lab.sweep.ms": sweep_ms(p), "lab.report.ms": 1000,
+                          "lab.write.buffer.bytes": p["growth_memtable_kb"] * 1024},
+                      report="growth", heap="192m")
 
 
-def _reports(program) -> list[dict]:
-    return program.lab_lines(kind="growth")
+def _reports(app: StreamsApp) -> list[dict]:
+    return app.reports(app.programs[0])
 
 
-def _running(apps: dict) -> bool:
-    for program in apps.values():
-        if not program.alive():
-            raise LabError(f"{program.name} exited: see {program.log_path}")
-    return all((rows := _reports(a)) and rows[-1]["state"] == "RUNNING" and rows[-1]["keys"] is not None
-               for a in apps.values())
-
-
-def changelog(app: JavaProgram, kind: str) -> str:
-    return f"{app.properties['application.id']}-{kind}-store-changelog"
+def changelog(app: StreamsApp, kind: str) -> str:
+    return f"{app.app_id}-{kind}-store-changelog"
 
 
 def read_changelog(lab, topic: str, records: int) -> dict:
@@ -228,8 +222,9 @@ def run_lesson(lab, p: dict) -> "Outcome":
     apps = {kind: _app(lab, kind, topic, p) for kind in p["growth_kinds"]}
     for app in apps.values():
         app.start()
-    lab.wait(lambda: _running(apps), 120, "the store apps to run",
-             evidence=lambda: {k: (_reports(a) or [{}])[-1] for k, a in apps.items()})
+    wait_running(lab, apps.values(), 120, "the store apps to run",
+                 ready=lambda a, prog: a.last(prog)["keys"] is not None,
+                 evidence=lambda: {k: a.last(a.programs[0]) for k, a in apps.items()})
     admin = lab.cluster.admin()
     offsets: dict = {kind: [] for kind in apps}   # kind -> [(epoch s, changelog records = end - start)]
 
@@ -253,8 +248,7 @@ def run_lesson(lab, p: dict) -> "Outcome":
             last_sample[0] = time.time()
             sample_changelogs()
         for app in apps.values():
-            if not app.alive():
-                raise LabError(f"{app.name} exited: see {app.log_path}")
+            app.check_alive()
         return feeding.done and all((r := _reports(a)) and r[-1]["processed"] >= records for a in apps.values())
 
     with lab.step(f"feeding {records:,} new keys, {records * step / 1000:,.0f} s of event time", lane="input"):
@@ -267,10 +261,10 @@ def run_lesson(lab, p: dict) -> "Outcome":
     lab.wait(lambda: all(_reports(a)[-1]["ts"] > feed_end + 0.5 for a in apps.values()), 15,
              "a last report from each app")
     sample_changelogs()
-    stop_together([a.process for a in apps.values()], timeout=30)
+    stop_all(apps.values(), timeout=30)
     contents = {kind: read_changelog(lab, changelog(app, kind), 2 * records) for kind, app in apps.items()}
     series = {kind: [r for r in _reports(a) if r.get("keys") is not None] for kind, a in apps.items()}
-    sweeps = {kind: a.lab_lines(kind="sweep") for kind, a in apps.items()}
+    sweeps = {kind: a.reports(a.programs[0], kind="sweep") for kind, a in apps.items()}
     rows = [summarise(kind, series[kind], fed, p, offsets[kind], contents[kind]) for kind in apps]
     for row in rows:
         lab.event("stores", row["kind"], detail=f"{row['keys_end']:,} entries for {row['processed']:,} keys fed",

@@ -118,7 +118,8 @@ class Variant:
 
 def _start_java(lab, v: Variant, topic: str, p: dict) -> None:
     program = lab.program(JavaProgram(
-        f"poll-{v.client}-{v.fix}", KAFKA_VERSION, "PollLoopConsumer", ["PollLoopConsumer.java"], streams=False,
+        f"poll-{v.client}-{v.fix}", KAFKA_VERSION, "PollLoopConsumer", ["PollLoopConsumer.java", "Lab.java"],
+        streams=False,
         properties={"bootstrap.servers": lab.bootstrap, "group.id": v.group, "auto.offset.reset": "earliest",
                     "enable.auto.commit": "false", "group.protocol": "classic",
                     "max.poll.interval.ms": interval_ms(p, v.fix),
@@ -143,7 +144,8 @@ def _start_librdkafka(lab, v: Variant, topic: str, p: dict) -> None:
 def _start_streams(lab, v: Variant, topic: str, p: dict) -> None:
     output = lab.topics(f"{topic}-out-{v.fix}", partitions=1)[0]
     program = lab.program(JavaProgram(
-        f"poll-{v.client}-{v.fix}", KAFKA_VERSION, "SlowRecordApp", ["SlowRecordApp.java"], heap="192m",
+        f"poll-{v.client}-{v.fix}", KAFKA_VERSION, "SlowRecordApp", ["SlowRecordApp.java", "Lab.java", "LabStreams.java"],
+        heap="192m",
         properties={"bootstrap.servers": lab.bootstrap, "application.id": v.group,
                     "processing.guarantee": "at_least_once", "commit.interval.ms": 1000,
                     "num.stream.threads": 1, "state.dir": lab.folder / v.group,

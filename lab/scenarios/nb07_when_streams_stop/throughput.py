@@ -1,5 +1,5 @@
-"""What notebook 07's parallelism and lookup lessons share: instances of one Kafka Streams app
-(lab/java/ThroughputApp.java) started together, settled, and measured over a window.
+"""What notebook 07's parallelism and lookup lessons (sections 2 and 3) share: instances of one Kafka Streams app
+(lab/java/ThroughputApp.java, lab.experiment.streams_app) started together, settled, and measured over a window.
 
     apps = {"p2-n3": StreamsApp(lab, "p2-n3", topic, instances=3, work_ms=10), ...}
     start_and_settle(lab, apps.values(), partitions=2, what="...")
@@ -12,40 +12,38 @@ import time
 import uuid
 
 from ...config import KAFKA_VERSION
-from ...errors import LabError
-from ...experiment import lab_lines
-from ...experiment.apps import stop_together
-from ...programs import JavaProgram
+from ...experiment import streams_app
 
 HEAP_MB = 160
 STICKY_ASSIGNOR = "org.apache.kafka.streams.processor.assignment.assignors.StickyTaskAssignor"   # KIP-924
-class StreamsApp:
+
+
+class StreamsApp(streams_app.StreamsApp):
     """`instances` JVMs of ThroughputApp sharing one application.id."""
 
     def __init__(self, lab, name: str, topic: str, *, instances: int, threads: int = 1, work_ms: float = 0,
                  lookup_url: str = "", lookup_mode: str = "plain", batch_size: int = 1, lookup_latency_ms: float = 0):
         self.lab, self.name, self.topic = lab, name, topic
-        self.app_id = f"tput-{name}-{uuid.uuid4().hex[:4]}"
+        app_id = f"tput-{name}-{uuid.uuid4().hex[:4]}"
         self.admin, self._stable_since = lab.cluster.admin(), None
         output = lab.topics(f"{topic}-{name}-out", partitions=1)[0]
-        self.programs = [lab.program(JavaProgram(
-            f"{name}-{i}", KAFKA_VERSION, "ThroughputApp", ["ThroughputApp.java"], heap=f"{HEAP_MB}m",
-            properties={"bootstrap.servers": lab.bootstrap, "application.id": self.app_id,
-                        "processing.guarantee": "at_least_once", "commit.interval.ms": 1000,
-                        "num.stream.threads": threads, "state.dir": lab.folder / self.app_id / str(i),
-                        "consumer.auto.offset.reset": "earliest", "producer.linger.ms": 5,
-                        # sticky: the default (high-availability) assignor hands stateless tasks to the least
-                        # loaded instance, not their owner, and with more instances than tasks they moved
-                        # from one to another for 40 s before the group settled
-                        "task.assignor.class": STICKY_ASSIGNOR,
-                        # about a second of work between two polls: a rebalance waits for every member's
-                        # next poll, and Streams' cooperative rebalance needs two of them
-                        "consumer.max.poll.records": max(1, int(1000 / max(work_ms, 1))) if not lookup_url
-                        else max(1, int(1000 / max(lookup_latency_ms, 1))),
-                        "lab.input.topic": topic, "lab.output.topic": output, "lab.app": f"{name}-{i}",
-                        "lab.work.ms": int(work_ms), "lab.lookup.url": lookup_url, "lab.lookup.mode": lookup_mode,
-                        "lab.batch.size": batch_size}))
-            for i in range(instances)]
+        super().__init__(lab, app_id, [f"{name}-{i}" for i in range(instances)], KAFKA_VERSION, "ThroughputApp",
+                         ["ThroughputApp.java", "Lab.java", "LabStreams.java"], lambda i: {
+                             "processing.guarantee": "at_least_once", "commit.interval.ms": 1000,
+                             "num.stream.threads": threads, "state.dir": lab.folder / app_id / str(i),
+                             "consumer.auto.offset.reset": "earliest", "producer.linger.ms": 5,
+                             # sticky: the default (high-availability) assignor hands stateless tasks to the least
+                             # loaded instance, not their owner, and with more instances than tasks they moved
+                             # from one to another for 40 s before the group settled
+                             "task.assignor.class": STICKY_ASSIGNOR,
+                             # about a second of work between two polls: a rebalance waits for every member's
+                             # next poll, and Streams' cooperative rebalance needs two of them
+                             "consumer.max.poll.records": max(1, int(1000 / max(work_ms, 1))) if not lookup_url
+                             else max(1, int(1000 / max(lookup_latency_ms, 1))),
+                             "lab.input.topic": topic, "lab.output.topic": output, "lab.app": f"{name}-{i}",
+                             "lab.work.ms": int(work_ms), "lab.lookup.url": lookup_url,
+                             "lab.lookup.mode": lookup_mode, "lab.batch.size": batch_size},
+                         heap=f"{HEAP_MB}m")
 
     def _group_state(self) -> str:
         description = self.admin.describe_consumer_groups([self.app_id], request_timeout=10)[self.app_id]
@@ -54,16 +52,9 @@ class StreamsApp:
         except Exception:   # not known to the coordinator yet
             return "UNKNOWN"
 
-    def start(self) -> None:
-        for program in self.programs:
-            program.start()
-
-    def progress(self, program) -> list[dict]:
-        return lab_lines(program.log_path, kind="progress")
-
     def tasks(self) -> dict[str, list[str]]:
         """instance -> its active tasks, from its last progress line."""
-        return {p.name: (self.progress(p) or [{}])[-1].get("tasks", []) for p in self.programs}
+        return {p.name: self.last(p).get("tasks", []) for p in self.programs}
 
     def settled(self, partitions: int, stable_s: float = 5.0) -> bool:
         """The group STABLE (no rebalance under way, nor a follow-up), every instance RUNNING, every
@@ -75,12 +66,11 @@ class StreamsApp:
         self._stable_since = self._stable_since or now
         if now - self._stable_since < stable_s:
             return False
+        self.check_alive()
         for p in self.programs:
-            if not p.alive():
-                raise LabError(f"{p.name} exited: see {p.log_path}")
-            rows = self.progress(p)
-            if not rows or rows[-1].get("state") != "RUNNING":
+            if not self.running(p):
                 return False
+            rows = self.reports(p)
             recent = [r for r in rows if r["ts"] >= now - stable_s]
             if rows[0]["ts"] > now - stable_s or any(r.get("tasks") != rows[-1].get("tasks") or
                                                      r.get("state") != "RUNNING" for r in recent):
@@ -89,7 +79,7 @@ class StreamsApp:
 
     def processed(self, program, at: float) -> int:
         """Records the instance had processed by epoch time `at` (its last report before it)."""
-        before = [r for r in self.progress(program) if r["ts"] <= at]
+        before = [r for r in self.reports(program) if r["ts"] <= at]
         return before[-1]["processed"] if before else 0
 
     def rates(self, start: float, end: float) -> dict[str, float]:
@@ -98,7 +88,7 @@ class StreamsApp:
 
     def calls(self, start: float, end: float) -> int:
         def at(p, t):
-            before = [r for r in self.progress(p) if r["ts"] <= t]
+            before = [r for r in self.reports(p) if r["ts"] <= t]
             return before[-1].get("calls", 0) if before else 0
         return sum(at(p, end) - at(p, start) for p in self.programs)
 
@@ -113,6 +103,4 @@ def start_and_settle(lab, apps, partitions: int, what: str, timeout: float = 120
              evidence=lambda: {a.name: a.tasks() for a in apps})
 
 
-def stop_apps(apps) -> None:
-    """Every instance of every app closed at once (each Streams close takes about a second)."""
-    stop_together([p.process for a in apps for p in a.programs if p.process])
+stop_apps = streams_app.stop_all   # every instance of every app closed at once (each Streams close takes a second)

@@ -1,0 +1,113 @@
+"""A failing app, run and watched as a deployment would (notebook 05 sections 6 and 7): _failing_run runs the
+app's phases while the generator feeds the input, then drains and measures its topics (a Failing);
+_watch restarts an app that died until it has failed for LOOP_SECONDS.
+"""
+from __future__ import annotations
+
+import time
+
+from ...experiment import Run, Timeline
+from ...experiment.consume import Tail
+from ...generator import generate
+from ...history import History
+from ...programs import JavaProgram
+from .analysis import app_events, loop_rate, measure
+from .report import Failing
+from .streams_app import _app, _fail, _slug, _start
+from .topic_io import _produce_raw, drain
+
+
+def _watch(lab: Run, prog: JavaProgram, label: str, done, p: dict, timeout: float) -> dict:
+    """Run `prog` until done(), or until it has been failing for LOOP_SECONDS: a dead app is restarted
+    from outside (the deployment); a thread that REPLACE_THREAD replaces keeps failing inside."""
+    first_failure, deaths, incarnation, end = None, [], prog.properties["lab.incarnation"], time.time() + timeout
+    while time.time() < end:
+        lab.check()
+        if done():
+            break
+        if not prog.alive():
+            deaths.append(time.time())
+            lab.event(prog.name, "app died", deaths[-1], tone="failure")
+            first_failure = first_failure or deaths[-1]
+            if time.time() - first_failure >= p["loop_seconds"]:
+                break
+            prog.stop()
+            incarnation += 1
+            lab.say(f"{label}: the app died; the deployment restarts it (#{incarnation})")
+            _start(lab, prog, incarnation, label)
+            continue
+        uncaught = prog.lab_lines(kind="uncaught")
+        if uncaught and first_failure is None:
+            first_failure = uncaught[0]["ts"]
+        if first_failure and time.time() - first_failure >= p["loop_seconds"]:
+            break
+        time.sleep(0.3)
+    return {"deaths": deaths, "first_failure": first_failure, "incarnations": incarnation}
+
+
+def _failing_run(lab: Run, label: str, app_id: str, version: str, p: dict, phases: list,
+                 drops_inputs: bool = True) -> "Failing":
+    """Shared by handler and schema runs: the generator feeds all records while `phases` run in turn:
+    (name, lab properties, until) where until is a fraction of the records processed, or None (the last)."""
+    history = History(lab.folder / app_id / "history", app_id)
+    topics = lab.topics(f"{app_id}-input", f"{app_id}-output", f"{app_id}-counts", partitions=p["partitions"])
+    tail = Tail(lab.bootstrap, topics[1])
+    gen = None
+    progs, watched = [], {}
+    try:
+        for k, (name, props, until) in enumerate(phases):
+            prog = _app(lab, f"{_slug(label)}-{name}", props.pop("version", version), app_id, topics,
+                        "exactly_once_v2", p, **props)
+            progs.append(prog)
+            if _start(lab, prog, 1, f"{label} ({name})") < 0:
+                watched = {"deaths": [time.time()], "first_failure": time.time(), "incarnations": 1}
+            if gen is None:
+                gen = lab.background(generate, lab.bootstrap, topics[0], p["records"], history, keys=p["keys"],
+                                     rate=p["rate"], id_prefix=f"{app_id}-")
+                if props.get("lab_strict_input") == "true":
+                    lab.countdown("half the input, then a malformed record", p["records"] / p["rate"] / 2)
+                    _produce_raw(lab.bootstrap, topics[0], b"\x00not json")
+                    lab.event(prog.name, "malformed input record", tone="fault")
+            feed = p["records"] / p["rate"]
+            if until is not None:   # a clean phase: run while that share of the input arrives, then stop cleanly
+                lab.countdown(f"{label}: {name} runs while {until:.0%} of the input arrives", feed * until,
+                              done=lambda: not prog.alive())
+                if not prog.alive():
+                    raise _fail(prog, f"{name} died")
+                prog.stop()
+                lab.event(prog.name, f"{name} stopped (clean)", tone="info")
+                continue
+            ids = lambda: set(history.frame("produced")["id"]) if gen.done else None  # noqa: E731
+
+            def done():
+                # a handler that drops inputs: what it dropped never comes out
+                want, dropped = ids(), app_events(prog.log_path)["dropped_records"] if drops_inputs else 0
+                return want is not None and len(want - tail.ids()) <= dropped
+            if not watched:
+                watched = _watch(lab, prog, label, done, p, feed + 60 + p["loop_seconds"])
+        gen.result(p["records"] / p["rate"] + 60)
+    finally:
+        tail.close()
+        for prog in progs:
+            prog.stop()
+    produced = history.frame("produced").to_dict("records")
+    m = measure(produced, drain(lab.bootstrap, topics[1], "read_committed"),
+                drain(lab.bootstrap, topics[1], "read_uncommitted"), drain(lab.bootstrap, topics[2], "read_committed"))
+    last = progs[-1]
+    ev = app_events(last.log_path)
+    uncaught = [r["ts"] for r in ev["uncaught"]]
+    deaths = watched.get("deaths", [])
+    failures = sorted(uncaught + [d for d in deaths if not any(abs(d - u) < 5 for u in uncaught)])
+    m.update({"version": last.version, "uncaught": len(ev["uncaught"]), "deaths": len(deaths),
+              "restarts": max(watched.get("incarnations", 1) - 1, 0),
+              "failures_per_min": loop_rate(failures), "dropped_records": ev["dropped_records"],
+              "migrated": len(ev["migrated"]), "errors": sorted({r.get("error", "")[:160] for r in ev["uncaught"]}),
+              "responses": sorted({r.get("response") for r in ev["uncaught"]}),
+              "watched_s": round(time.time() - watched["first_failure"], 1) if watched.get("first_failure") else None})
+    for r in ev["uncaught"]:
+        lab.event(last.name, f"uncaught → {r.get('response')}", r["ts"], tone="failure", detail=r.get("error", ""))
+    if ev["dropped_records"]:
+        lab.event(last.name, f"dropped-records = {ev['dropped_records']}", tone="fault")
+    tl = Timeline(lab.t0)
+    tl.events.extend(e for e in lab.timeline.events if e.lane in {pr.name for pr in progs})
+    return Failing(label, app_id, last.version, history, topics, m, {pr.name: pr.log_path for pr in progs}, tl)

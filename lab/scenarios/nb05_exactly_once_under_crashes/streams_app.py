@@ -1,0 +1,65 @@
+"""The Kafka Streams app every notebook 05 run drives (lab/java/EosCrashApp.java, section 1): the crash points,
+guarantees, handlers and schema modes it knows, the Streams log lines the runs look for, one JVM's
+configuration (_app), starting an incarnation until it is RUNNING (_start) and the error when it fails (_fail).
+"""
+from __future__ import annotations
+
+import re
+import time
+
+from ...errors import LabError
+from ...experiment import Run
+from ...programs import JavaProgram
+
+MAIN, SOURCES = "EosCrashApp", ["EosCrashApp.java", "Lab.java", "LabStreams.java"]
+CRASH_POINTS = ("none", "before_read", "during_processing", "after_send_before_commit", "after_commit")
+GUARANTEES = ("exactly_once_v2", "at_least_once")
+HANDLERS = ("shutdown_client", "replace_thread", "continue", "deserialization")
+SCHEMA_MODES = ("shutdown_client", "replace_thread", "continue", "tolerant")
+CONTINUE_HANDLER = "org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler"
+DESER_CONTINUE = "org.apache.kafka.streams.errors.LogAndContinueExceptionHandler"
+SHORT = {"exactly_once_v2": "EOS v2", "at_least_once": "ALOS"}
+WIPE_LINE = r"did not find checkpoint offsets while stores are not empty|TaskCorruptedException"
+# Streams' producer on (re)start: a new epoch for the same transactional.id fences the killed one.
+EPOCH_LINE = r"ProducerId set to \d+ with epoch \d+"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def _app(lab: Run, name: str, version: str, app_id: str, topics: list, guarantee: str, p: dict, **lab_props):
+    """One Streams JVM of this scenario (not started)."""
+    state = lab.folder / app_id / "state"
+    props = {"application.id": app_id, "bootstrap.servers": lab.bootstrap, "processing.guarantee": guarantee,
+             "commit.interval.ms": p["commit_interval_ms"], "num.stream.threads": 1, "state.dir": state,
+             "session.timeout.ms": 6000, "heartbeat.interval.ms": 1500,
+             # Streams' producer lingers 100 ms: send at once, so what is processed is on the broker
+             "producer.linger.ms": 5,
+             "lab.input.topic": topics[0], "lab.output.topic": topics[1], "lab.counts.topic": topics[2],
+             "lab.crash.point": "none", "lab.crash.at": 0, "lab.crash.marker": lab.folder / app_id / "crashed",
+             "lab.mode": "crash", "lab.handler": "shutdown_client", "lab.strict.input": "false",
+             "lab.incarnation": 1}
+    props.update({k.replace("_", ".") if k.startswith("lab_") else k: v for k, v in lab_props.items()})
+    return lab.program(JavaProgram(name, version, MAIN, SOURCES, heap="192m", properties=props))
+
+
+def _start(lab: Run, prog: JavaProgram, incarnation: int, what: str, timeout: float = 90) -> float:
+    """Start an incarnation and wait for Kafka Streams RUNNING (or its death); returns when it ran."""
+    prog.properties["lab.incarnation"] = incarnation
+    since = time.time()
+    prog.start()
+    lab.event(prog.name, f"start #{incarnation}", since, tone="info")
+
+    def running():
+        # RUNNING, or already failing: a thread that dies on its first record never lets the client reach RUNNING
+        rows = [r for r in prog.lab_lines() if r.get("incarnation") == incarnation
+                and (r.get("kind") == "state" and r.get("to") == "RUNNING" or r.get("kind") == "uncaught")]
+        return rows[0]["ts"] if rows else (None if prog.alive() else -1.0)
+    at = lab.wait(running, timeout, f"{what} (incarnation {incarnation}) to reach RUNNING")
+    return at
+
+
+def _fail(prog: JavaProgram, why: str) -> LabError:
+    tail = "\n".join(prog.process.log().splitlines()[-15:]) if prog.process else ""
+    return LabError(f"{prog.name}: {why}; last lines of {prog.log_path}:\n{tail}")
