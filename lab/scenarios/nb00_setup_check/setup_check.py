@@ -1,12 +1,8 @@
-"""Notebook 00: is everything real and working? Java, a broker, clients, Spark, the audit.
-
-The scenario produces ground-truth records, consumes them back with a real
-consumer that copies them to an output topic in transactions, injects one
-duplicate (in a committed transaction) and one aborted transaction of `aborted`
-records on purpose, and lets the Spark audit find exactly those: a
-read_committed reader sees the duplicate but never the aborted records, a
-read_uncommitted reader sees both. `aborted=0` is the control: no aborted
-transaction, so both readers see the same copy.
+"""Notebook 00's scenario ("00 · Setup check"): SPEC, needs() and run(), which starts a broker, produces ground-truth
+records, copies them through a consumer group in transactions with one injected duplicate and one aborted
+transaction of `aborted` records (0: the control), and has Spark read the copy and audit it. SetupResult shows
+sections 1-4 ("Run the check", "Timeline", "The audit verdict", "Why the numbers are what they are") and checks
+the exercises.
 """
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
-"""Seed 001, first problem: committed offsets expire long before the data does.
-
-Every `offsets.retention.check.interval.ms` the group coordinator deletes committed offsets older
-than `offsets.retention.minutes` (the seed: 1440). A classic group's clock starts when it becomes
-Empty (KIP-211); a KIP-848 group's (`group.protocol=consumer`) at its last commit, checked once it
-is empty. On restart OffsetFetch finds nothing and auto.offset.reset decides: earliest re-reads
-everything retained, latest skips what arrived while down, error fails loudly. Down for less than
-the retention, nothing happens: the control. Here a day is a minute: groups (one per variant, each
-lab/apps/consumer_app.py in its own process) consume, commit, stop together, stay down, come back.
-Beside them Spark queries keep offsets in their checkpoint; two show what `failOnDataLoss` does.
+"""Notebook 01's scenario ("01 · Offset expiry"): SPEC, needs() and run(), which takes every consumer-group variant
+(lab/apps/consumer_app.py, one process and one group each) and the Spark queries (offset_expiry_spark) through one
+shared downtime, snapshots the committed offsets with AdminClient and audits each variant on Spark.
+OffsetExpiryResult shows sections 1-8 (from "Every variant through one window" to "Mitigations, each with a clean
+verdict") and checks the exercises; expires_after_stop() and clock_for() are the pure, unit-tested parts.
 """
 from __future__ import annotations
 

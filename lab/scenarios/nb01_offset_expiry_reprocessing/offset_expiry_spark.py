@@ -1,11 +1,7 @@
-"""Notebook 01, beside the consumer groups: Spark Structured Streaming queries keep their offsets in a
-checkpoint, not in the group coordinator, so offsets.retention.minutes cannot touch them.
-
-spark-checkpoint reads the main topic before the stop and again after the same window as the groups:
-it resumes exactly where it stopped. spark-strict / spark-lenient show what topic retention (not offset
-retention) does to such a query: they read batch A of their own topic, stop; batch B arrives and
-retention deletes it unread; batch C arrives; they restart. failOnDataLoss=true fails loudly,
-failOnDataLoss=false carries on past the deleted records (skips them).
+"""Notebook 01's Spark Structured Streaming queries, run inside offset_expiry's experiment, for section 7 ("Spark
+Structured Streaming keeps its offsets in the checkpoint") and the spark-checkpoint mitigation of section 8:
+spark-checkpoint reads the main topic across the groups' downtime; spark-strict and spark-lenient
+(failOnDataLoss true / false) read a topic whose retention deletes a batch before they read it.
 """
 from __future__ import annotations
 

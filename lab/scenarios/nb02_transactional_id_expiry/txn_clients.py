@@ -1,9 +1,8 @@
-"""Notebook 02's clients under test: each sits idle, then gets one input. What does it do, and the data?
-
-Every client writes `LAB {json}` evidence (the Java programs through log4j) or, for WordCountDemo, the
-Kafka Streams log lines that lab.experiment.java_events names. A _Client is one of them in one run:
-started, fed until it has committed, told to go quiet, fed once after the idle period, supervised like a
-deployment would be, summarised from its own evidence.
+"""Notebook 02's clients under test, for sections 1-5 ("Idle, then one input each" to "Part B: Kafka Streams before
+and after 3.8"): lab/apps/eos_app.py (one per PYTHON_MODES), the lone Java producer (IdleTransactionalProducer) and
+kafka-streams-examples' WordCountDemo. A _Client is one of them in one round: started, fed until it has committed,
+told to go quiet, fed once after the idle period, supervised, and summarised from its own evidence (LAB lines, or
+the Kafka Streams log lines lab.experiment.java_events names).
 """
 from __future__ import annotations
 

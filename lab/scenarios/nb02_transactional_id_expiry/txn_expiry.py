@@ -1,13 +1,8 @@
-"""Seed 001, second problem: an idle exactly-once app loses its transactional id.
-
-Every `transaction.remove.expired.transaction.cleanup.interval.ms` the transaction coordinator removes the
-ids that are not in a transaction and untouched for `transactional.id.expiration.ms` (default 7 days): a
-tombstone in `__transaction_state`, the producer id forgotten. The idle producer does not know: its next
-AddPartitionsToTxn / AddOffsetsToTxn / EndTxn gets INVALID_PRODUCER_ID_MAPPING (error 49). librdkafka:
-abortable (the abort's EndTxn bumps the epoch); Java 2.5-3.9 abortable (KIP-360), 4.x fatal (KAFKA-18019);
-Kafka Streams < 3.8 the thread dies, 3.8+ TaskMigrated (KAFKA-16699). Idle <= expiration: never expired;
-idle >= expiration + one sweep: expired; in between, the sweep decides.
-Part C (txn_unknown_producer.py): brokers before 2.4 forget a producer once retention deleted its records.
+"""Notebook 02's scenario ("02 · An idle exactly-once app loses its transactional id"): SPEC, needs() and run(), which
+runs the idle rounds of the clients (txn_clients) on a KRaft broker with a short transactional.id.expiration.ms,
+part C on old brokers (txn_unknown_producer) and the mitigation run. TxnExpiryResult shows sections 1-7 and checks
+the exercises. The default versions straddle the behaviours the notebook compares: kafka-clients 3.9 (the error is
+abortable) and 4.x (fatal), Kafka Streams 3.7 (the thread dies) and 3.8 (TaskMigratedException).
 """
 from __future__ import annotations
 

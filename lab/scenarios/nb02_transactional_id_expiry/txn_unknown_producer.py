@@ -1,11 +1,8 @@
-"""Notebook 02, part C: UnknownProducerIdException needs a broker before 2.4.
-
-A transactional Java producer commits one record to a topic with a short retention.ms, waits until
-retention deleted every record it wrote (log start offset = end offset), then commits again. Brokers
-before 2.4 dropped a producer's state with its last records (ProducerStateManager.truncateHead):
-"Found no record of producerId=N on the broker...". 2.4.0 keeps it (KAFKA-7190), 2.5 accepts unknown
-producers (KIP-360). Brokers before 2.4 pin a ZooKeeper 3.4 client that cannot connect on Java 14+:
-lab.cluster runs them with ZooKeeper 3.5.7, and `pinned_zookeeper()` shows why.
+"""Notebook 02 section 6 ("Part C: `UnknownProducerIdException` needs an old broker"): on each of OLD_BROKERS (its own
+Run), a transactional Java producer commits, waits until topic retention deleted all its records, and commits again
+(unknown_producer); pinned_zookeeper() starts an old broker with the ZooKeeper it pins. Only brokers before 2.4
+forget a producer with its last records. They pin a ZooKeeper 3.4 client that cannot connect on Java 14+, so
+lab.cluster runs them with ZooKeeper 3.5.7.
 """
 from __future__ import annotations
 

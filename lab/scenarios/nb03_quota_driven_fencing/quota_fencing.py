@@ -1,17 +1,8 @@
-"""Seed 000: an exactly-once Kafka Streams app slightly over a producer byte-rate quota gets fenced.
-
-Mechanism (KAFKA-17455, fixed by apache/kafka PR #17527): the broker answers an over-quota produce
-with a throttle time; the Java client marks the connection not ready until then; the sender thread
-then waits for the coordinator in NetworkClientUtils.awaitReady with a poll timeout of
-request.timeout.ms (30 s) instead of the throttle delay. Nothing wakes it while the stream thread is
-blocked in sendOffsetsToTransaction, so AddOffsetsToTxn leaves ~30 s late, after the coordinator has
-aborted the transaction (transaction.timeout.ms = 10 s under Streams EOS) and bumped the epoch.
-A second way to be fenced, on fixed clients too: a backlog packs more bytes into one transaction than
-the quota lets through within transaction.timeout.ms. Each run says which of the two fenced each app.
-
-This module runs it (the line-up side by side, the Spark audit, the bytecode check, the sweep);
-quota_fencing_analysis reads each app's evidence and names the mechanism, quota_fencing_report presents
-the result. Their names stay importable from here.
+"""Notebook 03's scenario ("03 · Quota-driven fencing of a Kafka Streams exactly-once app"): SPEC, needs(), lineup()
+and run(), which runs the affected app beside its comparisons and mitigations under a producer byte-rate quota
+(sections 1-5), audits the affected output on Spark, reads each client version's bytecode for the KAFKA-17455 fix
+and runs the sweep (section 6, "Sweep: load/quota x client version"). quota_fencing_analysis names which of the two
+fencing mechanisms hit each app, quota_fencing_report presents the result; their names stay importable from here.
 """
 from __future__ import annotations
 
@@ -26,6 +17,7 @@ from ...config import KAFKA_VERSION
 from ...errors import LabError
 from ...experiment import Param, Run, Spec, grep, lab_lines
 from ...experiment.apps import stop_together, streams_running
+from ...experiment.checks import check_streams_program
 from ...experiment.evidence import incidents, txn_waits
 from ...generator import generate
 from ...history import History
@@ -47,17 +39,21 @@ DEBUG_LOGGERS = ("org.apache.kafka.clients.producer.internals.Sender,"
 _ABORT_LINE = r"Completed rollback of ongoing transaction for transactionalId .* due to timeout"
 
 
-def _streams_version(version: str) -> None:
-    if version != LOOP and parse_version(version) < (3, 3, 0):
-        raise LabError(f"Kafka Streams {version} is too old for this topology (KStream#process needs 3.3+).")
+SOURCES = ["QuotaStateApp.java", "Lab.java"]
+
+
+def _streams_version(version: str, name: str) -> None:
+    """A Kafka Streams version (or LOOP, the librdkafka loop): resolved, and the app compiled against it, now."""
     if version != LOOP:
-        streams_classpath(version)   # resolved from Maven Central now: an unknown release fails before anything starts
+        check_streams_program(version, name, "QuotaStateApp", SOURCES, oldest=(3, 3, 0),
+                              why="its topology's KStream#process")
 
 
 SPEC = Spec(
     Param("affected_version", "3.8.1", "Kafka Streams version of the seed (suspected affected)",
-          check=_streams_version),
-    Param("fixed_version", "4.3.1", "a Kafka Streams release after apache/kafka PR #17527", check=_streams_version),
+          check=lambda v: _streams_version(v, "AFFECTED_VERSION")),
+    Param("fixed_version", "4.3.1", "a Kafka Streams release after apache/kafka PR #17527",
+          check=lambda v: _streams_version(v, "FIXED_VERSION")),
     Param("quota", 35000, "producer_byte_rate on the changelog producer's client id", lo=1024, hi=100_000_000,
           unit="B/s"),
     Param("send_rate", 33.0, "input records per second from the generator", lo=1, hi=500, unit="rec/s",
@@ -76,7 +72,7 @@ SPEC = Spec(
     Param("sweep_ratios", [0.9, 1.1, 1.3], "estimated load / quota ratios of the sweep (empty: no sweep)",
           lo=0.05, hi=20),
     Param("sweep_versions", ["3.8.1", "3.9.0", "3.9.1", "4.3.1", LOOP], "client versions of the sweep",
-          check=lambda versions: [_streams_version(v) for v in versions] and None),
+          check=lambda versions: [_streams_version(v, "SWEEP_VERSIONS") for v in versions] and None),
     Param("sweep_seconds", 60, "seconds of load per sweep cell", lo=20, hi=1800, unit="s"),
     Param("sweep_parallel", 8, "sweep cells running at once", lo=1, hi=12, why="each Streams cell is a JVM"),
 )
@@ -199,7 +195,7 @@ def _start(run: Run, v: Variant, tag: str):
              "producer.request.timeout.ms": v.request_timeout_ms, "lab.input.topic": f"{tag}-in",
              "lab.output.topic": f"{tag}-out", "lab.state.bytes": v.state_bytes,
              "lab.debug.loggers": DEBUG_LOGGERS}   # "Enqueuing/Sending transactional request": the stall
-    return run.program(JavaProgram(tag, v.version, "QuotaStateApp", ["QuotaStateApp.java", "Lab.java"], props,
+    return run.program(JavaProgram(tag, v.version, "QuotaStateApp", SOURCES, props,
                                    heap="192m")).start()
 
 

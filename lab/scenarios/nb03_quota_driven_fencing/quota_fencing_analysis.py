@@ -1,7 +1,7 @@
-"""Notebook 03's analysis of a run, without a broker: the apps under test and their load against the quota
-(Variant, quota_for), what each app's log says (events, metrics, transactional waits) and which mechanism
-fenced each incident (Measured), and whether a kafka-clients jar holds the KAFKA-17455 fix, read from its
-bytecode. Serves the notebook's side-by-side run, its sweep and its bytecode check; tests/test_quota_fencing.py.
+"""Notebook 03's analysis of a run, without a broker (tests/test_quota_fencing.py): the apps under test and their load
+against the quota (Variant, quota_for), what each app's log says and which mechanism fenced each incident
+(Measured), and whether a kafka-clients jar holds the KAFKA-17455 fix, read from its bytecode. Serves the main run
+(section 1), section 4 ("The mechanism, with evidence") and the sweep (section 6).
 """
 from __future__ import annotations
 

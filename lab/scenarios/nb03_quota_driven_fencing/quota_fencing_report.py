@@ -1,5 +1,6 @@
-"""Notebook 03's result and how it reads: the verdict and the per-app explanation of what fenced it, the tables
-of the main run and the sweep, the timeline and sweep figures, the recorded fields and the exercises' checks.
+"""What notebook 03 shows of a run (QuotaResult): the verdict and the per-app explanation of what fenced it (section 4,
+"The mechanism, with evidence"), the tables of the main run, the mitigations and the sweep (sections 1, 5 and 6), the
+timeline and sweep figures (sections 2 and 6), the recorded fields and the exercises' checks.
 """
 from __future__ import annotations
 

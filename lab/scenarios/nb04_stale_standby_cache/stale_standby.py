@@ -1,13 +1,8 @@
-"""Seed 003 / KAFKA-14624: stale reads from a cached store after a task goes standby -> active.
-
-A program of instance toggles like the seed's ("1 2 3": start 1, one step later start 2, then 3; a
-number already running is stopped instead) runs real Kafka Streams JVMs (lab/java/StaleStandbyWorker
-.java) that count per key in a key-value store, cached or not, with standbys and exactly-once, while a
-generator produces keyed increments and logs each key's true count (lab.history "produced" rows).
-Why values go stale (2.6.0 - 3.4.0): a task moving active -> standby on an instance is recycled without
-closing its stores, so its thread-cache entries stay. As a standby, changelog records go straight to the
-inner store, past the cache; back as active on that instance, `get()` answers from the stale cache.
-The fix (KAFKA-14172, apache/kafka PR #13369, 3.4.1 and 3.5.0) clears the caches on recycle.
+"""Notebook 04's scenario ("04 · Stale values from a cached store after a task comes back"): SPEC, needs() and run(),
+which plays PROGRAM's instance toggles on real Kafka Streams JVMs (lab/java/StaleStandbyWorker.java: a per-key count,
+cached or not, with standbys and exactly-once) while the generator logs each key's true count, once per variant (the
+main run, then caching off and each fixed version). StaleStandbyResult shows sections 1-5 and checks the exercises.
+Affected versions are 2.6.0 - 3.4.0 (fixed in 3.4.1 and 3.5.0); the worker needs Kafka Streams 3.0.0 or later.
 """
 from __future__ import annotations
 

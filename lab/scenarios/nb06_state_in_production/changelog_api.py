@@ -1,28 +1,9 @@
-"""Seed 002, "Don't rely on internal changelogs for downstream processing": a consumer that reads an app's
-internal changelog topic depends on a name Kafka Streams made up, and on a topic the log cleaner compacts.
-
-One lesson of notebook 06 (the part interface: PARAMS, RULES, needs, run_lesson -> Outcome). Input flows
-at CHANGELOG_RATE through the whole lesson; lab/java/ChangelogApp.java counts it per key (caching off, so
-each input record makes one update {"id", "key", "value": running count}). Version 1 runs for
-CHANGELOG_PHASE_S, stops cleanly, and version 2, the same topology with a harmless CHANGELOG_CHANGE (a filter
-or mapValues that passes every record) before the aggregation, takes over under the same application.id:
-    internal   the store's name is left to Kafka Streams; the downstream consumer subscribes, by name, to
-               the changelog topic version 1 wrote. The change shifts the generated names, so version 2
-               writes to a new changelog (and starts from an empty store): the reader, still caught up on
-               the old topic, silently gets nothing more
-    explicit   the mitigation: Materialized.as("counts") and an output topic written with to(), which the
-               downstream consumer reads: the same change moves nothing
-Store and topic names come from what the app printed (topology.describe()) and the topics on the broker.
-The changelogs roll a segment every CHANGELOG_SEGMENT_MS and the broker's cleaner wakes every
-CHANGELOG_CLEANER_BACKOFF_MS, so compaction happens within seconds: a late reader that re-reads the old
-changelog from the start finds only the last value per key of the cleaned segments.
-The Spark audit (lab.audit, lost / stale_value / duplicate against the generator's history) judges what
-the live downstream consumer read, what a late re-reader finds, and what a consumer of version 2's new
-changelog read. `failed`: the downstream consumer (live or late) missed updates, as the audit measured.
-
-This module is the lesson (its parameters, the two versions of the app, the downstream readers, the run);
-changelog_api_analysis measures the outcome, changelog_api_report presents it. Their names stay importable
-from here.
+"""Notebook 06 section 5 ("Changelogs are not an API"), one lesson of state_in_production (PARAMS, RULES, needs,
+run_lesson -> Outcome): per variant (internal changelog, or a named store and an output topic), version 1 then
+version 2 (with a harmless CHANGELOG_CHANGE) of lab/java/ChangelogApp.java under one application.id, and the
+downstream readers: live, a late re-read, and of version 2's changelog. Caching is off (one update per input
+record); CHANGELOG_SEGMENT_MS and the cleaner backoff let compaction happen within seconds. changelog_api_analysis
+measures the outcome, changelog_api_report presents it; their names stay importable from here.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""What notebook 06's changelog lesson measured (its section 4, "changelogs are not an API"): the Spark audit
-(lost / stale_value / duplicate against the generator's history) of what each downstream reader saw and of a
-late re-read, one row per variant, the broker's own cleaner report and Kafka Streams' unnamed-topic warning.
-Outcome is the lesson's outcome (lab.experiment.lessons); its presentation is changelog_api_report.
+"""What notebook 06's changelog lesson measured, for section 5 ("Changelogs are not an API") and section 6 ("Audit
+verdict (Spark)"): the Spark audit (lost / stale_value / duplicate against the generator's history) of what each
+downstream reader saw and of a late re-read, one row per variant, the broker's cleaner report and Kafka Streams'
+unnamed-topic warning. Outcome is the lesson's outcome (lab.experiment.lessons); changelog_api_report presents it.
 """
 from __future__ import annotations
 

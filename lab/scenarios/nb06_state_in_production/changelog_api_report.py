@@ -1,6 +1,6 @@
-"""How notebook 06's changelog lesson reads (its section 4, "changelogs are not an API"): the verdict, the
-explanation per variant, the table of what each reader saw and the figure of the updates a downstream
-consumer received. OutcomeReport is the presentation side of changelog_api_analysis.Outcome.
+"""How notebook 06 section 5 ("Changelogs are not an API") reads: the verdict, the explanation per variant, the table
+of what each reader saw and the figure of the updates a downstream consumer received. OutcomeReport is the
+presentation side of changelog_api_analysis.Outcome.
 """
 from __future__ import annotations
 

@@ -1,21 +1,9 @@
-"""Seed 002, "Oh, the memory overhead": every RocksDB store instance (one per store per partition, per segment
-of a windowed store) brings its own off-heap block cache and write buffers, so an app's native memory grows
-with partitions x stores, outside the JVM heap, until the machine runs out.
-
-One lesson of notebook 06, section 3 (the part interface: PARAMS, RULES, needs, run_lesson -> Outcome). The same Kafka
-Streams topology (lab/java/RocksMemoryApp.java: MEMORY_STORES key-value stores, no changelog) runs once per
-partition count of MEMORY_PARTITIONS (one round each) and config of MEMORY_CONFIGS (side by side), each its JVM:
-    default   Kafka Streams' RocksDB options: per store instance a 50 MB block cache and 3 x 16 MB write
-              buffers (RocksDBStore's BLOCK_CACHE_SIZE, WRITE_BUFFER_SIZE, MAX_WRITE_BUFFERS in 4.3.1)
-    bounded   a rocksdb.config.setter sharing ONE LRUCache of MEMORY_BOUND_MB and a WriteBufferManager that
-              charges the memtables to it (the docs' BoundedMemoryRocksDBConfig)
-Each task writes MEMORY_MB_PER_STORE MB into each of its stores and reads every key back, so memtables fill
-and flush and reads fill the block cache: the cost of stores in use, not of empty ones. Once every app has
-filled its stores and settled, each app's last report gives its heap (Runtime) and the KIP-607 metrics of
-every store instance, and psutil its RSS at that moment (and just before its baseline report, stores open and
-empty: Java has no portable RSS). RocksDB's memory from the metrics is memtables + block cache + table readers
-(index and filter blocks held outside the cache); the bounded apps' stores all report the SAME shared cache,
-which already holds the memtables' reservations, so it is counted once, memtables not added again.
+"""Notebook 06 section 4 ("Oh, the memory overhead"), one lesson of state_in_production (PARAMS, RULES, needs,
+run_lesson -> Outcome): lab/java/RocksMemoryApp.java (MEMORY_STORES key-value stores, each filled and read back)
+runs once per partition count of MEMORY_PARTITIONS, its MEMORY_CONFIGS (Kafka's default RocksDB options, or one
+bounded shared cache) side by side, one JVM each; measure() turns each app's KIP-607 metrics, heap and psutil RSS
+into RocksDB's and native memory. The bounded stores all report one shared cache that already holds the memtables:
+it is counted once.
 """
 from __future__ import annotations
 

@@ -1,21 +1,8 @@
-"""Seed 002, "State Stores don't have TTL": a key-value store keeps every key it was ever given, so an app fed
-ever-new keys (sessions, request ids) has a store that grows for ever; only windowed stores have a retention,
-and a TTL is something you write yourself.
-
-One lesson of notebook 06, section 1 (the part interface: PARAMS, RULES, needs, run_lesson -> Outcome). One input topic
-gets GROWTH_RECORDS records, each with a key never seen before, at GROWTH_RATE records/s; their timestamps
-advance GROWTH_STEP_MS per record, so minutes of event time (stream time) pass in seconds of wall time.
-One instance of lab/java/StateGrowthApp.java per kind (its own application.id) reads the same input:
-    kv      groupByKey().count(): a key-value store, no retention: the failure, it grows with every new key
-    window  a windowed count with Materialized.withRetention(GROWTH_RETENTION_S): Streams drops whole segments
-            (max(retention / 2, 60 s) of stream time each) once stream time has passed them by the retention
-    ttl     a timestamped key-value store and a STREAM_TIME punctuator (every GROWTH_TTL_S / 5) deleting the
-            keys not updated for GROWTH_TTL_S: each delete writes a tombstone to the changelog
-Each RocksDB instance has a GROWTH_MEMTABLE_KB write buffer (Streams' 16 MB would keep a lesson's entries in
-memory, off the disk). Every second each app reports its store's exact entry count (interactive queries), KIP-607's
-estimate-num-keys, SST and memtable bytes, the bytes of its state directory and of its changelog on the broker.
-A store grows without bound when, over the second half of the feed, it gained more than half an entry per
-record fed; the changelogs are read to their end afterwards: what compaction would leave of each.
+"""Notebook 06 section 2 ("State stores don't have TTL"), one lesson of state_in_production (PARAMS, RULES, needs,
+run_lesson -> Outcome): GROWTH_RECORDS ever-new keys, their timestamps GROWTH_STEP_MS apart (minutes of stream time
+in seconds), read by one lab/java/StateGrowthApp.java per kind (kv, window, ttl); each store is sampled every second
+and each changelog read to its end. The write buffer is GROWTH_MEMTABLE_KB, not Streams' 16 MB, so entries reach
+the disk; a store is unbounded when it gained more than GROWING entries per record fed over the feed's second half.
 """
 from __future__ import annotations
 

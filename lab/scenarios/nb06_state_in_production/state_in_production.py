@@ -1,13 +1,7 @@
-"""Notebook 06, seed 002's state lessons: what state costs in production. One run of the chosen lessons
-(lab.experiment.lessons), each its own module:
-    growth      lab/scenarios/nb06_state_in_production/state_growth.py: a key-value store has no TTL and grows for ever; a windowed
-                store with retention and a TTL punctuator stay flat
-    restore     lab/scenarios/nb06_state_in_production/state_restore.py: a crash under exactly-once wipes the store and restores the
-                whole changelog; at-least-once restores a tail; a standby takes over without a restore
-    memory      lab/scenarios/nb06_state_in_production/rocksdb_memory.py: RocksDB's off-heap memory per store instance, multiplied by
-                partitions and stores, against one bounded cache
-    changelog   lab/scenarios/nb06_state_in_production/changelog_api.py: a downstream reader of an internal changelog loses everything
-                after a harmless topology change; an explicit store and an output topic do not
+"""Notebook 06's scenario ("06 · What state costs in production"): SPEC, needs() and run() from lab.experiment.lessons,
+one run of the chosen LESSONS on one broker, each its own module: growth (state_growth, section 2), restore
+(state_restore, section 3), memory (rocksdb_memory, section 4) and changelog (changelog_api, section 5).
+StateResult shows section 1 ("The runs"), each lesson and section 6's audits, and checks the exercises.
 """
 from __future__ import annotations
 

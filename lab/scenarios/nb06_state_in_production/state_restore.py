@@ -1,28 +1,9 @@
-"""Seed 002, "The restore process": "You'll be amazed, or outraged, with the amount of time wasted on
-restoring large changelogs". A crash under exactly-once throws the local state away, and the restart
-replays the whole changelog before the app processes again.
-
-One lesson of notebook 06, section 2 (the part interface: PARAMS, RULES, needs, run_lesson -> Outcome). A real
-Kafka Streams app (lab/java/RestoreApp.java) puts every input record (unique keys, RESTORE_VALUE_BYTES each) into
-a persistent RocksDB key-value store, so its changelog grows with the input. Each mode is its own app,
-all started together and reading one input topic the lab fills to each size of RESTORE_SIZES_MB:
-    eos       exactly_once_v2, one instance: at each size, shut down (RESTORE_SHUTDOWN) and restarted at once.
-              After a kill -9 Streams wipes the store and restores the whole changelog from offset 0: 4.3.1
-              says "... didn't find a valid state, since under EOS ..." (KIP-1035: the store keeps its offsets
-              in RocksDB) or, with nothing flushed yet, the older "... did not find checkpoint offsets while
-              stores are not empty, since under EOS ...". (3.8-4.1 trust a .checkpoint left by the previous
-              restore instead, KAFKA-20685: measured on 3.9.1, no wipe after the first restore.)
-    alos      at_least_once, one instance, at the largest size: the store is kept, only a tail is replayed
-              (before KIP-1035: after the .checkpoint, written every 10,000 changelog records; in 4.3.1:
-              after the offsets RocksDB last flushed, its WAL being off)
-    standby   exactly_once_v2, RESTORE_INSTANCES instances and RESTORE_STANDBYS standbys, at the largest
-              size: the instance with the active task goes down; a survivor's standby takes over
-The restores are timed by the app's StateRestoreListener; "processing again" is when the
-instance processes a probe record the lab writes right after the shutdown. The control, a clean shutdown
-(SIGTERM: close() writes the store's offsets), restores next to nothing.
-
-This module holds the parameters, the refusals and the run's order; state_restore_apps runs the apps and one
-shutdown, state_restore_analysis turns what they logged into rows, state_restore_report presents them.
+"""Notebook 06 section 3 ("The restore process"), one lesson of state_in_production (PARAMS, RULES, needs,
+run_lesson -> Outcome): one lab/java/RestoreApp.java per mode (eos, alos, standby) on one input the lab fills to each
+of RESTORE_SIZES_MB; eos goes down (RESTORE_SHUTDOWN) at each size, alos and standby at the largest. Where a restore
+starts depends on the version: a .checkpoint file before KIP-1035, offsets inside RocksDB in 4.3.1. This module holds
+the parameters, the refusals and the run's order; state_restore_apps runs the apps and one shutdown,
+state_restore_analysis turns what they logged into rows, state_restore_report presents them.
 """
 from __future__ import annotations
 

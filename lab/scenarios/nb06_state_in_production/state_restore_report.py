@@ -1,5 +1,6 @@
-"""Notebook 06, section 2 (the restore process): the lesson's outcome as the notebook shows it: verdict, table,
-figure (restore time and time back to processing, against the changelog's size) and explanation."""
+"""Notebook 06 section 3 ("The restore process"): the lesson's outcome as the notebook shows it: verdict, table, figure
+(restore time and time back to processing, against the changelog's size) and explanation.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -1,30 +1,9 @@
-"""Seed 002, "Streams may die, a lot": a broker goes down for a while, and a Kafka Streams app at an old version
-dies ("All stream threads have died. The instance will be in error state and should be closed.") where a newer
-one rides it out: on 4.3.1, measured, at a price (records lost under at-least-once, see below).
-
-One lesson of notebook 07, section 4 (the part interface: PARAMS, RULES, needs, run_lesson -> Outcome). On 3 embedded
-brokers, one pass-through app (lab/java/BounceApp.java, at-least-once, no state store) per BOUNCE_APPS variant
-reads an input topic that stays available and writes its own output topic, whose partitions all lead on the
-broker that goes down (BOUNCE_BROKERS "leader"; "all": the whole cluster goes down; "listener": the leader comes
-back at once but without the apps' listener, a rolling restart whose server.properties lost it, and is restarted
-with it after BOUNCE_DOWN_S). The apps reach the brokers through a listener of their own, APPS, so a leader without
-it answers nothing to them: their metadata says LISTENER_NOT_FOUND ("partitions have leader brokers without a
-matching listener"), deterministically. With BOUNCE_REPLICATION 1 those partitions have no reachable leader for
-BOUNCE_DOWN_S; with 3 their leadership moves to a follower.
-    2.7 and before  a send that outlives delivery.timeout.ms kills the stream thread: the client ends in ERROR
-    2.8+            KIP-572: the task is retried until task.timeout.ms passes; then the KIP-671 handler decides:
-                    shutdown_client (the default: the client ends in ERROR) or replace_thread (a new thread).
-                    Measured on 4.3.1: an expired send makes the task TaskCorrupted, closed dirty and revived from
-                    its last commit, again and again, so task.timeout.ms is never reached; and with two tasks on
-                    one thread, records of the task whose failed send went unreported were lost (the audit: the
-                    thread's tasks share one send error since KAFKA-16903, read in RecordCollectorImpl).
-The apps' own LAB lines give their states over time (client and threads), their log lines are quoted, and the
-Spark audit compares each app's output with what the generator produced, up to the offsets the app committed:
-`lost` (committed past but never written) and `duplicate` (written twice, at-least-once's redo).
-
-This module holds the parameters, the refusals and the bounce itself; broker_bounce_apps runs and measures the
-apps, broker_bounce_analysis holds the arithmetic and turns what they recorded into rows, broker_bounce_report
-presents them.
+"""Notebook 07 section 7 ("Streams may die, a lot: broker bounces"), one lesson of streams_stop (PARAMS, RULES, needs,
+run_lesson -> Outcome): on 3 embedded brokers, one pass-through lab/java/BounceApp.java per BOUNCE_APPS variant writes
+to output partitions led by the broker BOUNCE_BROKERS takes down (or restarts without the apps' own listener, APPS);
+the input stays on the others. Measured on 4.3.1: an expired send makes the task TaskCorrupted and revives it from its
+last commit, so task.timeout.ms is never reached. broker_bounce_apps runs and measures the apps,
+broker_bounce_analysis holds the arithmetic and makes the rows, broker_bounce_report presents them.
 """
 from __future__ import annotations
 

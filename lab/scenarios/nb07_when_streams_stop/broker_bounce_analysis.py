@@ -1,6 +1,7 @@
-"""Notebook 07, section 4 (broker bounce): the lesson's arithmetic and what the bounce apps recorded, turned into
-the lesson's rows. Pure functions: the variants of BOUNCE_APPS, who should die (expected_to_die), the bounce's
-windows, and one app's row from its LAB lines, log evidence, committed offsets and audit.
+"""Notebook 07 section 7 ("Streams may die, a lot: broker bounces"): the lesson's arithmetic and what the bounce apps
+recorded, turned into the lesson's rows. Pure functions: the variants of BOUNCE_APPS, who should die
+(expected_to_die), the bounce's windows, and one app's row from its LAB lines, log evidence, committed offsets and
+audit.
 """
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Notebook 07, section 4 (broker bounce): the lesson's outcome as the notebook shows it: verdict, table, figure
-(records processed while the broker bounces, dead clients marked) and explanation, with the apps' own log lines.
+"""Notebook 07 section 7 ("Streams may die, a lot: broker bounces"): the lesson's outcome as the notebook shows it:
+verdict, table, figure (records processed while the broker bounces, dead clients marked) and explanation, with the
+apps' own log lines.
 """
 from __future__ import annotations
 

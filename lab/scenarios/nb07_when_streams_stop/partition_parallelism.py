@@ -1,11 +1,7 @@
-"""Seed 002, "Plan the # of partitions in advance": a partition is one task and a task runs on one thread of
-one instance, so instances beyond the partition count sit idle and add nothing.
-
-One lesson of notebook 07 (the part interface: PARAMS, RULES, needs, run_lesson -> Outcome). For each
-partition count P, apps of N = each of INSTANCES instances of lab/java/ThroughputApp.java (one thread each,
-PAR_WORK_MS of work per record) read the same backlog at once, each app under its own application.id.
-Once every app has settled (its group STABLE for 5 s, every instance RUNNING, every task assigned), a window
-measures each instance's records per second and its tasks. N <= P is the control: every instance works.
+"""Notebook 07 section 5 ("Partitions bound parallelism"), one lesson of streams_stop (PARAMS, RULES, needs,
+run_lesson -> Outcome): for each partition count, one app per instance count of lab/java/ThroughputApp.java (one
+thread each, PAR_WORK_MS per record, its own application.id) reads the same backlog; once every app has settled
+(throughput.start_and_settle), a window measures each instance's records per second and its tasks.
 """
 from __future__ import annotations
 

@@ -1,24 +1,9 @@
-"""Seed 002, "Timeouts and rebalances": processing a batch takes longer than max.poll.interval.ms, the member
-is dropped, the group rebalances, and the same batch is fetched again and fails again. No progress, ever.
-
-One lesson of notebook 07 (the part interface: PARAMS, RULES, needs, run_lesson -> Outcome). Real consumers
-read one topic, each in its own group, at the same time:
-    java        lab/java/PollLoopConsumer.java (kafka-clients at the lab's version, classic group): its
-                heartbeat thread sees the poll timeout ("consumer poll timeout has expired…") and leaves;
-                commitSync then throws CommitFailedException; the next poll() rejoins at the last commit
-    librdkafka  lab/apps/consumer_app.py (confluent-kafka): "MAXPOLL … Application maximum poll interval …
-                exceeded … leaving group", the next consume() returns _MAX_POLL_EXCEEDED, the commit fails
-    streams     lab/java/SlowRecordApp.java (Kafka Streams, at-least-once): ONE record takes SLOW_RECORD_MS;
-                "Detected that the thread is being fenced…", the tasks are re-assigned, and it starts again
-                from the last commit: the slow record again. Pausing is not something Streams offers.
-each under the chosen fixes:
-    none                the failure: BATCH records x WORK_MS per poll, against the interval
-    max_poll_records_1  one record per poll (librdkafka: consume(num_messages=1)), a commit per record
-    longer_interval     max.poll.interval.ms = POLL_LONGER_INTERVAL_MS
-    pause_resume        pause the partitions, process in a worker thread, keep calling poll()
-What each consumer read is a lab.history.History ("read", "committed" rows); the Spark audit's non_monotonic
-check counts the reads that went back to an offset the same consumer had already read: the loop, measured.
-Whether a variant loops follows from its numbers (BATCH x WORK_MS against the interval), not from its name.
+"""Notebook 07 sections 2-4 ("The poll-interval loop", "Audit verdict (Spark)", "Why: the clients' own words"), one
+lesson of streams_stop (PARAMS, RULES, needs, run_lesson -> Outcome): consumers of one topic, each in its own group,
+per client (lab/java/PollLoopConsumer.java, lab/apps/consumer_app.py, lab/java/SlowRecordApp.java) and fix; what
+each read and committed is a lab.history History, and the Spark audit's non_monotonic check counts the
+re-reads. Whether a variant should loop follows from its numbers (expected_to_loop), not from its name;
+pause_resume does not apply to Kafka Streams.
 """
 from __future__ import annotations
 

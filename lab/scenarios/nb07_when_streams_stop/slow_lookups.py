@@ -1,15 +1,7 @@
-"""Seed 002, "It's ok to do external lookups": each record waits for a remote call, so one thread does at most
-1000 / latency records per second; an input faster than that becomes lag that grows for ever.
-
-One lesson of notebook 07 (the part interface: PARAMS, RULES, needs, run_lesson -> Outcome). A local HTTP
-service (lab/apps/lookup_service.py) answers after LOOKUP_LATENCY_MS. Input arrives at LOOKUP_RATE records/s
-on LOOKUP_THREADS partitions, and one instance of lab/java/ThroughputApp.java per mode reads it:
-    plain     one call per record, one thread: the failure when the rate is above 1000 / latency
-    cache     one call per key not seen before (LOOKUP_KEYS keys repeat)
-    batch     one call per up to LOOKUP_BATCH records of a task, or per second (its linger)
-    threads   one call per record on LOOKUP_THREADS threads (one per partition)
-The lag (end offsets - the app's committed offsets) is sampled through the window: a mode keeps up
-when its lag does not grow by more than a quarter of the window's input.
+"""Notebook 07 section 6 ("Slow lookups"), one lesson of streams_stop (PARAMS, RULES, needs, run_lesson -> Outcome):
+a local HTTP service (lab/apps/lookup_service.py) answers after LOOKUP_LATENCY_MS; input arrives at LOOKUP_RATE on
+LOOKUP_THREADS partitions and one lab/java/ThroughputApp.java per mode (plain, cache, batch, threads) reads it while
+its lag is sampled. A mode keeps up when its lag grows by no more than a quarter of the window's input.
 """
 from __future__ import annotations
 

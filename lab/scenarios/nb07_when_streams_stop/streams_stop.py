@@ -1,10 +1,8 @@
-"""Notebook 07, seed 002's liveness lessons: when streams stop moving. One run of the chosen lessons
-(lab.experiment.lessons), each its own module:
-    poll_loop    lab/scenarios/nb07_when_streams_stop/poll_loop.py: work between two polls beyond max.poll.interval.ms, a loop
-    partitions   lab/scenarios/nb07_when_streams_stop/partition_parallelism.py: instances beyond the partition count sit idle
-    lookups      lab/scenarios/nb07_when_streams_stop/slow_lookups.py: a remote call per record caps a thread at 1 / latency
-    bounce       lab/scenarios/nb07_when_streams_stop/broker_bounce.py: a broker down for a while kills Streams 2.7; 2.8+ rides it out
-The bounce lesson needs 3 brokers, so a run that chooses it puts every lesson on a 3-node cluster.
+"""Notebook 07's scenario ("07 · When streams stop moving"): SPEC, needs() and run() from lab.experiment.lessons, one
+run of the chosen LESSONS, each its own module: poll_loop (sections 2-4), partitions (partition_parallelism, section
+5), lookups (slow_lookups, section 6) and bounce (broker_bounce, section 7). StreamsStopResult shows section 1 ("The
+runs") and checks the exercises. The bounce lesson needs 3 brokers, so a run that chooses it puts every lesson on a
+3-node cluster.
 """
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""What notebook 07's parallelism and lookup lessons (sections 2 and 3) share: instances of one Kafka Streams app
-(lab/java/ThroughputApp.java, lab.experiment.streams_app) started together, settled, and measured over a window.
-
-    apps = {"p2-n3": StreamsApp(lab, "p2-n3", topic, instances=3, work_ms=10), ...}
-    start_and_settle(lab, apps.values(), partitions=2, what="...")
-    start = time.time(); lab.countdown(...); rates = apps["p2-n3"].rates(start, time.time())
-    stop_apps(apps.values())
+"""What notebook 07 sections 5 ("Partitions bound parallelism") and 6 ("Slow lookups") share: StreamsApp, the instances
+of one lab/java/ThroughputApp.java app under one application.id (lab.experiment.streams_app), and start_and_settle(),
+which starts apps together and waits until each has settled (its group stable, every task assigned); the lessons
+then measure each app's rates over a window.
 """
 from __future__ import annotations
 

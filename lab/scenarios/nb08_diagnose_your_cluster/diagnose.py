@@ -1,14 +1,8 @@
-"""Issue 15: is MY cluster exposed? A read-only diagnosis (lab.doctor), then the proof.
-
-The scenario builds the risks this course reproduces on an embedded broker (with JMX, for the KIP-511
-client versions): a consumer group that consumed N records, committed and left; an idle transactional
-id; a byte-rate quota on a Kafka Streams EOS producer's client id; an old Java client connected. It runs
-`lab.doctor.diagnose()`, which only reads, and keeps its predictions. With VERIFY it then waits for the
-predicted times, restarts the group's consumer (auto.offset.reset=earliest) and uses the idle
-transactional producer again: the Spark audit counts what was re-read, the producer reports its error,
-and both are compared with what the diagnosis said. The control (no risk: the group still a member, the
-producer committing every second, no quota, a current client, long retentions) must give no finding,
-and the same verification, after the same wait, re-reads nothing and gets no error.
+"""Notebook 08's scenario ("08 · Diagnose your cluster"): SPEC, needs(), embedded_cluster() and run(), which builds the
+chosen RISKS (none: the control) on an embedded broker with JMX, runs the read-only lab.doctor.diagnose() and, with
+VERIFY, waits for the predicted times, restarts the group's consumer and reuses the idle transactional producer to
+prove each prediction. DiagnoseResult shows sections 1-5; your_cluster() is section 6 ("Your cluster"). Risks are
+only ever built into the embedded broker: a cluster of yours is only read.
 """
 from __future__ import annotations
 
