@@ -107,6 +107,17 @@ class Child:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
+    def command(self) -> str:
+        """Its command line, a classpath shown as its number of entries (a broker's runs to 100 jars)."""
+        argv = [f"<{len(arg.split(os.pathsep))} classpath entries>" if prev in ("-cp", "-classpath") else arg
+                for prev, arg in zip(["", *self.argv], self.argv)]
+        return " ".join(argv)
+
+    def why(self, lines: int = 20) -> str:
+        """What to read when it failed: its command and the last `lines` lines of its log."""
+        tail = "\n".join(self.log().splitlines()[-lines:])
+        return f"Command: {self.command()}\nLast log lines ({self.log_path}):\n{tail}"
+
     def grep(self, pattern: str) -> list[str]:
         rx = re.compile(pattern)
         return [line for line in self.log().splitlines() if rx.search(line)]
@@ -217,13 +228,12 @@ def wait_until(predicate, timeout: float, what: str, interval: float = 0.2, chil
         if evidence is not None:
             seen = evidence()
         if child is not None and not child.alive():
-            tail = "\n".join(child.log().splitlines()[-15:])
-            raise LabError(f"{child.name} exited ({child.returncode()}) while waiting for {what}. "
-                           f"Last log lines ({child.log_path}):\n{tail}")
+            raise LabError(f"{child.name} exited ({child.returncode()}) while waiting for {what}.\n{child.why(15)}")
         elapsed = time.monotonic() - start
         if elapsed > timeout:
             raise LabError(f"Timed out after {timeout:.0f} s waiting for {what}."
-                           + (f" Last seen: {seen}" if seen is not None else ""))
+                           + (f" Last seen: {seen}" if seen is not None else "")
+                           + (f"\n{child.why(15)}" if child is not None else ""))
         if tick is not None:
             tick(elapsed)
         time.sleep(min(interval, max(timeout - elapsed, 0.01)))

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from lab import processes
 from lab.experiment import run as run_module
@@ -127,3 +128,19 @@ def test_named_by_live_processes_finds_a_folder_on_a_live_childs_command_line(tm
     assert {tmp_path / "runs", tmp_path / "runs" / "run-1", tmp_path / "kraft-a", tmp_path / "jars"} <= names
     assert tmp_path / "cluster" not in names
     assert run_module._named_by_live_processes() == set()   # the holder is gone
+
+
+def test_a_child_that_fails_says_its_command_and_its_last_log_lines(tmp_path):
+    """A broker that fails to start says why: its command (classpath shortened) and the end of its log."""
+    from lab.errors import LabError
+    from lab.processes import Child, wait_until
+    script = "import sys; print('\\n'.join(f'line {i}' for i in range(30))); sys.exit(3)"
+    child = Child("broken", [sys.executable, "-c", script, "-cp", os.pathsep.join(["a.jar", "b.jar", "c.jar"])],
+                  tmp_path / "broken.log")
+    with pytest.raises(LabError) as refused:
+        wait_until(lambda: False, 30, "the broken program to be ready", child=child)
+    message = str(refused.value)
+    assert "broken exited (3) while waiting for the broken program to be ready" in message
+    assert "-cp <3 classpath entries>" in message and "a.jar" not in message
+    assert "line 29" in message and "line 14" not in message      # the last 15 lines
+    child.stop()

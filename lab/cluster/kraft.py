@@ -124,9 +124,8 @@ class KafkaCluster(NodeLauncher, SaslSecurity):
         def ready():
             for n in live:
                 if not n.process.alive():
-                    tail = "\n".join(n.process.log().splitlines()[-20:])
-                    raise LabError(f"Kafka node {n.node_id} exited while starting "
-                                   f"(log {n.log_path}):\n{tail}")
+                    raise LabError(f"Kafka node {n.node_id} exited ({n.process.returncode()}) while starting.\n"
+                                   f"{n.process.why()}")
             if not all(listening(n.port) for n in live):
                 return False
             try:
@@ -135,7 +134,12 @@ class KafkaCluster(NodeLauncher, SaslSecurity):
                 return False
             return len(md.brokers) >= len(live)
 
-        wait_until(ready, timeout, f"Kafka {self.version} ({len(live)} node(s)) to be ready")
+        try:
+            wait_until(ready, timeout, f"Kafka {self.version} ({len(live)} node(s)) to be ready")
+        except LabError as exc:   # up but not answering: say what each node was doing
+            if "Timed out" not in str(exc):
+                raise
+            raise LabError("\n".join([str(exc), *(f"Node {n.node_id}: {n.process.why(10)}" for n in live)])) from None
 
     def stop(self) -> None:
         """Clean shutdown of every node at once (SIGTERM, SIGKILL as a last resort)."""
