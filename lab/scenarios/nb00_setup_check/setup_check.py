@@ -22,7 +22,7 @@ from ...experiment.result import expect
 from ...generator import generate
 from ...history import History
 from ...logs import client_config
-from ...processes import require_java
+from ...jvm import current as current_java
 from ...spark import read_topic, spark_session
 
 SPEC = Spec(
@@ -36,6 +36,8 @@ SPEC = Spec(
 DUPLICATES = 1   # the first id is written twice, in the committed transaction
 
 
+JAVA_FROM = {"JAVA_HOME": "your JAVA_HOME", "PATH": "the java on your PATH", "bundled": "the lab's own runtime"}
+
 def needs(p: dict) -> dict:
     return {"nodes": p["nodes"], "version": KAFKA_VERSION, "broker_config": {}}
 
@@ -43,7 +45,7 @@ def needs(p: dict) -> dict:
 def run(cluster=None, progress: bool = True, **params) -> "SetupResult":
     """The one scenario function: notebook 00, its panel and its test call it."""
     p = SPEC.validate(**params)
-    java = require_java(17)
+    java = current_java()   # JAVA_HOME, PATH (17 to 21) or the lab's own Java 21
     with Run("setup-check", cluster=cluster, progress=progress, **needs(p)) as r:
         if r.owns_cluster:
             r.event(f"start Kafka {r.cluster.version}", f"{p['nodes']} node(s)", at=r.t0, end=time.time())
@@ -65,7 +67,7 @@ def run(cluster=None, progress: bool = True, **params) -> "SetupResult":
                             kinds=["duplicate", "lost", "aborted_read"], spark=spark)
         for kind, count in verdict.checked.items():
             r.event("audit", f"{kind}={count}", tone="failure" if count else "mitigation")
-        return SetupResult("setup_check", p, r.id, r.timeline, java=java, kafka_version=r.cluster.version,
+        return SetupResult("setup_check", p, r.id, r.timeline, java=java.version, java_from=JAVA_FROM[java.source], kafka_version=r.cluster.version,
                            bootstrap=r.bootstrap, produced=generated.produced, consumed=len(ids),
                            spark_committed=committed, spark_uncommitted=uncommitted,
                            aborted_injected=p["aborted"], audit=verdict)
@@ -94,6 +96,7 @@ def _copy_with_faults(r: Run, target: str, ids: list[str], aborted: int) -> None
 @dataclass
 class SetupResult(Result):
     java: int = 0
+    java_from: str = ""
     kafka_version: str = ""
     bootstrap: str = ""
     produced: int = 0
@@ -126,7 +129,7 @@ class SetupResult(Result):
                 f"{self.aborted_injected} aborted records were injected: something is off in the setup")
 
     def record_fields(self) -> dict:
-        return {"java": self.java, "kafka_version": self.kafka_version, "produced": self.produced,
+        return {"java": self.java, "java_from": self.java_from, "kafka_version": self.kafka_version, "produced": self.produced,
                 "consumed": self.consumed, "spark_committed": self.spark_committed,
                 "spark_uncommitted": self.spark_uncommitted, "aborted_injected": self.aborted_injected,
                 "duplicates_injected": self.duplicates_injected, "audit": self.audit.as_dict()}
