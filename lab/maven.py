@@ -7,7 +7,7 @@ The jars live under `<cache>/maven` in the standard Maven layout; when they are 
 checksums, nothing touches the network.
 
 Resolving and downloading is Apache Ivy's job: the Ivy jar that pyspark ships (Spark's own `--packages`
-resolver), run on the lab's Java. Chosen over a pure-Python resolver because it reads POMs the way Spark
+resolver), run on the lab's Java, with a cache of its own for each run (the repository is the only lasting copy). Chosen over a pure-Python resolver because it reads POMs the way Spark
 and Maven do (parents, imported BOMs, dependency management): the pure-Python one tried here resolved
 Kafka 4.3.1's broker with kafka-clients 3.8.0 and test-scoped jars. Where two paths of the graph ask for
 different versions Ivy takes the newest (Maven the nearest); a coordinate asked for directly is forced,
@@ -162,8 +162,10 @@ def _run_ivy(deps: list[str], label: str, asked: list[str]) -> list[str]:
         module.write_text(IVY_MODULE.format(deps="\n".join(deps)))
         out = Path(tmp) / "out"
         run = subprocess.run(
-            [java_executable(), *trust_options(), f"-Divy.default.ivy.user.dir={CACHE_DIR / 'ivy'}", "-jar", str(ivy_jar()),
-             "-ivy", str(module), "-cache", str(CACHE_DIR / "ivy" / "cache"), "-confs", "default",
+            # Ivy's own cache lives and dies with this run: the repository is the one cache (no second copy of
+            # every jar), and two lab processes resolving at once share nothing of Ivy's.
+            [java_executable(), *trust_options(), f"-Divy.default.ivy.user.dir={tmp}/ivy", "-jar", str(ivy_jar()),
+             "-ivy", str(module), "-cache", f"{tmp}/cache", "-confs", "default",
              "-types", "jar", "bundle", "-warn",
              "-retrieve", f"{out}/[organisation]/[artifact]/[revision]/[artifact]-[revision](-[classifier]).[ext]"],
             capture_output=True, text=True)
@@ -178,8 +180,6 @@ def _run_ivy(deps: list[str], label: str, asked: list[str]) -> list[str]:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.move(str(jar), target)
             found.append(coordinate)
-    for copy in (CACHE_DIR / "ivy" / "cache").rglob("*.jar"):   # Ivy's own copies: the repository has them now
-        copy.unlink()                                            # (it keeps the POMs it read, and refetches a jar)
     return found
 
 

@@ -8,9 +8,10 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import javax.management.MBeanServerConnection;
 import javax.management.ObjectName;
+import java.rmi.registry.LocateRegistry;
 import javax.management.remote.JMXConnector;
-import javax.management.remote.JMXConnectorFactory;
-import javax.management.remote.JMXServiceURL;
+import javax.management.remote.rmi.RMIConnector;
+import javax.management.remote.rmi.RMIServer;
 import org.apache.kafka.clients.admin.*;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -302,8 +303,13 @@ public class ClusterFacts {
     static Object clients(String jmx) throws Exception {
         List<Map<String, Object>> rows = new ArrayList<>();
         for (String hostPort : jmx.split(",")) {
-            JMXServiceURL url = new JMXServiceURL("service:jmx:rmi:///jndi/rmi://" + hostPort.trim() + "/jmxrmi");
-            try (JMXConnector connector = JMXConnectorFactory.connect(url)) {
+            // The RMI registry asked directly, not through a JNDI URL (service:jmx:rmi:///jndi/rmi://...): JNDI's
+            // RMI provider is the jdk.naming.rmi module, which a runtime such as the lab's own Java leaves out.
+            String host = hostPort.trim().substring(0, hostPort.trim().lastIndexOf(':'));
+            int port = Integer.parseInt(hostPort.trim().substring(hostPort.trim().lastIndexOf(':') + 1));
+            RMIServer server = (RMIServer) LocateRegistry.getRegistry(host, port).lookup("jmxrmi");
+            try (JMXConnector connector = new RMIConnector(server, null)) {
+                connector.connect();
                 MBeanServerConnection mbeans = connector.getMBeanServerConnection();
                 for (ObjectName name : mbeans.queryNames(new ObjectName("kafka.server:type=socket-server-metrics,*"), null)) {
                     String software = name.getKeyProperty("clientSoftwareName");
