@@ -241,6 +241,17 @@ def _user(props: dict) -> str | None:
 
 AUTHENTICATION = re.compile(r"authenticat|SASL|SSL handshake|certificate|_AUTHENTICATION|\bSSL\b", re.I)
 AUTHORIZATION = re.compile(r"AUTHORIZATION_FAILED|not authorized|AuthorizationException|Authorization failed", re.I)
+# A TLS failure (librdkafka's _SSL errors, Java's SslAuthenticationException / SSLHandshakeException / PKIX)...
+TLS_FAILURE = re.compile(r"SSL handshake|SSLHandshake|SslAuthentication|\b_?SSL\b|\bTLS\b|certificate|PKIX|"
+                         r"certification path", re.I)
+# ... because the certificate does not name the address the client dialled ...
+TLS_MISMATCH = re.compile(r"mismatch|No subject alternative names?|No name matching|doesn't match|does not match", re.I)
+# ... or because no CA in the truststore signed it ...
+TLS_UNTRUSTED = re.compile(r"certificate verify failed|could not be verified|PKIX|unable to find valid certification|"
+                           r"unable to get (local )?issuer|self[- ]signed|unknown ca|untrusted", re.I)
+# ... or because the listener does not speak TLS at all.
+TLS_NOT_SPOKEN = re.compile(r"PLAINTEXT broker listener|Unrecognized SSL message|plaintext connection|"
+                            r"wrong version number|packet length too long|record layer failure", re.I)
 UNREACHABLE = re.compile(r"_TRANSPORT|ALL_BROKERS_DOWN|TIMED_OUT|timed out|Connection refused|resolve|"
                          r"Timeout|disconnect", re.I)
 
@@ -263,7 +274,10 @@ def explain_failure(step: str, bootstrap: str, exc, *, security: dict | None = N
     protocol = props.get("security.protocol", "PLAINTEXT").upper()
     auth = next((t for t in texts if AUTHORIZATION.search(t)), None)
     authn = next((t for t in texts if AUTHENTICATION.search(t) and not AUTHORIZATION.search(t)), None)
-    if authn is not None and protocol != "PLAINTEXT":
+    tls = next((t for t in texts if TLS_FAILURE.search(t)), None)
+    if tls is not None and protocol in ("SSL", "SASL_SSL"):   # TLS comes first: SASL runs inside it
+        cause = _tls_cause(texts, source)
+    elif authn is not None and protocol != "PLAINTEXT":
         if protocol.startswith("SASL"):
             cause = (f"authentication failed ({mechanism or 'SASL'}): check sasl.username/sasl.password "
                      f"(or sasl.jaas.config) {source}")
@@ -281,6 +295,24 @@ def explain_failure(step: str, bootstrap: str, exc, *, security: dict | None = N
     else:
         cause = texts[0].splitlines()[0][:300]
     return LabError(scrub(f"{step[:1].upper()}{step[1:]} at {bootstrap}{who}: {cause}.", security))
+
+
+def _tls_cause(texts: list[str], source: str) -> str:
+    def said(pattern) -> bool:
+        return any(TLS_FAILURE.search(t) and pattern.search(t) for t in texts)
+
+    if said(TLS_NOT_SPOKEN):
+        return (f"the SSL handshake failed: the listener does not speak TLS (a PLAINTEXT or SASL_PLAINTEXT one?): "
+                f"check security.protocol {source}")
+    if said(TLS_MISMATCH):
+        return (f"the SSL handshake failed: the broker's certificate does not name this address "
+                f"(its subjectAltName): connect by a name it has, or check ssl.endpoint.identification.algorithm "
+                f"{source}")
+    if said(TLS_UNTRUSTED):
+        return (f"the SSL handshake failed: the broker's certificate is not trusted: ssl.truststore.location "
+                f"{source} must be a PEM file with the CA that signed it")
+    return (f"the SSL handshake failed: check ssl.truststore.location (the broker's CA, PEM) and the other "
+            f"ssl.* settings {source}")
 
 
 def _text(e) -> str:

@@ -2,7 +2,7 @@
 from Maven Central jars, listening on 127.0.0.1 only, data in a fresh folder.
 
 KafkaCluster runs the cluster (lifecycle, faults, facts, quotas, transaction markers); what a broker runs with
-is lab.cluster.broker_config, a node's configuration and JVM lab.cluster.kraft_node, SASL and ACLs
+is lab.cluster.broker_config, a node's configuration and JVM lab.cluster.kraft_node, SASL, TLS and ACLs
 lab.cluster.kraft_security. The names they define stay importable from here.
 """
 from __future__ import annotations
@@ -52,6 +52,9 @@ class KafkaCluster(NodeLauncher, SaslSecurity):
     jmx_port: int | None = None      # JMX (no auth, 127.0.0.1) on node 1, other nodes on free ports: KIP-511 metrics
     sasl_users: dict | None = None   # {user: password}: a SASL_PLAINTEXT/SCRAM-SHA-256 listener instead of PLAINTEXT
     acls: bool = False               # with sasl_users: StandardAuthorizer, so a user without ACLs is refused
+    # With sasl_users: SASL_SSL (SCRAM-SHA-256 over TLS) instead of SASL_PLAINTEXT; a CA and a certificate for
+    # 127.0.0.1/localhost are made at start as PEM files in the folder (ca_file: the clients' truststore).
+    tls: bool = False
     # A second PLAINTEXT client listener on every node (e.g. "APPS"): clients bootstrapped through it
     # (listener_bootstrap) meet LISTENER_NOT_FOUND for partitions led by a node restarted without it.
     extra_listener: str | None = None
@@ -99,6 +102,7 @@ class KafkaCluster(NodeLauncher, SaslSecurity):
         self.cluster_id = "-"
         while self.cluster_id.startswith("-"):
             self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        self._make_certificates()
         for node in self._nodes:
             self._write_config(node)
         formats = [subprocess.Popen(self._java_argv("kafka.tools.StorageTool",
