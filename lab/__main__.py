@@ -18,7 +18,8 @@ def fetch(_args) -> None:
     from .cluster import kafka_classpath, known_broker_configs
     from .config import KAFKA_VERSION
     from . import maven
-    from .jvm import ECJ, current
+    from .jvm import current
+    from .programs import ECJ
     from .spark import connector_jars
     java = current()
     print(f"Java {java.version} ({java.source}: {java.home})")

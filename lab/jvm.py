@@ -5,8 +5,8 @@ The lab needs no Java installed by hand: `make install` brings a Java 21 runtime
 JAVA_HOME first, then `java` on PATH. Only Java 17 to 21 will do: Kafka 4 brokers need 17, and Spark 4.0
 does not start on 23 or later.
 
-That runtime has no `javac`, so the lab's programs are compiled with the Eclipse compiler (ECJ, a jar
-from Maven Central) running on whichever Java was chosen.
+That runtime has no `javac`: lab.programs compiles the lab's Java programs with the Eclipse compiler (ECJ)
+running on whichever Java was chosen here.
 """
 from __future__ import annotations
 
@@ -25,7 +25,6 @@ from .config import CACHE_DIR
 from .errors import LabError
 
 SUPPORTED = range(17, 22)          # Java feature releases the lab runs on
-ECJ = "org.eclipse.jdt:ecj:3.40.0"  # the Eclipse compiler: runs on Java 17+, compiles Java 17 sources
 FIX = ("unset JAVA_HOME to use the lab's own Java 21 (installed by `make install`), "
        "or point JAVA_HOME at a JDK 17 to 21")
 
@@ -138,19 +137,6 @@ def spark_java_home(java: Java | None = None) -> Path:
         tmp.chmod(0o755)
         os.replace(tmp, shim)
     return shim.parent.parent
-
-
-def compile_java(sources: list[Path], classpath: list[Path], classes: Path) -> None:
-    """Compile `sources` against `classpath` into `classes` with ECJ; a LabError with its errors if any."""
-    from . import maven
-    compiler = maven.classpath([ECJ], label="ecj")
-    classes.mkdir(parents=True, exist_ok=True)
-    run = subprocess.run([java_executable(), "-jar", str(compiler[0]), "-17", "-nowarn", "-encoding", "UTF-8",
-                          "-proc:none", "-d", str(classes), "-cp", os.pathsep.join(map(str, classpath)),
-                          *map(str, sources)], capture_output=True, text=True)
-    if run.returncode != 0:
-        names = ", ".join(Path(s).name for s in sources)
-        raise LabError(f"Compiling {names} failed:\n{(run.stdout + run.stderr)[-2000:]}")
 
 
 # A TLS-inspecting proxy (a company network, a sandbox) signs with its own CA, which Python's tools are told

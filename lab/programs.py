@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
+import subprocess
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from .config import CACHE_DIR
 from .connection import java_security, write_properties
 from .errors import LabError
 from .experiment import evidence
-from .jvm import compile_java
+from .jvm import java_executable
 from .platforms import rocksdb_for
 from .processes import Child, spawn_java
 
@@ -64,8 +65,23 @@ def clients_classpath(version: str) -> list[Path]:
                            label=f"kafka-clients-{version}")
 
 
+ECJ = "org.eclipse.jdt:ecj:3.40.0"  # the Eclipse compiler: runs on Java 17+, compiles Java 17 sources
+
+
+def compile_java(sources: list[Path], classpath: list[Path], classes: Path) -> None:
+    """Compile `sources` against `classpath` into `classes` with ECJ; a LabError with its errors if any."""
+    compiler = maven.classpath([ECJ], label="ecj")
+    classes.mkdir(parents=True, exist_ok=True)
+    run = subprocess.run([java_executable(), "-jar", str(compiler[0]), "-17", "-nowarn", "-encoding", "UTF-8",
+                          "-proc:none", "-d", str(classes), "-cp", os.pathsep.join(map(str, classpath)),
+                          *map(str, sources)], capture_output=True, text=True)
+    if run.returncode != 0:
+        names = ", ".join(Path(s).name for s in sources)
+        raise LabError(f"Compiling {names} failed:\n{(run.stdout + run.stderr)[-2000:]}")
+
+
 def compile_sources(sources: list[Path], classpath: list[Path], label: str) -> Path:
-    """Compile the sources against the classpath once (lab.jvm.compile_java); return the classes folder."""
+    """Compile the sources against the classpath once (compile_java); return the classes folder."""
     digest = hashlib.sha256()
     for source in sorted(sources):
         digest.update(Path(source).read_bytes())

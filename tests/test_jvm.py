@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from lab import jvm
+from lab.programs import compile_java
 from lab.errors import LabError
 
 
@@ -105,11 +106,11 @@ def test_ecj_compiles_on_the_bundled_runtime_and_reports_errors(tmp_path, monkey
     monkeypatch.setattr(jvm, "current", lambda: jvm.find_java({}, which=no_path))
     good = tmp_path / "Hello.java"
     good.write_text("public class Hello { public static void main(String[] a) { System.out.println(\"hi \" + a.length); } }")
-    jvm.compile_java([good], [], tmp_path / "classes")
+    compile_java([good], [], tmp_path / "classes")
     out = subprocess.run([jvm.java_executable(), "-cp", str(tmp_path / "classes"), "Hello", "x"],
                          capture_output=True, text=True)
     assert out.stdout.strip() == "hi 1"
     bad = tmp_path / "Bad.java"
     bad.write_text("public class Bad { int x = ; }")
     with pytest.raises(LabError, match=r"Compiling Bad.java failed:(.|\n)*Syntax error"):
-        jvm.compile_java([bad], [], tmp_path / "classes2")
+        compile_java([bad], [], tmp_path / "classes2")

@@ -62,7 +62,7 @@ def test_a_missing_jar_is_fetched_alone_and_a_changed_one_is_refused(cache, monk
 def test_the_committed_lock_pins_the_default_lab():
     """Every set `make lab` fetches is in lab/jars.lock, so a fresh machine gets exactly those jars."""
     from lab.cluster.kraft import KAFKA_VERSION
-    from lab.jvm import ECJ
+    from lab.programs import ECJ
     lock = json.loads(maven.LOCK.read_text())
     for wanted in ([ECJ], ["org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.0"],
                    [f"org.apache.kafka:kafka_2.13:{KAFKA_VERSION}"]):

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from ..config import CACHE_DIR, KAFKA_VERSION
 from ..errors import LabError
-from ..jvm import compile_java, java_executable
+from ..jvm import java_executable
+from ..programs import compile_java
 
 SOURCE = Path(__file__).resolve().parent.parent / "java" / "ClusterFacts.java"
 
