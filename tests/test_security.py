@@ -238,14 +238,20 @@ def test_java_programs_get_the_file(as_lab, tmp_path):
         assert java["ssl.truststore.location"] == str(as_lab.ca_file) and java["ssl.truststore.type"] == "PEM"
 
 
-def test_a_wrong_password_names_the_step_and_hides_the_password(scram, tmp_path, monkeypatch):
-    path = properties(tmp_path, login(scram, WRONG))
+def refusal(cluster, path, monkeypatch) -> str:
+    """The one-line LabError kafka_cluster() gives with this properties file: it names the step and the user."""
     monkeypatch.setenv(CLIENT_PROPERTIES_ENV, str(path))
-    monkeypatch.setenv(BOOTSTRAP_ENV, scram.bootstrap)
+    monkeypatch.setenv(BOOTSTRAP_ENV, cluster.bootstrap)
     with pytest.raises(LabError) as caught:
         kafka_cluster()
     message = str(caught.value)
     assert "listing topics" in message.lower() and "as user lab" in message and "\n" not in message
+    return message
+
+
+def test_a_wrong_password_names_the_step_and_hides_the_password(scram, tmp_path, monkeypatch):
+    path = properties(tmp_path, login(scram, WRONG))
+    message = refusal(scram, path, monkeypatch)
     assert "authentication failed (SCRAM-SHA-256)" in message and str(path) in message
     assert WRONG not in message and GOOD not in message
     print(message)
@@ -259,12 +265,7 @@ def test_a_tls_client_that_cannot_trust_the_listener_names_the_step(scram, tmp_p
     if not scram.tls:
         text += f"ssl.truststore.location={stranger_ca}\n"
     path = properties(tmp_path, text)
-    monkeypatch.setenv(CLIENT_PROPERTIES_ENV, str(path))
-    monkeypatch.setenv(BOOTSTRAP_ENV, scram.bootstrap)
-    with pytest.raises(LabError) as caught:
-        kafka_cluster()
-    message = str(caught.value)
-    assert "listing topics" in message.lower() and "as user lab" in message and "\n" not in message
+    message = refusal(scram, path, monkeypatch)
     cause = "the broker's certificate is not trusted" if scram.tls else "the listener does not speak TLS"
     assert "SSL handshake failed" in message and cause in message and str(path) in message, message
     assert GOOD not in message
