@@ -121,6 +121,32 @@ def test_spark_reads_committed_and_uncommitted(one_node):
     assert sorted(uncommitted) == ["aborted", "committed"]
 
 
+def test_the_topic_reader_reads_committed_or_not_to_the_end_or_until_done(one_node):
+    import json
+    from types import SimpleNamespace
+    from lab.experiment.consume import TopicReader, read_committed, read_to_end
+    p = Producer({"bootstrap.servers": one_node.bootstrap, "transactional.id": "reader-test"})
+    p.init_transactions()
+    for ids, commit in (([1, 2], True), ([3], False), ([4], True)):
+        p.begin_transaction()
+        for i in ids:
+            p.produce("read-me", key=str(i), value=json.dumps({"id": i}))
+        p.flush()
+        p.commit_transaction() if commit else p.abort_transaction()
+    raw = read_to_end(one_node.bootstrap, "read-me")            # every record, aborted included, as tuples
+    assert sorted(json.loads(value)["id"] for _, value, _ in raw) == [1, 2, 3, 4]
+    assert all(isinstance(ts, float) for *_, ts in raw)
+    run = SimpleNamespace(bootstrap=one_node.bootstrap,
+                          wait=lambda ok, timeout, what, **kw: wait_until(ok, timeout, what))
+    rows = read_committed(run, "read-me", lambda rows: {1, 2, 4} <= {r["id"] for r in rows})
+    assert sorted(r["id"] for r in rows) == [1, 2, 4] and {"partition", "offset", "kafka_ts"} <= set(rows[0])
+    with TopicReader(one_node.bootstrap, "read-me") as kept_open:
+        assert kept_open.ids() == {1, 2, 4}
+        produce(one_node.bootstrap, "read-me", 1)                  # a plain record, not JSON, arrives later
+        wait_until(lambda: len(kept_open.drain()) == 4, 30, "the new record")
+        assert "raw" in kept_open.rows[-1]
+
+
 def test_jvms_die_when_their_python_parent_is_killed(tmp_path):
     """kill -9 the process that started the brokers: the brokers must not survive it."""
     script = textwrap.dedent(f"""

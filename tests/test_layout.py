@@ -1,5 +1,7 @@
 """The layout the README promises: one package per notebook, named after it, none importing another's."""
 import ast
+import json
+import re
 from pathlib import Path
 
 from lab.scenarios import COURSE, course_table, notebook
@@ -53,3 +55,24 @@ def test_the_registry_finds_notebooks_and_cites_sources_by_title():
     table = course_table()
     assert "seed" not in table.lower() and "issue" not in table.lower()
     assert "Tales from running Kafka Streams in Production" in table
+
+
+# Words of the lab's own workshop that a learner should not meet: source documents by an internal number, the
+# tools that run the course headless, the project's issues and notes.
+INTERNAL = re.compile(r"\bseeds?\b|papermill|failures\.md|\bCI\b|\bissue \d+|\bpytest\b|\bUNCONFIRMED\b|"
+                      r"\bthe tests?'s?\b|\bunder test\b", re.I)
+
+
+def _learner_text():
+    """(where, text) of every notebook cell a learner reads and every parameter description the panels show."""
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for i, cell in enumerate(json.loads(path.read_text())["cells"]):
+            yield f"{path.name} cell {i}", "".join(cell["source"])
+    for entry in COURSE:
+        for param in entry.module().SPEC.params:
+            yield f"{entry.scenario}.{param.name}", param.help
+
+
+def test_learner_text_has_no_internal_words():
+    found = [f"{where}: {m.group(0)!r}" for where, text in _learner_text() for m in INTERNAL.finditer(text)]
+    assert not found, found

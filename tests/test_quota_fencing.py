@@ -110,6 +110,16 @@ def test_a_stuck_transactional_request_is_named_as_kafka_17455(tmp_path):
     assert row["crashes"] == 1 and row["first_crash_s"] == 40.1
     assert row["mechanism"].startswith("1x stuck transactional request (KAFKA-17455: AddOffsetsToTxn waited 30.0 s")
     assert row["longest_txn_wait_s"] == 30.0 and row["throttle_max_ms"] == 900
+    assert "the longest throttle recorded before it was 0.9 s" in row["mechanism"]
+
+
+def test_a_stall_with_no_throttle_recorded_does_not_blame_one(tmp_path):
+    # Seen below the quota (0.93x): a 30 s stall while every metric sample said the producer was never throttled.
+    got, v = measured(tmp_path, [metrics(9, 300, 90), debug(10, "Enqueuing", "AddOffsetsToTxn"),
+                                 metrics(20, 303, 90), debug(40, "Sending", "AddOffsetsToTxn"), fenced(40.1)])
+    mechanism = got.row(v.name)["mechanism"]
+    assert "AddOffsetsToTxn waited 30.0 s; no throttle was recorded before it" in mechanism
+    assert "behind throttles" not in mechanism
 
 
 def test_an_oversized_transaction_is_named_as_such(tmp_path):

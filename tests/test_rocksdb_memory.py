@@ -37,7 +37,7 @@ def test_the_worst_case_arithmetic():
     assert memory.DEFAULT_CAP_MB == 50 + 3 * 16
     assert memory.worst_case_mb(p, "default", 8) == pytest.approx(256 + 250 + 16 * 98 + readers)
     assert memory.worst_case_mb(p, "bounded", 8) == pytest.approx(256 + 250 + 128 + readers)
-    assert memory.SEED_ESTIMATE_MB == 112
+    assert memory.GUIDE_ESTIMATE_MB == 112
 
 
 def report(config, instances, memtable_mb, cache_mb, shared=False, rss=600.0, native_base=110.0):
@@ -82,7 +82,7 @@ def test_the_default_growing_past_the_bound_is_the_failure():
     record = out.as_record()
     assert record["memory_failed"] and record["memory_default_over_bound"] == [8]
     assert set(record["memory_rows"]) == {"default-p1", "bounded-p1", "default-p8", "bounded-p8"}
-    assert "taken once" in out.explain()
+    assert "counted once" in out.explain() and "grows with partitions x stores" in out.explain()
     assert out.table().shape[0] == 4 and out.figure().layout.template is not None
 
 

@@ -14,7 +14,7 @@ from lab.config import BOOTSTRAP_ENV, CLIENT_PROPERTIES_ENV, KAFKA_VERSION
 from lab.connection import (command_config, explain_failure, java_properties, kafka_config, parse_properties,
                             redacted, security_properties, spark_kafka_options)
 from lab.errors import LabError
-from lab.experiment.admin import read_to_end
+from lab.experiment.consume import read_to_end
 from lab.generator import generate
 from lab.history import History
 from lab.processes import wait_until

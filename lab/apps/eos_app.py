@@ -7,7 +7,7 @@ It logs the shared history (lab.history): "restart" once at start, "read" per re
 
 What it does when a transaction call fails (--on-error):
     crash     log the error and exit 3, like a Kafka Streams thread that dies; whoever
-              supervises the app starts it again (the seed's "crashed and processed it again")
+              supervises the app starts it again (the source's "crashed and processed it again")
     abort     by the book: txn_requires_abort -> abort_transaction; fatal -> a new producer;
               then rewind the consumer to the last committed offsets, so the aborted batch is
               read and processed again

@@ -1,4 +1,4 @@
-"""The external service of seed 002's "It's ok to do external lookups": an HTTP server on 127.0.0.1 that
+"""The external service of "Tales from running Kafka Streams in Production"'s "It's ok to do external lookups": an HTTP server on 127.0.0.1 that
 answers every GET after `latency_ms`, and counts the calls.
 
     with LookupService(latency_ms=50) as service:

@@ -1,4 +1,4 @@
-"""The seed-000 app rewritten as a confluent-kafka (librdkafka) exactly-once loop.
+"""The app of "Quotas and Kafka Streams EOS" rewritten as a confluent-kafka (librdkafka) exactly-once loop.
 
 Per input record it writes `--state-bytes` random letters to a "changelog" topic and
 {"id": <input id>} to the output topic, all inside a transaction committed with the

@@ -47,7 +47,7 @@ def audit(history: History, *, bootstrap: str | None = None, output_topic: str |
     for topic in dict.fromkeys(t for t in (output_topic, input_topic) if t):
         offsets[topic] = _topic_offsets(bootstrap, topic)
     if output_topic and output_df is None and not allow_empty and _is_empty(offsets[output_topic]):
-        raise LabError(f"The output topic {output_topic!r} is empty: the app under test wrote nothing there "
+        raise LabError(f"The output topic {output_topic!r} is empty: the app wrote nothing there "
                        "(did it run, and does it write to this topic?). Pass allow_empty=True to audit it anyway.")
     if input_topic and not allow_empty and _is_empty(offsets[input_topic]):
         raise LabError(f"The input topic {input_topic!r} is empty: nothing was produced to it (did the "
@@ -115,7 +115,7 @@ def _run(spark, history, cached, *, bootstrap, output_topic, input_topic, expect
         if total and not with_id:
             first = out.select("raw").first()
             raise LabError(f"The output records carry no JSON 'id' field, so they cannot be matched to inputs "
-                           f"(first value: {first['raw']!r}). Apps under test must write JSON values with "
+                           f"(first value: {first['raw']!r}). Apps must write JSON values with "
                            "at least {\"id\": <input id>}.")
         if total > with_id:
             notes.append(f"{total - with_id} output record(s) carry no 'id' and were ignored.")

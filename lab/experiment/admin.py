@@ -4,18 +4,12 @@
     set_group_offsets(run, admin, "g", "events", {0: 0})     # kafka-consumer-groups --reset-offsets
     gone = group_offsets(admin, {"app": "g"}, "events")      # {"app": {0: None}}: expired
     set_topic_config(admin, "events", **{"retention.ms": "1000"})
-    records = read_to_end(bootstrap, "__transaction_state")  # raw (key, value, epoch s) to the end
 
 The committed offsets an app reports in its own `LAB {"kind": "commit", "offsets": ...}` lines are
 folded by `committed_offsets()`; `expired_at()` reads transactional-id tombstones.
 """
 from __future__ import annotations
 
-import time
-
-from ..connection import kafka_config
-
-QUIET = {"log_level": 0}   # librdkafka's own logging stays out of the notebook
 
 
 def topic_offsets(admin, topic: str, partitions: int = 1, spec: str = "latest") -> dict[int, int]:
@@ -79,31 +73,9 @@ def set_topic_config(admin, topic: str, **config: str) -> None:
     admin.incremental_alter_configs([res], request_timeout=15)[res].result()
 
 
-def read_to_end(bootstrap: str, topic: str, timeout: float = 20) -> list[tuple]:
-    """Every record of a topic (internal ones too) as raw (key, value, timestamp in epoch seconds), read
-    from the beginning of each partition until its end (or `timeout`)."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
-    consumer = Consumer({**kafka_config(bootstrap), "group.id": f"lab-read-{topic}",
-                         "enable.partition.eof": True, "enable.auto.commit": False, **QUIET})
-    try:
-        md = consumer.list_topics(topic, timeout=10).topics.get(topic)
-        parts = list(md.partitions) if md else []
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
-        records, eof, deadline = [], set(), time.time() + timeout
-        while len(eof) < len(parts) and time.time() < deadline:
-            for m in consumer.consume(500, timeout=0.5):
-                if not m.error():
-                    records.append((m.key(), m.value(), m.timestamp()[1] / 1000))
-                elif m.error().code() == KafkaError._PARTITION_EOF:
-                    eof.add(m.partition())
-        return records
-    finally:
-        consumer.close()
-
-
 def expired_at(records, prefixes: dict, since: float | None = None) -> dict:
     """name -> when the transaction coordinator expired its transactional id (a tombstone in
-    __transaction_state, see read_to_end), or None. Keys there are (int16 version, int16 length, id bytes);
+    __transaction_state, see consume.read_to_end), or None. Keys there are (int16 version, int16 length, id bytes);
     prefixes: name -> transactional.id (Kafka Streams: its application.id, which starts the id)."""
     found = {name: None for name in prefixes}
     for key, value, ts in records:

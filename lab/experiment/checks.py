@@ -21,7 +21,7 @@ def check_version(version: str, name: str, build, oldest: tuple | None = None, w
     except (LabError, ValueError, TypeError):
         raise LabError(f"{name}={version!r} is not a Kafka version like '4.3.1'.") from None
     if too_old:
-        raise LabError(f"{name}: {what} {version} is older than the program under test supports "
+        raise LabError(f"{name}: {what} {version} is older than the program supports "
                        f"({'.'.join(map(str, oldest))}+: {why}).")
     try:
         build(version)

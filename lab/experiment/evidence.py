@@ -18,6 +18,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 MARK = "LAB "
+# Kafka Streams throwing a task's state away under exactly-once after an unclean shutdown: why (2.6 to 4.2, and 4.x
+# when RocksDB had not flushed its offsets: no .checkpoint file; since KIP-1035, 4.3: a store that was not closed
+# cleanly), then what it does (the task closed dirty, its state directory wiped and restored from scratch).
+STATE_WIPE_NO_CHECKPOINT = r"did not find checkpoint offsets while stores are not empty"
+STATE_WIPE_STORE_NOT_CLOSED = r"didn't find a valid state, since under EOS"
+STATE_WIPE = f"{STATE_WIPE_NO_CHECKPOINT}|{STATE_WIPE_STORE_NOT_CLOSED}"
+STATE_WIPE_ACTION = r"Will close the task as dirty and re-create and bootstrap from scratch"
 _DECODER = json.JSONDecoder()
 # [2026-11-23 12:03:14,123] or [2026-11-23T12:03:14,123] (log4j's ISO8601), with '.' or ',' before millis
 _STAMP = re.compile(r"\[(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)[,.](\d{3})\]")

@@ -11,7 +11,7 @@ PARAMETERS = {"EXPIRATION_MS": 5000, "CLEANUP_INTERVAL_MS": 1000, "IDLE_S": 8, "
 CONTROL = {"EXPIRATION_MS": 10000, "CLEANUP_INTERVAL_MS": 1000, "IDLE_S": 3, "OBSERVE_S": 30,
            "STREAMS_VERSIONS": [], "OLD_BROKERS": [], "CHECK_PINNED_ZOOKEEPER": False, "MITIGATE": False}
 
-SEED = "The producer attempted to use a producer id which is not currently assigned to its transactional id"
+SOURCE_MESSAGE = "The producer attempted to use a producer id which is not currently assigned to its transactional id"
 
 # The panel, clicked in the CONTROL run: one Python client idle 3 s < the 10 s expiration.
 PANEL = {"idle_s": 3, "python_modes": ["crash"], "java_clients": []}
@@ -41,7 +41,7 @@ def check(r):
     assert b["java-3.9.1"]["error"] == "InvalidPidMappingException" and b["java-3.9.1"]["handling"] == "abortable", b
     assert b["java-4.3.1"]["error"] == "InvalidPidMappingException" and b["java-4.3.1"]["handling"] == "fatal", b
     assert all(b[j]["recovered"] for j in ("java-3.9.1", "java-4.3.1")), b
-    assert SEED in b["java-3.9.1"]["message"] and r["seed_message_seen"], b["java-3.9.1"]
+    assert SOURCE_MESSAGE in b["java-3.9.1"]["message"] and r["source_message_seen"], b["java-3.9.1"]
     assert b["streams-3.7.0"]["error"] == "InvalidPidMappingException", b["streams-3.7.0"]
     assert b["streams-3.7.0"]["handling"] == "thread died", b["streams-3.7.0"]
     assert b["streams-3.8.0"]["handling"] == "task migrated" and b["streams-3.8.0"]["recovered"], b["streams-3.8.0"]
@@ -93,4 +93,4 @@ def check_control(r):
     assert r["part_a_audit"] and set(r["part_a_audit"]) == {n for n in a if n.startswith("python")}, r["part_a_audit"]
     for name, counts in r["part_a_audit"].items():
         assert counts == {"duplicate": 0, "lost": 0, "aborted_read": 0}, (name, counts)
-    assert not r["seed_message_seen"] and r["idle_when_expired_s"] == [], r
+    assert not r["source_message_seen"] and r["idle_when_expired_s"] == [], r

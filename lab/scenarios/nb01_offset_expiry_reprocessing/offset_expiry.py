@@ -50,7 +50,7 @@ VARIANTS = {v.name: v for v in [
 ]}
 
 SPEC = Spec(
-    Param("retention_minutes", 1, "offsets.retention.minutes (the seed: 1440 = 24 h)", lo=1, hi=60, unit="min",
+    Param("retention_minutes", 1, "offsets.retention.minutes (the source's cluster: 1440 = 24 h)", lo=1, hi=60, unit="min",
           why="Kafka's minimum is 1; every minute is a minute of waiting"),
     Param("check_interval_ms", 2000, "offsets.retention.check.interval.ms: how often the coordinator sweeps",
           lo=500, hi=600000, unit="ms", why="a sweep more often than twice a second only loads the broker"),
@@ -72,7 +72,7 @@ SPEC = Spec(
 
 
 def needs(p: dict) -> dict:
-    """A one-minute version of the seed's day; topic retention acts within a second (failOnDataLoss)."""
+    """A one-minute version of the source's day; topic retention acts within a second (failOnDataLoss)."""
     return dict(nodes=1, version=KAFKA_VERSION, broker_config={
         "offsets.retention.minutes": str(p["retention_minutes"]),
         "offsets.retention.check.interval.ms": str(p["check_interval_ms"]),
@@ -381,9 +381,8 @@ class OffsetExpiryResult(Result):
 
     def explain(self) -> str:
         R, d = self.retention_s, self.downtime()
-        lines = [f"The coordinator sweeps every {self.params['check_interval_ms'] / 1000:g} s and deletes committed "
-                 f"offsets older than `offsets.retention.minutes` ({R} s), counted from when a classic group became "
-                 "empty (KIP-211) or from a KIP-848 group's last commit."]
+        lines = [f"In this run the coordinator swept every {self.params['check_interval_ms'] / 1000:g} s, with "
+                 f"`offsets.retention.minutes` = {R} s."]
         for n, f in self.facts.items():
             reset = f"`auto.offset.reset={VARIANTS[n].reset}`"
             lines.append(f"- **{n}**: " + (

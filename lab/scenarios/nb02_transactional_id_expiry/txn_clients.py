@@ -17,7 +17,7 @@ from ...cluster import parse_version
 from ...connection import kafka_config, spark_kafka_options
 from ...errors import LabError
 from ...experiment import Run, grep, java_events, lab_lines
-from ...experiment.admin import QUIET
+from ...experiment.consume import QUIET
 from ...experiment.apps import streams_running
 from ...history import History
 from ...programs import LOG4J, LOGGING, idle_producer, write_shared
@@ -267,7 +267,7 @@ class _Streams(_Client):
     def recovered_at(self, since):   # (after stop(): what the reader saw)
         return self.seen[self.words[-1]] if all(w in self.seen for w in self.words) else None
 
-    def supervise(self):   # the seed's operators restarted the app; WordCountDemo's JVM stays up in ERROR
+    def supervise(self):   # the source's operators restarted the app; WordCountDemo's JVM stays up in ERROR
         if grep(self.log, r"stream-client .* State transition from PENDING_ERROR to ERROR",
                 since=self.restarts[-1] if self.restarts else 0) and len(self.restarts) < 2:
             self.restart("client in ERROR: a new JVM")

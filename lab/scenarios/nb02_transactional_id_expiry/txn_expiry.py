@@ -16,12 +16,13 @@ from ...cluster import is_zookeeper_version, parse_version
 from ...config import KAFKA_VERSION
 from ...errors import LabError
 from ...experiment import Param, Result, Run, Spec, grep
-from ...experiment.admin import expired_at, read_to_end
+from ...experiment.admin import expired_at
+from ...experiment.consume import read_to_end
 from ...programs import clients_classpath
 from . import txn_unknown_producer as part_c
 from .txn_clients import CLIENTS, ERROR_CODE, streams_examples
 
-SEED_MESSAGE = "The producer attempted to use a producer id which is not currently assigned to its transactional id"
+SOURCE_MESSAGE = "The producer attempted to use a producer id which is not currently assigned to its transactional id"
 PYTHON_MODES = ("crash", "abort", "recreate", "naive", "heartbeat", "abort-offsets-first")
 
 
@@ -267,7 +268,7 @@ class TxnExpiryResult(Result):
                                      for n, c in m.clients.items()},
             "mitigation_audit": m and m.audits, "mitigation_verdict": m and m.verdict(), "mitigation_failed": m and m.failed,
             "time_to_error_s": {n: c["error_after_idle_s"] for n, c in cs.items() if c["error"]},
-            "seed_message_seen": any(SEED_MESSAGE in (c["message"] or "") for c in cs.values()),
+            "source_message_seen": any(SOURCE_MESSAGE in (c["message"] or "") for c in cs.values()),
             "idle_when_expired_s": self.expiry()["idle when expired (s)"].dropna().tolist()}
 
 

@@ -50,7 +50,7 @@ def _streams_version(version: str, name: str) -> None:
 
 
 SPEC = Spec(
-    Param("affected_version", "3.8.1", "Kafka Streams version of the seed (suspected affected)",
+    Param("affected_version", "3.8.1", "Kafka Streams version of the report (suspected affected)",
           check=lambda v: _streams_version(v, "AFFECTED_VERSION")),
     Param("fixed_version", "4.3.1", "a Kafka Streams release after apache/kafka PR #17527",
           check=lambda v: _streams_version(v, "FIXED_VERSION")),

@@ -106,8 +106,17 @@ class Measured:
         passes, throttle = (v.quota or float("inf")) * timeout, (m["throttle_max_ms"].max() if len(m) else 0) or 0
         # stuck: a wait of half the transaction timeout or more, far longer than any throttle it sat behind
         if longest is not None and longest["wait_s"] >= max(timeout / 2, 2 * throttle / 1000):
+            # the throttles the app reported from a transaction timeout before the request was queued (its send
+            # time t_s minus its wait) until it was sent
+            queued = longest["t_s"] - longest["wait_s"]
+            mine = self.metrics[(self.metrics["variant"] == v.name) & self.metrics["t_s"].between(
+                queued - timeout - 2, longest["t_s"])]
+            before = (mine["throttle_max_ms"].max() if len(mine) else 0) or 0
+            behind = (f"the longest throttle recorded before it was {before / 1000:.1f} s" if before else
+                      "no throttle was recorded before it, so what held the connection (a retry's backoff, or a "
+                      "throttle between the app's metric samples) is not measured here")
             return (f"stuck transactional request (KAFKA-17455: {longest['request']} waited {longest['wait_s']:.1f}"
-                    f" s behind throttles of at most {throttle / 1000:.1f} s; transaction.timeout.ms {timeout:g} s)")
+                    f" s; {behind}; transaction.timeout.ms {timeout:g} s)")
         if open_bytes > passes:
             return (f"transaction larger than the quota passes within transaction.timeout.ms (~{open_bytes / 1e3:.0f}"
                     f" KB open, {v.quota:,} B/s x {timeout:g} s = {passes / 1e3:.0f} KB)")

@@ -58,6 +58,14 @@ class QuotaResult(Result):
             out.append(f"- **{v.name}** ({role}, {_load(r)}): {why}.")
         return "\n".join(out)
 
+    def fix_summary(self) -> str:
+        """Which of this run's kafka-clients jars carry the KAFKA-17455 fix, as read from their bytecode."""
+        has = [v for v, fixed in self.fix_in_bytecode.items() if fixed]
+        lacks = [v for v, fixed in self.fix_in_bytecode.items() if not fixed]
+        if not has:
+            return f"None of the versions run carries the fix in its bytecode ({', '.join(lacks)})."
+        return f"The fix is in the bytecode of {', '.join(has)}" + (f"; not in {', '.join(lacks)}." if lacks else ".")
+
     def table(self, roles=None) -> pd.DataFrame:
         return pd.DataFrame([self.row(r) for r in roles or self.roles if r in self.roles]).set_index("variant")
 

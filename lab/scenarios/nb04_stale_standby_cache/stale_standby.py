@@ -70,7 +70,7 @@ SPEC = Spec(
           check=lambda versions: [check_streams_version(v, "FIXED_VERSIONS") for v in versions]),
     Param("mitigations", True, "also run the mitigations: caching off, then each fixed version"),
     Param("caching", True, "the store's cache in the main run"),
-    Param("program", "1 2 3", "instance toggles, one per step (the seed's: 1 2 3)", check=parse_program),
+    Param("program", "1 2 3", "instance toggles, one per step (the reproducer's: 1 2 3)", check=parse_program),
     Param("step_seconds", 10.0, "time between toggles, from when the previous one took effect", lo=3, hi=300,
           unit="s"),
     Param("settle_seconds", 10.0, "inputs keep coming this long after the last toggle", lo=0, hi=600, unit="s"),
@@ -115,7 +115,7 @@ def _variant(lab: Run, label: str, version: str, caching: bool, p: dict) -> "Var
     config = {"lab.input.topic": topics[0], "lab.output.topic": topics[1], "lab.caching": str(caching).lower(),
               "application.id": app, "bootstrap.servers": lab.bootstrap, "processing.guarantee": "exactly_once_v2",
               "num.standby.replicas": p["standby_replicas"], "commit.interval.ms": 100,
-              "num.stream.threads": 1,   # one thread cache per instance, as in the seed
+              "num.stream.threads": 1,   # one thread cache per instance, as in the reproducer
               # Streams does not leave the group on close: a stopped instance's tasks move once its
               # session expires, so keep that short (the broker's minimum is 6 s).
               "session.timeout.ms": 6000, "heartbeat.interval.ms": 1500}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 from ...experiment import Run, Timeline
-from ...experiment.consume import Tail
+from ...experiment.consume import TopicReader
 from ...generator import generate
 from ...history import History
 from ...programs import JavaProgram
@@ -51,7 +51,7 @@ def _failing_run(lab: Run, label: str, app_id: str, version: str, p: dict, phase
     (name, lab properties, until) where until is a fraction of the records processed, or None (the last)."""
     history = History(lab.folder / app_id / "history", app_id)
     topics = lab.topics(f"{app_id}-input", f"{app_id}-output", f"{app_id}-counts", partitions=p["partitions"])
-    tail = Tail(lab.bootstrap, topics[1])
+    output = TopicReader(lab.bootstrap, topics[1])
     gen = None
     progs, watched = [], {}
     try:
@@ -82,12 +82,12 @@ def _failing_run(lab: Run, label: str, app_id: str, version: str, p: dict, phase
             def done():
                 # a handler that drops inputs: what it dropped never comes out
                 want, dropped = ids(), app_events(prog.log_path)["dropped_records"] if drops_inputs else 0
-                return want is not None and len(want - tail.ids()) <= dropped
+                return want is not None and len(want - output.ids()) <= dropped
             if not watched:
                 watched = _watch(lab, prog, label, done, p, feed + 60 + p["loop_seconds"])
         gen.result(p["records"] / p["rate"] + 60)
     finally:
-        tail.close()
+        output.close()
         for prog in progs:
             prog.stop()
     produced = history.frame("produced").to_dict("records")

@@ -8,14 +8,15 @@ import json
 import time
 
 from ...experiment import Run, Timeline, grep
-from ...experiment.consume import Tail
+from ...experiment.consume import TopicReader
+from ...experiment.evidence import STATE_WIPE
 from ...experiment.markers import around, draw, producer_ids
 from ...generator import generate
 from ...history import History
 from ...programs import JavaProgram
 from .analysis import app_events, measure
 from .report import Crash
-from .streams_app import SHORT, WIPE_LINE, _app, _fail, _slug, _start
+from .streams_app import SHORT, _app, _fail, _slug, _start
 from .topic_io import drain
 
 
@@ -29,7 +30,7 @@ def _crash_run(lab: Run, point: str, guarantee: str, p: dict) -> "Crash":
     # Static membership: the restarted app takes its place in the group at once (no session timeout to wait).
     prog = _app(lab, _slug(label), p["streams_version"], app_id, topics, guarantee, p,
                 **{"group.instance.id": f"{app_id}-pod"}, lab_crash_point=point, lab_crash_at=p["crash_at"])
-    tail, t0 = Tail(lab.bootstrap, topics[1]), time.time()
+    output, t0 = TopicReader(lab.bootstrap, topics[1]), time.time()
     try:
         up1 = _start(lab, prog, 1, label)
         if up1 < 0:
@@ -55,10 +56,10 @@ def _crash_run(lab: Run, point: str, guarantee: str, p: dict) -> "Crash":
                 raise _fail(prog, "the restarted app died")
         gen.result(feed + 60)
         ids = set(history.frame("produced")["id"])
-        lab.wait(lambda: ids <= tail.ids(), 90, f"{label}: all {len(ids)} inputs in the committed output",
-                 evidence=lambda: f"{len(tail.rows)} committed output records", child=prog.process)
+        lab.wait(lambda: ids <= output.ids(), 90, f"{label}: all {len(ids)} inputs in the committed output",
+                 evidence=lambda: f"{len(output.rows)} committed output records", child=prog.process)
     finally:
-        tail.close()
+        output.close()
         prog.stop()
     stopped = time.time()
     produced = history.frame("produced").to_dict("records")
@@ -73,7 +74,7 @@ def _crash_run(lab: Run, point: str, guarantee: str, p: dict) -> "Crash":
               "crash": ev["crash"], "restored": r2.get("restored", 0) if r2 else 0,
               "restore_s": round(r2["end"] - r2["start"], 2) if r2 and r2.get("start") and r2.get("end") else None,
               "downtime_s": round(run2 - crashed_at, 2) if run2 and crashed_at else None,
-              "state_wiped": bool(crashed_at and grep(prog.log_path, WIPE_LINE, since=restarted)),
+              "state_wiped": bool(crashed_at and grep(prog.log_path, STATE_WIPE, since=restarted)),   # why, said
               "commits": len(ev["commits"]),
               # the killed producer: what Streams' producer got from InitProducerId before the halt
               "producer_ids": sorted(producer_ids(prog.log_path, until=crashed_at))})

@@ -9,6 +9,7 @@ import time
 
 from ...errors import LabError
 from ...experiment import Run
+from ...experiment.evidence import STATE_WIPE, STATE_WIPE_ACTION
 from ...programs import JavaProgram
 
 MAIN, SOURCES = "EosCrashApp", ["EosCrashApp.java", "Lab.java", "LabStreams.java"]
@@ -19,7 +20,8 @@ SCHEMA_MODES = ("shutdown_client", "replace_thread", "continue", "tolerant")
 CONTINUE_HANDLER = "org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler"
 DESER_CONTINUE = "org.apache.kafka.streams.errors.LogAndContinueExceptionHandler"
 SHORT = {"exactly_once_v2": "EOS v2", "at_least_once": "ALOS"}
-WIPE_LINE = r"did not find checkpoint offsets while stores are not empty|TaskCorruptedException"
+# why the store was wiped after the crash (the version's own words), and that it was
+WIPE_LINE = f"{STATE_WIPE}|{STATE_WIPE_ACTION}"
 # Streams' producer on (re)start: a new epoch for the same transactional.id fences the killed one.
 EPOCH_LINE = r"ProducerId set to \d+ with epoch \d+"
 

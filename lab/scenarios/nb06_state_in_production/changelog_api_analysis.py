@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...experiment import grep
-from ...experiment.admin import read_to_end, topic_offsets
+from ...experiment.admin import topic_offsets
+from ...experiment.consume import read_to_end
 from ...history import History
 from .changelog_api_report import OutcomeReport
 

@@ -21,8 +21,8 @@ CONFIGS = ("default", "bounded")
 # Kafka Streams 4.3.1's RocksDBStore (javap -constants): what one store instance may take by default.
 BLOCK_CACHE_MB, WRITE_BUFFER_MB, WRITE_BUFFERS = 50, 16, 3
 DEFAULT_CAP_MB = BLOCK_CACHE_MB + WRITE_BUFFERS * WRITE_BUFFER_MB           # 98 MB per store instance
-# The sizing guide the seed quotes: 3 x 32 MB write buffers + a 16 MB block cache (not Kafka 2.7.2's nor 4.3.1's).
-SEED_ESTIMATE_MB = 3 * 32 + 16                                              # 112 MB per store instance
+# The sizing guide the production talk quotes: 3 x 32 MB write buffers + a 16 MB block cache (not Kafka 2.7.2's nor 4.3.1's).
+GUIDE_ESTIMATE_MB = 3 * 32 + 16                                              # 112 MB per store instance
 TABLE_READERS_SHARE = 0.02   # index + bloom filter of 1 KB values in 4 KB blocks: ~1% of the data; 2% to be safe
 HEAP_MB = 256
 JVM_OVERHEAD_MB = 250        # metaspace, code cache, thread stacks, Kafka clients' buffers: measured ~200
@@ -240,7 +240,7 @@ def measure(p: dict, config: str, partitions: int, report: dict, baseline: dict 
             "memtables_mb": round(memtables, 1), "block_cache_mb": round(cache, 1),
             "block_cache_capacity_mb": round(capacity, 1), "table_readers_mb": round(readers, 1),
             "rocksdb_mb": round(rocksdb, 1), "cap_mb": cap,
-            "kafka_cap_mb": DEFAULT_CAP_MB * instances, "seed_estimate_mb": SEED_ESTIMATE_MB * instances,
+            "kafka_cap_mb": DEFAULT_CAP_MB * instances, "guide_estimate_mb": GUIDE_ESTIMATE_MB * instances,
             "rss_mb": round(rss_python_mb, 1), "rss_python_mb": round(rss_python_mb, 1),
             "peak_rss_mb": peak_rss_mb,
             "heap_used_mb": round(memory["heap_used_mb"], 1),
@@ -312,20 +312,15 @@ class Outcome:
     def table(self):
         import pandas as pd
         columns = ["config", "partitions", "store_instances", "memtables_mb", "block_cache_mb", "table_readers_mb",
-                   "rocksdb_mb", "cap_mb", "seed_estimate_mb", "sst_mb", "rss_mb", "peak_rss_mb", "heap_used_mb",
+                   "rocksdb_mb", "cap_mb", "guide_estimate_mb", "sst_mb", "rss_mb", "peak_rss_mb", "heap_used_mb",
                    "heap_committed_mb", "native_mb", "native_growth_mb", "within_cap"]
         return pd.DataFrame(self.rows)[columns]
 
     def explain(self) -> str:
-        lines = [
-            f"Each app holds partitions x {self.stores} store instances, each written with "
-            f"{self.mb_per_store:g} MB of 1 KB values and read back. Kafka Streams' defaults give **each** "
-            f"instance a {BLOCK_CACHE_MB} MB block cache and up to {WRITE_BUFFERS} x {WRITE_BUFFER_MB} MB write "
-            f"buffers: a cap of {DEFAULT_CAP_MB} MB per instance, read from RocksDBStore's constants in Kafka "
-            f"{KAFKA_VERSION} (2.7.2 has the same). The sizing guide the seed quotes says {SEED_ESTIMATE_MB} MB "
-            "(3 x 32 MB write buffers + a 16 MB block cache): not the options Kafka Streams sets today, and, like "
-            "any cap, not what a store actually holds. The bounded config shares one cache of "
-            f"{self.bound_mb:g} MB, memtables included, by every instance of the JVM.", ""]
+        """What this run's apps held, against the caps (the mechanism is in the notebook's section)."""
+        lines = [f"Each app held partitions x {self.stores} store instances, each written with "
+                 f"{self.mb_per_store:g} MB of 1 KB values and read back; the bounded config shared "
+                 f"{self.bound_mb:g} MB.", ""]
         for r in sorted(self.rows, key=lambda r: (r["config"], r["store_instances"])):
             lines.append(
                 f"- **{r['config']}, {r['partitions']} partition(s), {r['store_instances']} store instances**: "
@@ -339,21 +334,17 @@ class Outcome:
         default = self._of("default")
         if default:
             top = default[-1]
-            lines += ["", f"The default's RocksDB memory is what was **used**, not its cap: {top['rocksdb_mb']:.0f} MB "
-                      f"for {top['store_instances']} instances against {top['kafka_cap_mb']} MB allowed and "
-                      f"{top['seed_estimate_mb']} MB by the seed's arithmetic. A block cache fills only with the "
-                      f"blocks read (at most the {top['sst_mb'] / max(top['store_instances'], 1):.0f} MB of SST files "
-                      f"per instance here, capped at {BLOCK_CACHE_MB} MB), and a flushed memtable is freed: of the "
-                      f"three write buffers only the active one, filled with what came after the last flush, "
-                      "stays. More data per store, or reads that keep coming, move each instance towards its cap; "
-                      "the number of instances is what multiplies it. The seed's example, 40 partitions x 3 "
-                      f"segments of a windowed store, allows {40 * 3 * DEFAULT_CAP_MB:,} MB by Kafka's caps; at the "
-                      f"{top['rocksdb_mb'] / max(top['store_instances'], 1):.0f} MB per instance measured here, "
-                      f"{40 * 3 * top['rocksdb_mb'] / max(top['store_instances'], 1):,.0f} MB already."]
+            per_instance = top["rocksdb_mb"] / max(top["store_instances"], 1)
+            lines += ["", f"The default used {top['rocksdb_mb']:.0f} MB for {top['store_instances']} instances, "
+                      f"against {top['kafka_cap_mb']} MB allowed by Kafka's caps and {top['guide_estimate_mb']} MB "
+                      f"by the sizing guide's arithmetic; its SST files held "
+                      f"{top['sst_mb'] / max(top['store_instances'], 1):.0f} MB per instance. The talk's example, "
+                      f"40 partitions x 3 segments of a windowed store, is {40 * 3 * DEFAULT_CAP_MB:,} MB by Kafka's "
+                      f"caps, and {40 * 3 * per_instance:,.0f} MB already at the {per_instance:.0f} MB per instance "
+                      "measured here."]
             if self.default_grows is not None:
                 lines.append(f"From {default[0]['store_instances']} to {top['store_instances']} store instances it "
-                             "went "
-                             f"from {default[0]['rocksdb_mb']:.0f} to {top['rocksdb_mb']:.0f} MB"
+                             f"went from {default[0]['rocksdb_mb']:.0f} to {top['rocksdb_mb']:.0f} MB"
                              + (": it grows with partitions x stores." if self.default_grows else
                                 ": it did NOT grow in this run (less data per store than a memtable?)."))
             if not self.default_over_bound:
@@ -361,11 +352,8 @@ class Outcome:
                              "and by RSS together: more partitions, stores or MB per store would.")
         bounded = self._of("bounded")
         if bounded:
-            lines += ["", "The bounded apps' stores all report the **same** block-cache-usage (the one shared "
-                      "cache), so it is taken once: summing it over the "
-                      f"{bounded[-1]['stores_reporting']} stores would count one cache "
-                      f"{bounded[-1]['stores_reporting']} times. Their memtables are reserved in that cache by the "
-                      "WriteBufferManager (and the index and filter blocks live in it), so they are not added again."]
+            lines += ["", f"The bounded apps' {bounded[-1]['stores_reporting']} stores all report the same "
+                      "block-cache-usage, the one shared cache, so it is counted once."]
             if self.bounded_over_cap:
                 lines.append("Some bounded app went past its cap: "
                              + ", ".join(f"{r['partitions']} partition(s) {r['rocksdb_mb']:.0f} MB"
@@ -374,15 +362,6 @@ class Outcome:
             else:
                 lines.append(f"Every bounded app stayed under its {self.bound_mb:g} MB (within {CAP_SLACK:.0%}: the "
                              "LRUCache's limit is not strict), whatever its partitions.")
-            lines.append("The price: the WriteBufferManager flushes memtables early once they hold half the "
-                         "cache, so more, smaller SST files and more compaction; and data blocks evicted from "
-                         "the shared cache are read from disk again.")
-        lines += ["", "RSS is what the OS sees, and what a container's memory limit kills on; the metrics see "
-                  "RocksDB only, the heap figures see the heap only. Each JVM committed and touched its whole "
-                  f"{HEAP_MB} MB heap at start (-Xms = -Xmx, AlwaysPreTouch), so RSS - committed heap is native "
-                  "memory: the JVM's own (metaspace, code cache, threads: the baseline, stores open and empty) "
-                  "plus RocksDB's, which is the growth from that baseline. A heap this small and mostly unused "
-                  "(see heap used) did not stop the RSS from growing: the state is off-heap."]
         return "\n".join(lines)
 
     def figure(self):

@@ -17,7 +17,8 @@ from ...config import KAFKA_VERSION, WORK_DIR
 from ...connection import kafka_config
 from ...errors import LabError
 from ...experiment import Param
-from ...experiment.admin import read_to_end, topic_offsets
+from ...experiment.admin import topic_offsets
+from ...experiment.consume import read_to_end
 from ...experiment.streams_app import StreamsApp, stop_all, wait_running
 from ...logs import client_config
 

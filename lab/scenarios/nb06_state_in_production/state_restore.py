@@ -35,7 +35,8 @@ PARAMS = [
           "exactly-once with standby replicas", choices=MODES),
     Param("restore_shutdown", "kill", "how the instance goes down: kill (kill -9, a crash) or clean "
           "(SIGTERM: close() writes the checkpoint), the control", choices=("kill", "clean")),
-    Param("restore_version", DEFAULT_VERSION, "Kafka Streams version of the app (the wipe under EOS: 2.6+)",
+    Param("restore_version", DEFAULT_VERSION, "Kafka Streams version of the app (a crash under EOS wipes the "
+          "store since 2.0.1; 3.8 to 4.2 may trust a checkpoint instead, KAFKA-20685)",
           check=lambda v: check_streams_version(v)),
     Param("restore_value_bytes", 1000, "bytes of each value (keys are 10 bytes, all distinct)",
           lo=10, hi=100_000, unit="bytes", why="Kafka's default max.message.bytes is about 1 MB"),

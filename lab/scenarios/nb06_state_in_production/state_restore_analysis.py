@@ -9,18 +9,11 @@ import math
 import re
 import time
 
-from ...experiment.evidence import short_line
+from ...experiment.evidence import STATE_WIPE_STORE_NOT_CLOSED, short_line
 
 KEY_BYTES = 10                    # "k%09d": unique keys
 CHECKPOINT_EVERY = 10_000         # OFFSET_DELTA_THRESHOLD_FOR_CHECKPOINT: changelog records between checkpoints
 FULL = 0.9                        # a restore of at least this share of the store's records is a full restore
-# Why the store is thrown away under EOS. Before KIP-1035 (and in 4.x when RocksDB had not flushed its offsets):
-# no .checkpoint file. Since KIP-1035 (the store keeps its changelog offset in RocksDB, 4.x) the store was not
-# closed cleanly. Then the action: the task is closed dirty, its state directory wiped and restored from scratch.
-WIPE_CHECKPOINT = r"did not find checkpoint offsets while stores are not empty"
-WIPE_ROCKSDB = r"didn't find a valid state, since under EOS"
-WIPE = f"{WIPE_CHECKPOINT}|{WIPE_ROCKSDB}"
-WIPE_ACTION = r"Will close the task as dirty and re-create and bootstrap from scratch"
 
 
 def records_for(size_mb: float, value_bytes: int) -> int:
@@ -73,7 +66,7 @@ def restore_row(*, mode: str, size_mb: float, shutdown: str, instance: str, watc
             "changelog_measured": bool(changelog_bytes),
             "standby_lag": standby_lag,
             "checkpoint_file": checkpoint_file, "wiped": bool(wiped),
-            "wipe_reason": ("rocksdb" if re.search(WIPE_ROCKSDB, wiped[0]) else "checkpoint") if wiped else "",
+            "wipe_reason": ("rocksdb" if re.search(STATE_WIPE_STORE_NOT_CLOSED, wiped[0]) else "checkpoint") if wiped else "",
             "restore_from": min((r["start_offset"] for r in starts), default=None),
             "restored_records": restored, "restore_s": round(restore_s, 3),
             "restore_mb_s": round(mb / restore_s, 1) if restore_s > 0 else None,

@@ -11,9 +11,10 @@ from pathlib import Path
 
 from ...connection import kafka_config
 from ...errors import LabError
+from ...experiment.evidence import STATE_WIPE, STATE_WIPE_ACTION
 from ...experiment.streams_app import StreamsApp
 from ...logs import client_config
-from .state_restore_analysis import WIPE, WIPE_ACTION, probes_seen, restore_row, restore_timing, restores_since
+from .state_restore_analysis import probes_seen, restore_row, restore_timing, restores_since
 
 MAIN, SOURCES = "RestoreApp", ["RestoreApp.java", "Lab.java", "LabStreams.java"]
 GUARANTEE = {"eos": "exactly_once_v2", "alos": "at_least_once", "standby": "exactly_once_v2"}
@@ -115,8 +116,8 @@ def measure(lab, app: App, down, survivors, label: str, p: dict, admin, size_mb:
                       value_bytes=p["restore_value_bytes"],
                       standby_lag=before.get("lag") if app.mode == "standby" else None,
                       checkpoint_file=checkpoint_file, restores=restores,
-                      wiped=app.grep(WIPE, since=t_down - 1, programs=watched),
-                      action=app.grep(WIPE_ACTION, since=t_down - 1, programs=watched), seen=seen, t_down=t_down)
+                      wiped=app.grep(STATE_WIPE, since=t_down - 1, programs=watched),
+                      action=app.grep(STATE_WIPE_ACTION, since=t_down - 1, programs=watched), seen=seen, t_down=t_down)
     restored, restore_s = restore_timing(restores)
     lab.event(app.mode, f"restored {restored} records in {restore_s:.1f} s",
               tone="failure" if row["full_restore"] else "mitigation",

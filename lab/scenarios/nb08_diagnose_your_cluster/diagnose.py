@@ -14,7 +14,8 @@ from typing import ClassVar
 from ...config import BOOTSTRAP_ENV, KAFKA_VERSION
 from ...errors import LabError
 from ...experiment import Param, Result, Run, Spec, lab_lines
-from ...experiment.admin import committed_offsets, expired_at, group_offsets, read_to_end, topic_offsets
+from ...experiment.admin import committed_offsets, expired_at, group_offsets, topic_offsets
+from ...experiment.consume import read_to_end
 from ...experiment.result import expect
 from ...generator import generate
 from ...history import History
@@ -23,7 +24,7 @@ from ...programs import clients_classpath, idle_producer
 RISKS = ("expiring_offsets", "idle_transactional_id", "quota_on_streams_producer", "old_client")
 SWEEP_MS = 2000            # offsets.retention.check.interval.ms: the coordinator sweeps this often
 TXN_SWEEP_MS = 1000        # transaction.remove.expired.transaction.cleanup.interval.ms
-QUOTA = 35000              # producer_byte_rate of seed 000
+QUOTA = 35000              # producer_byte_rate of "Quotas and Kafka Streams EOS"
 TRICKLE = 10               # records produced before the restart, so both runs have something new to read
 SHORTEST_EXPIRY_S = 60     # Kafka's minimum offsets.retention.minutes: the control's wait without a prediction
 EMBEDDED_ONLY = ("This scenario builds risks (short retentions, a quota) into the embedded broker only, never into "
