@@ -71,6 +71,17 @@ def test_an_empty_classic_group_expires_at_the_earliest_one_retention_after_its_
     assert f.notebook == "01_offset_expiry_reprocessing.ipynb"
 
 
+def test_an_empty_classic_group_whose_record_says_when_it_emptied_expires_one_retention_after_that():
+    facts = {**cluster_facts(), "group_log": {"billing": {"current_state_ms": NOW - 2 * MIN, "protocol_type":
+                                                          "consumer", "members": 0}}}
+    [f] = by_rule(facts, "offsets-expire")
+    assert f.when_ms == NOW - 2 * MIN + 1440 * MIN           # not the last commit's 10 minutes ago
+    assert "empty since" in f.evidence and "earliest it can happen" not in f.evidence
+    # a group with members is not at risk, whatever its record says
+    assert by_rule({**facts, **cluster_facts(group_state="Stable", members=("billing-1",))} |
+                   {"group_log": facts["group_log"]}, "offsets-expire") == []
+
+
 def test_a_consumer_protocol_group_expires_one_retention_after_its_oldest_commit():
     [f] = by_rule(cluster_facts(group_type="Consumer", retention_minutes=1), "offsets-expire")
     assert f.when_ms == NOW - 11 * MIN + MIN and f.severity == "high" and "KIP-848" in f.evidence
@@ -100,6 +111,9 @@ def test_an_idle_transactional_id_expires_one_expiration_after_its_last_update()
 def test_an_idle_idempotent_producer_expires_but_transactional_ones_are_left_to_their_id():
     found = by_rule(cluster_facts(), "producer-id-expires")
     assert [f.subject for f in found] == ["producer id 7"] and found[0].when_ms == NOW - 5 * MIN + DAY
+    # what it meets is read from Kafka's source, not reproduced by a notebook: the finding says so, and names none
+    assert "no error since 2.5" in found[0].consequence and "not reproduced" in found[0].consequence
+    assert found[0].notebook == ""
 
 
 @pytest.mark.parametrize("client, fires", [("pricing-StreamThread-1-producer", True),
@@ -225,6 +239,9 @@ def test_diagnosis_of_a_risky_cluster_finds_every_risk_and_writes_nothing(tmp_pa
     [offsets] = found["offsets-expire"]
     assert offsets.subject == "group billing" and "re-reads up to 30 records" in offsets.consequence
     assert before_commit + MIN <= offsets.when_ms <= after_commit + MIN and offsets.severity == "high"
+    emptied = d.facts["group_log"]["billing"]["current_state_ms"]    # the group's own record of when it emptied
+    assert before_commit <= emptied <= after_commit and offsets.when_ms == emptied + MIN, d.facts["group_log"]
+    assert "empty since" in offsets.evidence, offsets.evidence
     [txn] = found["transactional-id-expires"]
     started = d.facts["transaction_log"]["invoicer"]["last_update_ms"]
     assert txn.when_ms == started + 30000 and before_commit <= started <= d.now_ms

@@ -16,7 +16,7 @@ class Finding:
     evidence: str       # the configs and records read
     consequence: str    # what will happen, and when
     when_ms: int | None  # epoch ms when it can start to bite (None: under load, not on a clock)
-    notebook: str       # the course notebook that reproduces it
+    notebook: str       # the course notebook that reproduces it ("": none does)
     rereads: int | None = None   # offsets-expire: records a restart with `earliest` re-reads (log start to committed)
 
     def sort_key(self):

@@ -74,6 +74,7 @@ def offsets_expire(facts: dict, now_ms: int) -> list[Finding]:
     """Empty groups with committed offsets: when the coordinator deletes them, and what a restart then does."""
     groups = section(facts, "groups") or {}
     commits = section(facts, "commit_log")
+    group_log = section(facts, "group_log")
     topics = section(facts, "topics") or {}
     offsets = section(facts, "topic_offsets") or {}
     retention_min = broker_config(facts, "offsets.retention.minutes")
@@ -107,14 +108,22 @@ def offsets_expire(facts: dict, now_ms: int) -> list[Finding]:
             else:
                 windows.append(f"topic {topic} retention {duration_text(r)} <= offsets retention "
                                f"{duration_text(retention_ms)}: by then only what the topic still holds is re-read")
-        if last:
+        # a classic group's record in __consumer_offsets says when it became Empty (currentStateTimestamp, 2.1+)
+        empty_since = ((group_log or {}).get(gid) or {}).get("current_state_ms") if g.get("state") == "Empty" else None
+        if kind == "classic" and empty_since:
+            when_ms = empty_since + retention_ms
+        elif last:
             first_commit = min(last.values())
             when_ms = first_commit + retention_ms if kind != "classic" else max(last.values()) + retention_ms
         else:
             when_ms = None
-        if kind == "classic":
-            clock = ("classic group: the clock starts when the group became empty, which the broker does not "
-                     "expose, so this is the earliest it can happen (last commit + offsets.retention.minutes)")
+        if kind == "classic" and empty_since:
+            clock = (f"classic group: empty since {_stamp(empty_since)} (its metadata record in __consumer_offsets, "
+                     "currentStateTimestamp); the clock starts then, expiry at that + offsets.retention.minutes")
+        elif kind == "classic":
+            clock = ("classic group: the clock starts when the group became empty; with no record of when (its "
+                     "metadata record could not be read), this is the earliest it can happen (last commit + "
+                     "offsets.retention.minutes)")
         else:
             clock = (f"{kind} group (KIP-848): the clock is each offset's last commit time, expiry at last commit + "
                      "offsets.retention.minutes")
@@ -188,12 +197,13 @@ def producer_id_expires(facts: dict, now_ms: int) -> list[Finding]:
         when_ms = last + expiration
         consequence = (f"producer id {pid} idle for {duration_text(now_ms - last)} on {len(tps)} partition(s): the "
                        f"brokers forget its sequence numbers {'in ' + duration_text(when_ms - now_ms) if when_ms > now_ms else 'now'}"
-                       ": a batch it retries after that is no longer deduplicated; brokers before 2.4 fail its next "
-                       "send with UnknownProducerIdException")
+                       ": its next send is then taken as a new producer's, whatever its sequence number (no error "
+                       "since 2.5, KIP-360), so a batch it retries across the gap is no longer deduplicated; this is "
+                       "read from Kafka's source, not reproduced by the course")
         evidence = (f"describeProducers: last write {_stamp(last)} on {', '.join(tps[:4])}"
                     f"{' ...' if len(tps) > 4 else ''}; producer.id.expiration.ms={expiration}")
         findings.append(Finding("producer-id-expires", severity(when_ms, now_ms), f"producer id {pid}", evidence,
-                                consequence, when_ms, NOTEBOOKS["txn"]))
+                                consequence, when_ms, ""))   # no notebook reproduces it
     return findings
 
 

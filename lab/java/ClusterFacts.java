@@ -28,6 +28,8 @@ import org.apache.kafka.common.serialization.ByteBufferDeserializer;
 import org.apache.kafka.coordinator.common.runtime.CoordinatorRecord;
 import org.apache.kafka.coordinator.common.runtime.CoordinatorRecordSerde;
 import org.apache.kafka.coordinator.group.GroupCoordinatorRecordSerde;
+import org.apache.kafka.coordinator.group.generated.GroupMetadataKey;
+import org.apache.kafka.coordinator.group.generated.GroupMetadataValue;
 import org.apache.kafka.coordinator.group.generated.LegacyOffsetCommitKey;
 import org.apache.kafka.coordinator.group.generated.OffsetCommitKey;
 import org.apache.kafka.coordinator.group.generated.OffsetCommitValue;
@@ -96,6 +98,10 @@ public class ClusterFacts {
             try (KafkaConsumer<ByteBuffer, ByteBuffer> consumer = new KafkaConsumer<>(consumerProps(props))) {
                 section("topic_offsets", () -> topicOffsets(consumer, topics));
                 section("commit_log", () -> readLog(consumer, "__consumer_offsets", new GroupCoordinatorRecordSerde()));
+                section("group_log", () -> {   // read with commit_log: each classic group's latest metadata record
+                    if (groupLog == null) throw new IllegalStateException("__consumer_offsets could not be read");
+                    return groupLog;
+                });
                 section("transaction_log", () -> readLog(consumer, "__transaction_state",
                         new TransactionCoordinatorRecordSerde()));
             }
@@ -242,12 +248,20 @@ public class ClusterFacts {
         return quotas;
     }
 
+    /** group -> its latest GroupMetadata record (classic groups): when it entered its current state (KIP-211's
+     *  currentStateTimestamp, value version 2+, written since 2.1), its protocol type and member count. */
+    static Map<String, Object> groupLog;
+
     /** Latest record per key of a compacted coordinator log, read_committed, from the start to the end. */
     static Object readLog(KafkaConsumer<ByteBuffer, ByteBuffer> consumer, String topic, CoordinatorRecordSerde serde) {
         List<TopicPartition> tps = new ArrayList<>();
         consumer.partitionsFor(topic, Duration.ofMillis(timeoutMs)).forEach(p -> tps.add(new TopicPartition(topic, p.partition())));
         Map<String, Object> latest = new TreeMap<>();
-        if (tps.isEmpty()) return latest;
+        Map<String, Object> groups = topic.equals("__consumer_offsets") ? new TreeMap<>() : null;
+        if (tps.isEmpty()) {
+            if (groups != null) groupLog = groups;
+            return latest;
+        }
         Map<TopicPartition, Long> end = consumer.endOffsets(tps, Duration.ofMillis(timeoutMs));
         consumer.assign(tps);
         consumer.seekToBeginning(tps);
@@ -268,6 +282,14 @@ public class ClusterFacts {
                 Object key = rec.key();
                 String id;
                 Map<String, Object> value = null;
+                if (key instanceof GroupMetadataKey k) {
+                    if (groups == null) continue;
+                    if (rec.value() != null && rec.value().message() instanceof GroupMetadataValue v)
+                        groups.put(k.group(), map("current_state_ms", v.currentStateTimestamp() < 0 ? null : v.currentStateTimestamp(),
+                                "protocol_type", v.protocolType(), "members", v.members().size()));
+                    else groups.remove(k.group());
+                    continue;
+                }
                 if (key instanceof OffsetCommitKey k) id = k.group() + "\u0000" + k.topic() + "-" + k.partition();
                 else if (key instanceof LegacyOffsetCommitKey k) id = k.group() + "\u0000" + k.topic() + "-" + k.partition();
                 else if (key instanceof TransactionLogKey k) id = k.transactionalId();
@@ -282,7 +304,8 @@ public class ClusterFacts {
             }
         }
         consumer.unsubscribe();
-        if (!topic.equals("__consumer_offsets")) return latest;
+        if (groups == null) return latest;
+        groupLog = groups;
         Map<String, Object> byGroup = new TreeMap<>();   // group -> partition -> {offset, commit_ms}
         for (Map.Entry<String, Object> e : latest.entrySet()) {
             String[] parts = e.getKey().split("\u0000", 2);

@@ -41,7 +41,7 @@ def check(results: dict) -> None:
     # ... and the idle producer's next transaction got the predicted error, after a tombstone expired its id.
     assert results["observed_txn_expiry_s"] is not None, results
     assert results["producer_error"] == results["predicted_error"] == "InvalidPidMappingException", results
-    # A prediction never comes after what it predicts (the doctor gives the earliest time).
+    # A prediction never comes after what it predicts (the expiry happens at the first sweep after it).
     assert results["predicted_offsets_expiry_s"] <= results["observed_offsets_expiry_s"], results
     assert results["predicted_txn_expiry_s"] <= results["observed_txn_expiry_s"], results
     assert all(results["confirmed"].values()), results["confirmed"]
