@@ -56,6 +56,14 @@ def test_kip_1033_continue_needs_3_9(no_maven):
     assert s.SPEC.validate(handlers=["continue"], handler_version="3.9.0")["handler_version"] == "3.9.0"
 
 
+def test_the_dead_letter_topic_needs_4_2_and_is_configured_with_continue(no_maven):
+    with pytest.raises(LabError, match="KIP-1034.*4.2.0"):
+        s.SPEC.validate(handlers=["dead_letter"], schema_modes=[], handler_version="3.9.0")
+    props = s.handler_props("dead_letter", "4.3.1", "app-5", "app")
+    assert props["errors.dead.letter.queue.topic.name"] == "app-dlq" and props["lab_poison_id"] == "app-5"
+    assert props["processing.exception.handler"].endswith("LogAndContinueProcessingExceptionHandler")
+
+
 def test_an_unknown_version_is_refused_when_maven_has_none(monkeypatch):
     def missing(version):
         raise LabError(f"Maven Central has no artifact org.apache.kafka:kafka-streams:jar:{version}.")
@@ -193,6 +201,12 @@ def test_failing_outcomes():
     assert failing("h", lost=1).outcome == "records dropped"
     assert failing("h").outcome == "clean"
     assert result(handlers=[failing("h", lost=1)]).failed
+    # the one input missing from the output is in the dead-letter topic: nothing lost, and not a failure
+    letters = [{"id": "app-5", "exception": "java.lang.IllegalStateException", "message": "poison", "from": "t-0@5"}]
+    kept = failing("h", lost=1, lost_all={"app-5"}, dead_letters=letters)
+    assert kept.outcome == "clean: the poison record is in the dead-letter topic"
+    assert not result(handlers=[kept]).failed
+    assert failing("h", lost=2, lost_all={"app-5", "app-6"}, dead_letters=letters).outcome == "records dropped"
 
 
 def test_exercises_check_against_the_measurements():

@@ -254,6 +254,33 @@ def test_stop_makes_the_next_wait_raise_run_stopped():
         run.countdown("the retention", seconds=10)
 
 
+def test_a_wait_that_ends_early_because_its_condition_came_fills_its_bar_and_only_a_failure_leaves_it_short():
+    from contextlib import contextmanager
+    bars = []
+
+    class Bar:
+        n, total = 0.0, 0.0
+        def refresh(self):
+            pass
+
+    class Recording(run_module.Progress):
+        @contextmanager
+        def bar(self, what, total, delay=0.0):
+            b = Bar()
+            b.total = total
+            bars.append(b)
+            yield b
+
+    run = Run("unit", progress=False)
+    run.progress = Recording(enabled=False)
+    start = time.time()
+    run.countdown("the retention", seconds=30, done=lambda: time.time() - start > 0.6)
+    assert bars[-1].n == bars[-1].total == 30               # complete: not drawn as a failure
+    with pytest.raises(LabError):
+        run.wait(lambda: False, 0.5, "something that never comes", interval=0.05)
+    assert bars[-1].n < bars[-1].total                        # a wait that failed stays short
+
+
 # ---------------------------------------------------------------- result
 
 def _count_exercise(result, answer):
@@ -282,8 +309,9 @@ def test_result_as_record_and_check(capsys):
                              "verdict": "3 duplicate(s)", "param_downtime_s": 20, "param_reset": "earliest",
                              "duplicates": 3}
     assert CountResult("demo", {}, "demo-2", Timeline(0)).as_record()["failure_reproduced"] is False
-    assert r.check(1, None) is False and "not answered yet" in capsys.readouterr().out
-    assert r.check(1, 3) is True and "correct" in capsys.readouterr().out
+    assert not r.check(1, None) and "not answered yet" in capsys.readouterr().out
+    assert r.check(1, 3) and "correct" in capsys.readouterr().out
+    assert r.check(1, 3)._ipython_display_() is None      # a notebook cell shows the message only
     with pytest.raises(AssertionError, match="count the duplicates again"):
         r.check(1, 2)
     assert r.table().empty and r.figure().layout.title.text == Result.title
@@ -396,3 +424,34 @@ def test_run_starts_its_own_when_the_given_cluster_does_not_fit_or_is_stopped(bo
     with Run("stopped", cluster=stopped, progress=False) as run:
         assert run.cluster is not stopped and run.owns_cluster and run.cluster.running
     assert borrowed.running
+
+
+# ---------------------------------------------------------------- predict
+
+def test_a_prediction_given_as_a_parameter_is_checked_at_once_and_compared_with_the_measurement(capsys):
+    from lab.experiment.predict import predict
+    with pytest.raises(LabError, match="not one of the answers"):
+        predict("Which way?", ["up", "down"], given="sideways")
+    with pytest.raises(LabError, match="not a number"):
+        predict("How many?", given="five")
+    guess = predict("Which way?", ["up", "down"], given="up")
+    assert "Your prediction (PREDICTION): up" in capsys.readouterr().out
+    assert guess.against("down") == "You said: up. This run measured: down. Not what you predicted: the next " \
+                                    "sections show why."
+    assert guess.as_record() == {"prediction": "up", "prediction_measured": "down", "prediction_right": False}
+    number = predict("How many?", given=9, show=False)
+    number.against(10)                                   # within 25 %
+    assert number.right() is True and predict("How many?", given=5, show=False).against(10).endswith("why.")
+
+
+def test_a_prediction_left_to_the_widget_reads_it_when_compared_and_none_says_so():
+    from lab.experiment.predict import predict
+    unanswered = predict("Which way?", ["up", "down"])
+    assert unanswered.widget is not None and unanswered.answer is None
+    assert unanswered.against("up") == "No prediction made; this run measured: up."
+    assert unanswered.as_record() == {"prediction": None, "prediction_measured": "up", "prediction_right": None}
+    clicked = predict("How many?")
+    clicked.widget.value = "12"                          # what the learner typed
+    clicked.against(12)
+    assert clicked.as_record() == {"prediction": 12.0, "prediction_measured": 12, "prediction_right": True}
+    assert predict("Which way?", ["up", "down"]).against(None).startswith("This run did not measure it")

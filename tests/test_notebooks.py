@@ -117,6 +117,29 @@ def test_notebook(name: str, variant: str, tmp_path: Path):
     assert_quiet(output)
 
 
+@pytest.mark.notebook
+def test_a_notebook_runs_to_its_end_whichever_lessons_it_runs(tmp_path: Path):
+    """Notebook 07 with one lesson of four: every other lesson's section says it did not run, the Predict
+    question (about another lesson) says it was not measured, and the results are recorded."""
+    name = "07_when_streams_stop"
+    output = tmp_path / f"{name}.ipynb"
+    parameters = {"LESSONS": ["partitions"], "PAR_PARTITIONS": [2], "PAR_INSTANCES": [1, 3], "PAR_WINDOW_S": 5,
+                  "PREDICTION": "yes, it keeps reading the same batch", "INTERACTIVE": False}
+    papermill.execute_notebook(
+        str(NOTEBOOK_DIR / f"{name}.ipynb"), str(output), parameters=parameters, kernel_name="python3",
+        cwd=str(NOTEBOOK_DIR), execution_timeout=CELL_TIMEOUT, log_output=True,
+        stdout_file=sys.stdout, stderr_file=sys.stderr, progress_bar=False)
+    results = read_results(output)
+    # three instances on two partitions: one has no task (the lesson's failure), and nothing else ran
+    assert results["lessons"] == ["partitions"] and results["failure_reproduced"] is True, results["verdict"]
+    assert results["parallelism"]["p2_n3"]["idle_instances"] == 1 and "poll_loop" not in results, results
+    assert results["prediction"] == parameters["PREDICTION"] and results["prediction_measured"] is None, results
+    shown = "".join(o.get("text", "") + str(o.get("data", {}).get("text/markdown", ""))
+                    for c in nbformat.read(output, as_version=4).cells for o in c.get("outputs", []))
+    assert "not run in this run" in shown and "This run did not measure it" in shown
+    assert_quiet(output)
+
+
 def check_panel(results: dict, fails: bool) -> None:
     """The panel's runs, clicked by with_panel_clicks: verdicts, a Stop that stops, nothing left."""
     for key in ("panel_cluster_up", "panel_after_stop"):
@@ -179,3 +202,15 @@ def test_notebook_surface(name: str):
     missing = [s for s in SECTIONS if s not in sections]
     assert not missing, f"{name}: missing sections {missing}"
     assert sections == SECTIONS, f"{name}: sections out of order: {sections}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_learner_predicts_before_the_run_and_the_run_answers(name: str):
+    """A Predict cell comes before the run, the run prints the prediction beside its measurement, and the
+    recorded results keep both (tests/expectations assert them, with and without a given PREDICTION)."""
+    code = ["".join(c["source"]) for c in _cells(name) if c["cell_type"] == "code"]
+    asked = [i for i, src in enumerate(code) if re.search(r"^guess = predict\(", src, re.M)]
+    ran = [i for i, src in enumerate(code) if re.search(r"^result = \w+\.run\(", src, re.M)]
+    assert len(asked) == 1 and len(ran) == 1 and asked[0] < ran[0], (name, asked, ran)
+    assert "guess.against(result.measured_answer())" in code[ran[0]], name
+    assert any("**guess.as_record()" in src for src in code), f"{name}: the prediction is not recorded"

@@ -41,3 +41,18 @@ def test_notebook_07_refuses_only_what_its_chosen_lessons_cannot_take():
         streams_stop.SPEC.validate(lessons=["partitions"], par_instances=[3, 4, 5])
     # The same instances are no concern when the parallelism lesson does not run.
     assert streams_stop.SPEC.validate(lessons=["poll_loop"], par_instances=[3, 4, 5])["lessons"] == ["poll_loop"]
+
+
+def test_a_lesson_that_did_not_run_says_so_and_an_exercise_about_it_asks_to_run_it_first():
+    from lab.experiment import Timeline
+    from lab.scenarios.nb07_when_streams_stop import streams_stop
+    from lab.scenarios.nb07_when_streams_stop.streams_stop import StreamsStopResult
+    ran = StreamsStopResult("streams_stop", streams_stop.SPEC.validate(lessons=["partitions"]), "run-1", Timeline(0.0),
+                            outcomes={}, titles=dict(streams_stop.SCENARIO.titles))
+    missing = ran.lesson("poll_loop")
+    assert "not run in this run" in missing.figure().data and "not run" in missing.explain()
+    assert missing.audits == {}
+    with pytest.raises(LabError, match="not run in this run"):
+        ran.check(1, ["java/none"])
+    with pytest.raises(LabError, match="no lesson 'polling'"):
+        ran.lesson("polling")

@@ -6,12 +6,14 @@
 - timeline         one event schema, one figure, one colour vocabulary
 - result.Result    what every scenario returns: as_record(), table(), figure(), verdict()
 - panel.panel      the tune-and-re-run panel, generated from a Spec
+- predict.predict  a lesson's Predict step: a question before the run, its answer beside the measurement
 - admin            where topics and consumer groups stand: end offsets, committed offsets (read, set),
-                   topic configs, a topic read to its end, transactional ids the coordinator expired
+                   topic configs, transactional ids the coordinator expired
 - streaming        Spark jobs: a checkpointed Structured Streaming query, audits side by side
 - apps             programs under test stopped together, Kafka Streams clients watched until RUNNING
 - checks           parameter checks run before anything starts (a version resolved and compiled against)
-- consume          what a run's programs wrote, read back by a read_committed reader or a consumer group
+- consume          reading a topic: one reader (read_committed or not, to the end, until done, kept open),
+                   or a consumer group
 - markers          the broker's transaction markers (cluster.transaction_markers) around a fault, on a timeline
 """
 from .evidence import emit, grep, java_events, lab_lines, log_time

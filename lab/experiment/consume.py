@@ -9,6 +9,7 @@ import time
 import uuid
 
 from ..connection import kafka_config
+from ..errors import LabError
 from ..logs import client_config
 
 QUIET = {"log_level": 0}   # librdkafka's own logging stays out of the notebook
@@ -35,12 +36,12 @@ class TopicReader:
     only what committed transactions wrote (isolation.level=read_committed). row: how a message becomes a row
     (message_row, or raw_row). poll() adds what is new to `rows` and says how much; close() it when done."""
 
-    def __init__(self, bootstrap: str, topic: str, *, committed: bool = True, row=message_row):
+    def __init__(self, bootstrap: str, topic: str, *, committed: bool = True, row=message_row, **config):
         from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-        self.row, self.rows, self.at_end = row, [], set()
+        self.topic, self.row, self.rows, self.at_end = topic, row, [], set()
         self.c = Consumer({**kafka_config(bootstrap), "group.id": f"lab-reader-{uuid.uuid4().hex[:8]}",
                            "isolation.level": "read_committed" if committed else "read_uncommitted",
-                           "enable.partition.eof": True, "enable.auto.commit": False, **QUIET})
+                           "enable.partition.eof": True, "enable.auto.commit": False, **QUIET, **config})
         md = self.c.list_topics(topic, timeout=10).topics.get(topic)
         self.partitions = list(md.partitions) if md else []
         self.c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in self.partitions])
@@ -68,11 +69,16 @@ class TopicReader:
         """The `id`s of every row so far, after reading what is new."""
         return {r.get("id") for r in self.drain()}
 
-    def to_end(self, timeout: float) -> list:
-        """Poll until every partition is read to its end (or `timeout` s). Returns every row so far."""
+    def to_end(self, timeout: float, strict: bool = False) -> list:
+        """Poll until every partition is read to its end (or `timeout` s; strict: a LabError then). Returns
+        every row so far."""
         deadline = time.time() + timeout
         while len(self.at_end) < len(self.partitions) and time.time() < deadline:
             self.poll(0.5)
+        if strict and len(self.at_end) < len(self.partitions):
+            raise LabError(f"Reading {self.topic} did not reach the end of partitions "
+                           f"{sorted(set(self.partitions) - self.at_end)} within {timeout:.0f} s "
+                           f"({len(self.rows)} records read).")
         return self.rows
 
     def close(self) -> None:

@@ -79,6 +79,29 @@ class Lessons:
                            titles=self.titles, peak_rss_mb=peak)
 
 
+class NotRun:
+    """A lesson that did not run in this run: its figure, table and explanation are one line saying so, it has
+    no audits, and anything else (an exercise's look at its rows) asks to run it first."""
+
+    def __init__(self, title: str, ran: list):
+        self.message = f"*{title}: not run in this run (LESSONS={ran}); add it to LESSONS and run again.*"
+        self.audits = {}
+
+    def figure(self):
+        from IPython.display import Markdown
+        return Markdown(self.message)
+
+    table = figure
+
+    def explain(self) -> str:
+        return self.message
+
+    def __getattr__(self, name):
+        if name.startswith("_"):   # what display machinery probes for: not there
+            raise AttributeError(name)
+        raise LabError(self.message.strip("*"))
+
+
 @dataclass
 class LessonsResult(Result):
     outcomes: dict = field(default_factory=dict)      # lesson -> its outcome
@@ -97,9 +120,12 @@ class LessonsResult(Result):
         return "\n\n".join(f"**{self.titles[name]}**\n\n{o.explain()}" for name, o in self.outcomes.items())
 
     def lesson(self, name: str):
-        """One lesson's outcome (its table(), figure(), explain()); a clear error if it did not run."""
+        """One lesson's outcome (its table(), figure(), explain()); for a lesson that did not run, a stand-in
+        whose figure, table and explanation say so, so that a notebook runs to its end whichever lessons ran."""
         if name not in self.outcomes:
-            raise LabError(f"The lesson {name!r} did not run (LESSONS={list(self.outcomes)}).")
+            if name not in self.titles:
+                raise LabError(f"There is no lesson {name!r} (lessons: {list(self.titles)}).")
+            return NotRun(self.titles[name], list(self.outcomes))
         return self.outcomes[name]
 
     def show_lesson(self, name: str, display=None) -> None:
@@ -108,10 +134,10 @@ class LessonsResult(Result):
         from IPython.display import Markdown
         if display is None:
             from IPython.display import display
-        if name not in self.outcomes:
-            display(Markdown(f"*{self.titles.get(name, name)}: not run (LESSONS={list(self.outcomes)}).*"))
+        outcome = self.lesson(name)
+        if isinstance(outcome, NotRun):
+            display(outcome.figure())   # one line: not run
             return
-        outcome = self.outcomes[name]
         display(outcome.figure())
         display(outcome.table())
         display(Markdown(outcome.explain()))
@@ -134,9 +160,10 @@ class LessonsResult(Result):
         import pandas as pd
         return pd.concat([o.table().assign(lesson=name) for name, o in self.outcomes.items()], ignore_index=True)
 
-    def check(self, number: int, answer) -> bool:
-        self.solved[number] = super().check(number, answer)
-        return self.solved[number]
+    def check(self, number: int, answer):
+        checked = super().check(number, answer)
+        self.solved[number] = bool(checked)
+        return checked
 
     def record_fields(self) -> dict:
         fields = {"lessons": list(self.outcomes), "peak_rss_mb": self.peak_rss_mb,

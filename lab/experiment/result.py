@@ -45,6 +45,11 @@ class Result:
     def explain(self) -> str:
         return ""
 
+    def measured_answer(self):
+        """This run's answer to its notebook's Predict question (lab.experiment.predict), in the question's terms;
+        None when the run did not measure it."""
+        return None
+
     title: ClassVar[str] = "What happened, and when"
     exercises: ClassVar[dict] = {}   # number -> fn(result, answer) raising AssertionError when wrong
 
@@ -57,14 +62,14 @@ class Result:
     def figure(self):
         return self.timeline.figure(self.title)
 
-    def check(self, number: int, answer) -> bool:
+    def check(self, number: int, answer) -> "Checked":
         """Raise AssertionError with a hint when `answer` is wrong; say so when it is right."""
         if answer is None:
             print(f"Exercise {number}: not answered yet (the solution is below).")
-            return False
+            return Checked(False)
         self.exercises[number](self, answer)
         print(f"Exercise {number}: correct.")
-        return True
+        return Checked(True)
 
     def show(self, display=None) -> None:
         """Verdict, explanation, table and figure: what a notebook cell or a panel displays.
@@ -83,6 +88,23 @@ class Result:
 
     def _repr_markdown_(self) -> str:
         return f"**{self.scenario}** ({self.run_id}): {self.verdict()}"
+
+
+class Checked:
+    """What check() returns: true when the answer was right. A notebook cell shows nothing for it (check() has
+    printed its message already), so an exercise cell does not end with a stray True or False."""
+
+    def __init__(self, ok: bool):
+        self.ok = ok
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def __repr__(self) -> str:
+        return f"Checked({self.ok})"
+
+    def _ipython_display_(self) -> None:
+        pass
 
 
 def expect(ok: bool, hint: str) -> None:

@@ -65,6 +65,13 @@ class Progress:
                     bar_format="{desc}: {bar} {n:.0f}/{total:.0f} s")
 
 
+def _complete(bar) -> None:
+    """A wait that ended because its condition was met fills its bar: a bar left short is drawn as a failure
+    (tqdm's notebook bar turns red), which only a wait that raised should be."""
+    bar.n = bar.total
+    bar.refresh()
+
+
 _observer = threading.local()   # the Progress a panel set for the runs of its worker thread
 
 
@@ -240,6 +247,7 @@ class Run:
                 time.sleep(min(0.5, max(end - time.time(), 0)))
                 bar.n = round(min(time.time(), end) - start, 1)
                 bar.refresh()
+            _complete(bar)
         return time.time() - start
 
     def wait(self, predicate, timeout: float, what: str, *, evidence=None, interval: float = 0.2,
@@ -256,7 +264,10 @@ class Run:
                     bar.n = round(elapsed, 1)
                     bar.refresh()
             self.check()
-            return wait_until(predicate, timeout, what, interval, child=child, evidence=evidence, tick=tick)
+            found = wait_until(predicate, timeout, what, interval, child=child, evidence=evidence, tick=tick)
+            if bar.n:   # shown (a short wait stays silent)
+                _complete(bar)
+            return found
 
     # ------------------------------------------------------------------ Kafka
     def topics(self, *names: str, partitions: int = 1, config: dict | None = None,

@@ -1,5 +1,5 @@
 """Notebook 00: the setup check and the audit on a real topic with injected faults."""
-PARAMETERS = {"MESSAGES": 120, "KEYS": 4, "ABORTED": 5}
+PARAMETERS = {"MESSAGES": 120, "KEYS": 4, "ABORTED": 5, "PREDICTION": 5}   # predicted: the aborted 5
 
 # The panel (clicked by the harness; see tests/test_notebooks.py): a smaller copy with its own faults.
 PANEL = {"messages": 40, "aborted": 3}
@@ -20,3 +20,5 @@ def check(r):
     # the injected faults, and only those, were found; the parameters injected are the ones recorded
     assert r["failure_reproduced"] is True, r["verdict"]
     assert r["param_messages"] == 120 and r["param_aborted"] == 5 == r["aborted_injected"]
+    # the Predict step: read_uncommitted sees the aborted transaction's 5 records more, as predicted
+    assert r["prediction"] == 5 == r["prediction_measured"] and r["prediction_right"] is True, r

@@ -16,6 +16,7 @@ PARAMETERS = {
     "SWEEP_VERSIONS": ["3.9.1"],
     "SWEEP_SECONDS": 45,
     "SWEEP_PARALLEL": 1,
+    "PREDICTION": "yes, it is fenced",
 }
 
 # 33 rec/s x (1024 + 140) B is ~38,400 B/s: a 55,000 B/s quota puts the load at ~0.7x.
@@ -36,6 +37,7 @@ def check(r):
     affected, fixed, no_quota = r["affected"], r["fixed"], r["no_quota"]
     # The affected client is fenced under the quota, and the coordinator says why (timeout abort).
     assert affected["crashes"] >= 1, f"no fencing on {r['affected_version']} under the quota: {affected}"
+    _prediction(r, PARAMETERS["PREDICTION"], "yes, it is fenced")
     assert r["affected_coordinator_aborts"] >= 1, affected
     assert any(r["affected_events"].get(k, 0) for k in (
         "InvalidProducerEpochException", "ProducerFencedException", "TaskMigratedException",
@@ -68,6 +70,7 @@ def check(r):
 def check_control(r):
     affected = r["affected"]
     assert affected["load_ratio"] < 0.8, affected       # the control really ran under the quota
+    _prediction(r, None, "no, it runs clean")
     # Not fenced, not aborted, and the verdict says so.
     assert r["failure_reproduced"] is False, r["verdict"]
     assert affected["crashes"] == 0 and affected["fencing_events"] == 0, affected
@@ -80,3 +83,9 @@ def check_control(r):
     assert r["duplicates"] == {affected["variant"]: 0}, r["duplicates"]
     assert r["fix_in_bytecode"][r["affected_version"]] is False
     assert r["sweep"] == [] and r["mitigations"] == {}
+
+
+def _prediction(r, given, measured):
+    """The Predict step: what was predicted (None: nothing given), what the run measured, and whether they match."""
+    assert r["prediction"] == given and r["prediction_measured"] == measured, r
+    assert r["prediction_right"] == (None if given is None else given == measured), r

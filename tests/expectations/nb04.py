@@ -11,12 +11,13 @@ PARAMETERS = {
     "PARTITIONS": 6,
     "KEYS": 30,
     "RATE": 50,
+    "PREDICTION": "yes, it serves a stale value",
     "INTERACTIVE": False,
 }
 
 # The control: a fixed version (PR #13369 is in 3.4.1 and 3.5.0) in the affected slot, caching on, the
 # same program. The mitigation runs are skipped: the control is the one run, kept short.
-CONTROL = {**PARAMETERS, "AFFECTED_VERSION": "3.5.2", "MITIGATIONS": False}
+CONTROL = {**PARAMETERS, "AFFECTED_VERSION": "3.5.2", "MITIGATIONS": False, "PREDICTION": None}
 
 # The panel, clicked in the CONTROL run: the fixed version, 3 s steps, no mitigation runs.
 PANEL = {"program": "1 2 3", "step_seconds": 3, "mitigations": False}
@@ -27,6 +28,7 @@ def check(results):
     failing = results["failing_counts"]
     # The bug: the affected version with a cached store read stale values, seen by the Spark audit too.
     assert failing["stale_reads"] > 0, f"no stale read on the affected version: {failing}"
+    _prediction(results, PARAMETERS["PREDICTION"], "yes, it serves a stale value")
     assert failing["wrong_values"] >= failing["stale_reads"], failing
     assert results["failing_audit"]["counts"]["stale_value"] > 0, results["failing_audit"]
     assert results["failing_audit"]["passed"], results["failing_audit"]
@@ -54,6 +56,7 @@ def check_control(results):
     failing = results["failing_counts"]
     assert results["failure_reproduced"] is False, results["verdict"]
     assert results["affected_version"] == "3.5.2", results["affected_version"]
+    _prediction(results, None, "no, every value is right")
     # Clean: no read went stale, no value wrong, the Spark audit agrees; exactly-once held.
     assert failing["stale_reads"] == 0 and failing["wrong_values"] == 0 and failing["backwards"] == 0, failing
     assert results["failing_audit"]["counts"]["stale_value"] == 0 and results["failing_audit"]["passed"], \
@@ -66,3 +69,9 @@ def check_control(results):
     assert failing["round_trips"] > 0, ("no task came back to an instance: the control proves nothing", failing)
     assert results["mitigations"] == {}, list(results["mitigations"])
     assert results["exercises_ok"] == [True, True], results["exercises_ok"]
+
+
+def _prediction(r, given, measured):
+    """The Predict step: what was predicted (None: nothing given), what the run measured, and whether they match."""
+    assert r["prediction"] == given and r["prediction_measured"] == measured, r
+    assert r["prediction_right"] == (None if given is None else given == measured), r

@@ -13,15 +13,17 @@ PARAMETERS = {
     "KEYS": 10,
     "PARTITIONS": 2,
     "COMMIT_INTERVAL_MS": 1000,
-    "HANDLERS": ["replace_thread", "continue"],
+    "HANDLERS": ["replace_thread", "continue", "dead_letter"],
     "SCHEMA_MODES": ["replace_thread"],
     "LOOP_SECONDS": 12,
+    "PREDICTION": "some inputs twice",   # a wrong prediction: exactly-once held in every run
     "INTERACTIVE": False,
 }
 
 # The control: the same app without a crash under both guarantees, a malformed input skipped by the
 # DeserializationExceptionHandler, and version 2 with a tolerant reader: everything clean.
-CONTROL = {**PARAMETERS, "CRASH_POINTS": ["none"], "HANDLERS": ["deserialization"], "SCHEMA_MODES": ["tolerant"]}
+CONTROL = {**PARAMETERS, "CRASH_POINTS": ["none"], "HANDLERS": ["deserialization"], "SCHEMA_MODES": ["tolerant"],
+           "PREDICTION": None}
 
 # The panel, clicked in the CONTROL run: one exactly-once run without a crash, no handler or schema runs.
 PANEL = {"crash_points": ["none"], "guarantees": ["exactly_once_v2"], "handlers": [], "schema_modes": []}
@@ -36,6 +38,7 @@ def _clean_output(run, what):
 def check(results):
     crashes = results["crashes"]
     assert len(crashes) == 4, list(crashes)
+    _prediction(results, PARAMETERS["PREDICTION"], "every input exactly once")
     for label, run in crashes.items():
         assert run["crashed"], (label, "the app never reached its crash point: the run proves nothing", run)
         assert run["audit"] is not None, label
@@ -81,6 +84,13 @@ def check(results):
     assert dropped["lost_ids"] == [dropped["poison"]] and dropped["poison_lost"], dropped
     assert dropped["dropped_records"] == 1, dropped
     assert dropped["audit"]["counts"]["lost"] == 1 and dropped["audit"]["counts"]["duplicate"] == 0, dropped["audit"]
+    kept = h["dead_letter"]
+    # KIP-1034: the same CONTINUE with a dead-letter topic: the poison record is there, with its error, and is the
+    # only input missing from the output; the app never died.
+    assert kept["outcome"].startswith("clean") and kept["deaths"] == 0 and kept["lost_ids"] == [kept["poison"]], kept
+    [letter] = kept["dead_letters"]
+    assert letter["id"] == kept["poison"] and letter["exception"].endswith("Exception"), letter
+    assert letter["from"].startswith(f"{kept['poison'].rsplit('-', 1)[0]}-input-"), letter
 
     schema = results["schema"]["replace_thread"]
     # Version 2 cannot read version 1's state (before 3.9, no processing handler): a loop, input stuck.
@@ -97,6 +107,7 @@ def check_control(results):
     assert results["failure_reproduced"] is False, results["verdict"]
     crashes = results["crashes"]
     assert len(crashes) == 2, list(crashes)
+    _prediction(results, None, "every input exactly once")
     for label, run in crashes.items():
         assert run["crash_point"] == "none" and not run["crashed"], (label, run)
         _clean_output(run, label)
@@ -119,3 +130,9 @@ def check_control(results):
     _clean_output(tolerant, "tolerant")
     assert tolerant["audit"]["passed"], tolerant["audit"]
     assert results["exercises_ok"] == [True, True], results["exercises_ok"]
+
+
+def _prediction(r, given, measured):
+    """The Predict step: what was predicted (None: nothing given), what the run measured, and whether they match."""
+    assert r["prediction"] == given and r["prediction_measured"] == measured, r
+    assert r["prediction_right"] == (None if given is None else given == measured), r

@@ -12,13 +12,14 @@ PARAMETERS = {
     "MEMORY_PARTITIONS": [1, 4],
     "MEMORY_MB_PER_STORE": 24,
     "CHANGELOG_PHASE_S": 2,
+    "PREDICTION": 15000,       # every key kept: a store without TTL
     "INTERACTIVE": False,
 }
 
 # The control: the same lessons with only what does not fail: stores with a retention or a TTL, a clean shutdown
 # (the checkpoint is written: nothing to restore), the bounded RocksDB config, an explicit store and output topic.
 CONTROL = {**PARAMETERS, "GROWTH_KINDS": ["window", "ttl"], "RESTORE_SHUTDOWN": "clean",
-           "MEMORY_CONFIGS": ["bounded"], "CHANGELOG_VARIANTS": ["explicit"]}
+           "MEMORY_CONFIGS": ["bounded"], "CHANGELOG_VARIANTS": ["explicit"], "PREDICTION": None}
 
 # The panel, clicked in the CONTROL run: the memory lesson, bounded, one partition.
 PANEL = {"lessons": ["memory"], "memory_configs": ["bounded"], "memory_partitions": [1]}
@@ -51,6 +52,9 @@ def _clean_views(views, variant):
 def check(results):
     assert results["failure_reproduced"] is True
     assert results["lessons"] == PARAMETERS["LESSONS"]
+    # the Predict step, a number: the kv store's keys at the end, within a quarter of the prediction
+    assert results["prediction"] == 15000 and results["prediction_measured"] == results["growth"]["kv"]["keys_end"]
+    assert results["prediction_right"] is True, results["growth"]["kv"]
 
     growth = results["growth"]
     kv = growth["kv"]
@@ -103,6 +107,8 @@ def check_control(results):
     assert results["failure_reproduced"] is False
     growth = results["growth"]
     assert sorted(growth) == ["ttl", "window"] and results["growth_failed"] is False, growth
+    assert results["prediction"] is None and results["prediction_right"] is None, results
+    assert results["prediction_measured"] == growth["window"]["keys_end"], results   # the question's store
     _bounded_stores(growth)
 
     assert results["restore_failed"] is False and results["restore_wiped"] is False

@@ -7,6 +7,7 @@ PARAMETERS = dict(
     RETENTION_MINUTES=1,
     EXPIRATION_MS=30000,
     MESSAGES=40,
+    PREDICTION=0,              # a wrong guess: the verification measures the re-reads
     INTERACTIVE=False,
 )
 
@@ -27,6 +28,8 @@ PANEL_FAILS = False
 
 def check(results: dict) -> None:
     rules = results["findings_by_rule"]
+    _prediction(results, 0, results["observed_rereads"])
+    assert results["observed_rereads"] > 0 and results["prediction_right"] is False, results
     # Each risk built is found, by its own rule.
     for rule in ("offsets-expire", "transactional-id-expires", "quota-on-streams-eos-producer", "client-version-bug"):
         assert rules.get(rule, 0) >= 1, (rule, rules)
@@ -56,6 +59,7 @@ def check_control(results: dict) -> None:
     assert results["findings"] == 0 and results["findings_by_rule"] == {}, results["doctor"]
     assert results["findings_all"] == 0 and results["unreadable"] == {}, results["doctor"]
     assert results["failure_reproduced"] is False, results["verdict"]
+    _prediction(results, None, 0)
     assert results["verified"] is True, results
     # The same wait (at least Kafka's minimum retention), then nothing re-read and no error.
     assert results["waited_s"] >= 60, results["waited_s"]
@@ -66,3 +70,9 @@ def check_control(results: dict) -> None:
     assert all(results["confirmed"].values()), results["confirmed"]
     assert results["exercise_1"] == [], results
     assert results["exercise_2"] == 0, results
+
+
+def _prediction(r, given, measured):
+    """The Predict step: what was predicted (None: nothing given), what the run measured, and whether they match."""
+    assert r["prediction"] == given and r["prediction_measured"] == measured, r
+    assert r["prediction_right"] == (None if given is None else given == measured), r

@@ -42,6 +42,12 @@ def needs(p: dict) -> dict:
     return {"nodes": p["nodes"], "version": KAFKA_VERSION, "broker_config": {}}
 
 
+def question(p: dict) -> tuple:
+    """The Predict step: a number."""
+    return (f"The copier also writes one transaction of {p['aborted']} records and aborts it. How many more records "
+            "does a read_uncommitted reader see than a read_committed one?", None)
+
+
 def run(cluster=None, progress: bool = True, **params) -> "SetupResult":
     """The one scenario function: notebook 00, its panel and its test call it."""
     p = SPEC.validate(**params)
@@ -118,6 +124,9 @@ class SetupResult(Result):
         """The faults under study (the injected ones) were reproduced and the audit saw exactly them."""
         return (self.counts.get("duplicate") == self.duplicates_injected
                 and self.counts.get("aborted_read") == self.aborted_injected and self.counts.get("lost") == 0)
+
+    def measured_answer(self) -> int:
+        return self.spark_uncommitted - self.spark_committed
 
     def verdict(self) -> str:
         c = self.counts

@@ -79,6 +79,18 @@ def needs(p: dict) -> dict:
         "log.retention.check.interval.ms": "1000", "log.initial.task.delay.ms": "1000"})
 
 
+RESTART_ANSWERS = ("it resumes where it stopped", "it re-reads what it had already processed",
+                   "it skips what arrived while it was down", "it stops with an error")
+
+
+def question(p: dict) -> tuple:
+    """The Predict step: what the `earliest` group does when it comes back."""
+    down = ("until the coordinator has deleted its committed offsets" if p["downtime_s"] is None else
+            f"for {p['downtime_s']:g} s")
+    return (f"The `earliest` group (auto.offset.reset=earliest) stays down {down}, with offsets.retention.minutes"
+            f" = {p['retention_minutes']}. What does it do when it comes back?", RESTART_ANSWERS)
+
+
 def run(cluster=None, progress: bool = True, **params) -> "OffsetExpiryResult":
     """Every chosen variant through one shared downtime; each audited on Spark from what it read."""
     p = SPEC.validate(**params)
@@ -358,6 +370,17 @@ class OffsetExpiryResult(Result):
         """The main variants' downtime (the control's if it ran alone)."""
         main = [f["downtime_s"] for n, f in self.facts.items() if VARIANTS[n].restart == "window"]
         return min(main or [f["downtime_s"] for f in self.facts.values()] or [0])
+
+    def measured_answer(self) -> str | None:
+        """What the `earliest` group did when it came back (None: it did not run)."""
+        if "earliest" not in self.facts:
+            return None
+        c = self.counts("earliest")
+        if "earliest" in self.errors:
+            return RESTART_ANSWERS[3]
+        if c["reprocessed"]:
+            return RESTART_ANSWERS[1]
+        return RESTART_ANSWERS[2] if c["skipped"] else RESTART_ANSWERS[0]
 
     def _did(self, n: str) -> str:
         c = self.counts(n)

@@ -86,6 +86,17 @@ def rounds(p: dict) -> list[list[str]]:
     return [r for r in [first, *[[s] for s in streams[1:]]] if r]
 
 
+IDLE_ANSWERS = ("it commits normally", "it fails; after its restart the input is processed again",
+                "it fails and the input is lost")
+
+
+def question(p: dict) -> tuple:
+    """The Predict step: the `crash` client's first transaction after the idle period."""
+    return (f"The `crash` client (a supervisor restarts it) sits idle {p['idle_s']:g} s; its transactional id "
+            f"expires after {p['expiration_ms'] / 1000:g} s of idleness. What happens to its first transaction when "
+            "the next input arrives?", IDLE_ANSWERS)
+
+
 def run(cluster=None, progress: bool = True, **params) -> "TxnExpiryResult":
     """Clients commit, sit idle IDLE_S, get one input each: what does each one do, and the data?"""
     p = SPEC.validate(**params)
@@ -176,6 +187,15 @@ class TxnExpiryResult(Result):
         idle, exp, sweep = self.params["idle_s"], self.params["expiration_ms"] / 1000, \
             self.params["cleanup_interval_ms"] / 1000
         return f"idle {idle:g} s {'<' if idle < exp + sweep else '>='} expiration {exp:g} s + one sweep"
+
+    def measured_answer(self) -> str | None:
+        """What the `crash` client's first transaction after the idle period met (None: it did not run)."""
+        c = self.clients.get("python-crash")
+        if c is None:
+            return None
+        if not c["error"]:
+            return IDLE_ANSWERS[0]
+        return IDLE_ANSWERS[1] if c["recovered"] else IDLE_ANSWERS[2]
 
     def verdict(self) -> str:
         cs = self.clients

@@ -23,9 +23,9 @@ from ...generator import generate
 from ...history import History
 from ...spark import read_topic
 from ...programs import JavaProgram, streams_classpath
-from .quota_fencing_analysis import (BASELINES, LOOP, LOOP_CRASH_KINDS, MITIGATIONS, STREAMS_CRASH_KINDS,
-                                     WIRE_OVERHEAD_BYTES, Measured, Variant, awaitready_polls_delay,
-                                     called_methods, quota_for, streams_metrics)
+from .quota_fencing_analysis import (BASELINES, FENCING_ANSWERS, LOOP, LOOP_CRASH_KINDS, MITIGATIONS,
+                                     STREAMS_CRASH_KINDS, WIRE_OVERHEAD_BYTES, Measured, Variant,
+                                     awaitready_polls_delay, called_methods, quota_for, streams_metrics)
 from .quota_fencing_report import QuotaResult
 
 __all__ = ["SPEC", "needs", "run", "lineup", "sweep_cells", "measure", "has_kafka_17455_fix", "DEBUG_LOGGERS",
@@ -108,6 +108,13 @@ def sweep_cells(p: dict) -> list[Variant]:
     return [Variant(f"{v} x{r:g}", client=LOOP if v == LOOP else "streams", version=v,
                     quota=quota_for(r, p["send_rate"], p["record_bytes"]), rate=p["send_rate"],
                     state_bytes=p["record_bytes"]) for v in p["sweep_versions"] for r in p["sweep_ratios"]]
+
+
+def question(p: dict) -> tuple:
+    """The Predict step: is the affected client fenced at this load?"""
+    ratio = p["send_rate"] * (p["record_bytes"] + WIRE_OVERHEAD_BYTES) / p["quota"]
+    return (f"Kafka Streams {p['affected_version']} (exactly-once) writes about {ratio:.2f}x what its quota of "
+            f"{p['quota']:,} B/s lets through. Is it fenced within the {p['duration_s']} s run?", FENCING_ANSWERS)
 
 
 def run(cluster=None, progress: bool = True, **params) -> "QuotaResult":

@@ -29,6 +29,8 @@ STREAMS_CRASH_KINDS = ("AddOffsetsToTxn timeout", "InvalidProducerEpochException
 LOOP_CRASH_KINDS = ("abort", "fatal", "error")
 
 
+FENCING_ANSWERS = ("yes, it is fenced", "no, it runs clean")   # the notebook's Predict question
+
 @dataclass(frozen=True)
 class Variant:
     """One app under test: Kafka Streams at `version` or the librdkafka loop (client LOOP), its load and quota."""

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ...experiment import TONES, Result
 from ...experiment.result import expect
-from .quota_fencing_analysis import BASELINES, LOOP, MITIGATIONS, STREAMS_CRASH_KINDS, Measured, quota_for
+from .quota_fencing_analysis import BASELINES, FENCING_ANSWERS, LOOP, MITIGATIONS, STREAMS_CRASH_KINDS, Measured, quota_for
 
 
 def _load(row: dict) -> str:
@@ -57,6 +57,9 @@ class QuotaResult(Result):
                    f", and no transaction outlived transaction.timeout.ms ({v.txn_timeout_ms / 1000:g} s): not fenced")
             out.append(f"- **{v.name}** ({role}, {_load(r)}): {why}.")
         return "\n".join(out)
+
+    def measured_answer(self) -> str:
+        return FENCING_ANSWERS[0] if self.row("affected")["crashes"] else FENCING_ANSWERS[1]
 
     def fix_summary(self) -> str:
         """Which of this run's kafka-clients jars carry the KAFKA-17455 fix, as read from their bytecode."""

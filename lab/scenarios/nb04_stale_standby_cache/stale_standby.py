@@ -96,6 +96,15 @@ def variants(p: dict) -> list[tuple[str, str, bool]]:
 
 # ------------------------------------------------------------------ the scenario
 
+STALE_ANSWERS = ("yes, it serves a stale value", "no, every value is right")
+
+
+def question(p: dict) -> tuple:
+    """The Predict step: does the cached store serve a stale value during the program?"""
+    return (f"Kafka Streams {p['affected_version']}, one standby replica, a cache-enabled store, instances toggled "
+            f"by the program '{p['program']}': does the store answer with a stale value?", STALE_ANSWERS)
+
+
 def run(cluster=None, progress: bool = True, **params) -> "StaleStandbyResult":
     """Every variant of the program on one broker; returns what each measured."""
     p = SPEC.validate(**params)
@@ -348,6 +357,9 @@ class StaleStandbyResult(Result):
     def mitigations(self) -> dict:
         return {k: v for k, v in self.variants.items() if k != "failing"}
 
+    def measured_answer(self) -> str:
+        return STALE_ANSWERS[0] if self.main.counts["stale_reads"] else STALE_ANSWERS[1]
+
     def verdict(self) -> str:
         m, c = self.main, self.main.counts
         return "; ".join([f"Kafka Streams {m.version}, caching {'on' if m.caching else 'off'}: {c['stale_reads']} "
@@ -395,9 +407,10 @@ class StaleStandbyResult(Result):
                             kinds=KINDS)
         return {k: v.audit for k, v in self.variants.items()}
 
-    def check(self, number: int, answer) -> bool:
-        self.solved[number] = super().check(number, answer)
-        return self.solved[number]
+    def check(self, number: int, answer):
+        checked = super().check(number, answer)
+        self.solved[number] = bool(checked)
+        return checked
 
     def record_fields(self) -> dict:
         m = self.main

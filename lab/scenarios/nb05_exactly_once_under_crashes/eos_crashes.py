@@ -14,8 +14,8 @@ from ...experiment.checks import check_streams_program
 from ...experiment.memory import child_pids, peak_rss
 from .analysis import app_events, loop_rate, measure
 from .crash_points import _crash_run, _markers
-from .exception_handlers import _handler_run, handler_props
-from .report import Crash, EosCrashResult, Failing
+from .exception_handlers import KIP_1034, _handler_run, handler_props
+from .report import OUTPUT_ANSWERS, Crash, EosCrashResult, Failing, asked_point
 from .schema_change import _schema_run, schema_version
 from .streams_app import (CONTINUE_HANDLER, CRASH_POINTS, DESER_CONTINUE, GUARANTEES, HANDLERS, MAIN,
                           SCHEMA_MODES, SHORT, SOURCES)
@@ -48,6 +48,14 @@ def _kip_1033_needs_3_9(p: dict) -> str | None:
     return None
 
 
+def _dead_letter_needs_4_2(p: dict) -> str | None:
+    if "dead_letter" in p["handlers"] and parse_version(p["handler_version"]) < KIP_1034:
+        return (f"HANDLERS asks for 'dead_letter', Kafka Streams' dead-letter topic (KIP-1034, "
+                f"errors.dead.letter.queue.topic.name), which Kafka Streams {p['handler_version']} (HANDLER_VERSION) "
+                "does not have: it arrived in 4.2.0. Choose HANDLER_VERSION 4.2.0 or later, or drop 'dead_letter'.")
+    return None
+
+
 def _something_to_run(p: dict) -> str | None:
     if not (p["crash_points"] and p["guarantees"]) and not p["handlers"] and not p["schema_modes"]:
         return "Nothing to run: give CRASH_POINTS and GUARANTEES, HANDLERS or SCHEMA_MODES."
@@ -67,7 +75,7 @@ SPEC = Spec(
     Param("partitions", 2, "partitions of every topic (one task each)", lo=1, hi=12),
     Param("commit_interval_ms", 1500, "commit.interval.ms: how much work a commit covers", lo=100, hi=9000,
           unit="ms", why="below Streams' exactly-once transaction.timeout.ms (10 s)"),
-    Param("handlers", ["shutdown_client", "replace_thread", "continue", "deserialization"],
+    Param("handlers", ["shutdown_client", "replace_thread", "continue", "dead_letter", "deserialization"],
           "exception-handler runs: a poison record (or a malformed input for deserialization)", choices=HANDLERS),
     Param("handler_version", KAFKA_VERSION, "Kafka Streams version of the handler runs and of schema 'continue'",
           check=lambda v: check_streams_version(v, "HANDLER_VERSION")),
@@ -77,7 +85,7 @@ SPEC = Spec(
           "schema-change runs: how version 2 meets version 1's state", choices=SCHEMA_MODES),
     Param("loop_seconds", 10.0, "how long a failing app is watched (and restarted) once it fails", lo=5, hi=300,
           unit="s"),
-    rules=(_kip_1033_needs_3_9, _something_to_run),
+    rules=(_kip_1033_needs_3_9, _dead_letter_needs_4_2, _something_to_run),
 )
 
 
@@ -85,6 +93,14 @@ def needs(p: dict) -> dict:
     """One broker at the lab's version; aborted-by-timeout transactions are swept every second."""
     return dict(nodes=1, version=KAFKA_VERSION,
                 broker_config={"transaction.abort.timed.out.transaction.cleanup.interval.ms": 1000})
+
+
+def question(p: dict) -> tuple:
+    """The Predict step: what exactly-once leaves in the output after a crash at the asked point."""
+    point = asked_point(p["crash_points"]) if p["crash_points"] else "none"
+    when = ("runs without a crash" if point == "none" else
+            f"is killed (kill -9) at the point `{point}` of its {p['crash_at']}th record, then restarted")
+    return (f"Under exactly_once_v2 the app {when}. What does the read_committed output hold?", OUTPUT_ANSWERS)
 
 
 def run(cluster=None, progress: bool = True, **params) -> "EosCrashResult":

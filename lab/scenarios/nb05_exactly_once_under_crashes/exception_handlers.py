@@ -1,10 +1,14 @@
 """Notebook 05 section 6, the exception-handler runs: a poison record (or a malformed input) under each
-handler, and the configuration each handler takes at a Kafka Streams version.
+handler, and the configuration each handler takes at a Kafka Streams version. dead_letter is CONTINUE with
+errors.dead.letter.queue.topic.name (KIP-1034, 4.2+): the poison record goes to that topic with its error.
 """
 from __future__ import annotations
 
+import json
+
 from ...cluster import parse_version
 from ...experiment import Run
+from ...experiment.consume import TopicReader
 from .crash_loop import _failing_run
 from .report import Failing
 from .streams_app import CONTINUE_HANDLER, DESER_CONTINUE, _slug
@@ -15,16 +19,38 @@ def _deser_key(version: str) -> str:
             else "default.deserialization.exception.handler")
 
 
-def handler_props(handler: str, version: str, poison: str) -> dict:
+KIP_1034 = (4, 2, 0)   # the dead-letter queue: errors.dead.letter.queue.topic.name
+
+
+def dead_letter_topic(app_id: str) -> str:
+    return f"{app_id}-dlq"
+
+
+def handler_props(handler: str, version: str, poison: str, app_id: str = "") -> dict:
     """The app's configuration for one handler run."""
     props = {"lab_handler": "replace_thread" if handler == "replace_thread" else "shutdown_client"}
     if handler == "deserialization":
         props.update({"lab_strict_input": "true", _deser_key(version): DESER_CONTINUE})
     else:
         props["lab_poison_id"] = poison
-    if handler == "continue":
+    if handler in ("continue", "dead_letter"):
         props["processing.exception.handler"] = CONTINUE_HANDLER
+    if handler == "dead_letter":
+        props["errors.dead.letter.queue.topic.name"] = dead_letter_topic(app_id)
     return props
+
+
+def dead_letter_row(m) -> dict:
+    """A dead-letter record: the input's id (its raw value is the input record's) and the error headers."""
+    try:
+        record_id = json.loads(m.value()).get("id")
+    except (TypeError, ValueError, AttributeError):
+        record_id = None
+    headers = {k: (v or b"").decode(errors="replace") for k, v in (m.headers() or [])}
+    return {"id": record_id, "exception": headers.get("__streams.errors.exception"),
+            "message": (headers.get("__streams.errors.message") or "")[:200],
+            "from": f"{headers.get('__streams.errors.topic')}-{headers.get('__streams.errors.partition')}"
+                    f"@{headers.get('__streams.errors.offset')}"}
 
 
 def _handler_run(lab: Run, handler: str, p: dict) -> "Failing":
@@ -33,7 +59,13 @@ def _handler_run(lab: Run, handler: str, p: dict) -> "Failing":
     poison = f"{app_id}-{p['records'] // 2}"
     lab.phase(f"{label}: Kafka Streams {version}, exactly_once_v2, "
               + ("a malformed input record" if handler == "deserialization" else f"poison record {poison}"))
-    result = _failing_run(lab, label, app_id, version, p, [("app", handler_props(handler, version, poison), None)],
+    if handler == "dead_letter":
+        lab.topics(dead_letter_topic(app_id), partitions=1)
+    result = _failing_run(lab, label, app_id, version, p,
+                          [("app", handler_props(handler, version, poison, app_id), None)],
                           drops_inputs=handler != "deserialization")
     result.poison = None if handler == "deserialization" else poison
+    if handler == "dead_letter":
+        with TopicReader(lab.bootstrap, dead_letter_topic(app_id), row=dead_letter_row) as reader:
+            result.m["dead_letters"] = reader.to_end(30, strict=True)
     return result

@@ -102,18 +102,28 @@ class Failing:
             return "crash loop (threads replaced)"
         if m["deaths"]:
             return "app stopped" + (" (restarted, died again)" if m["deaths"] > 1 else "")
-        if m["lost"]:
-            return "records dropped"
+        if m["lost"]:   # what is missing from the output may be in a dead-letter topic
+            kept = {d["id"] for d in m.get("dead_letters", ())}
+            in_dlq = bool(kept) and set(m.get("lost_all", ())) <= kept
+            return "clean: the poison record is in the dead-letter topic" if in_dlq else "records dropped"
         return "clean"
 
     def summary(self) -> dict:
         keep = ("version", "produced", "outputs", "duplicates", "lost", "lost_ids", "wrong_values", "overcount",
                 "aborted_visible", "uncaught", "deaths", "restarts", "failures_per_min", "dropped_records",
                 "migrated", "errors", "watched_s")
-        return {"outcome": self.outcome, "poison": self.poison,
+        return {"outcome": self.outcome, "poison": self.poison, "dead_letters": self.m.get("dead_letters"),
                 "poison_lost": self.poison is not None and self.poison in self.m.get("lost_all", ()),
                 **{k: self.m[k] for k in keep},
                 **({"audit": self.audit.as_dict()} if self.audit is not None else {})}
+
+
+OUTPUT_ANSWERS = ("every input exactly once", "some inputs twice", "some inputs missing")   # the Predict question
+
+
+def asked_point(points: list) -> str:
+    """The crash point the Predict question is about: after the send, before the commit, if it runs."""
+    return "after_send_before_commit" if "after_send_before_commit" in points else points[0]
 
 
 @dataclass
@@ -132,7 +142,16 @@ class EosCrashResult(Result):
         """Something went wrong that a user would notice: a duplicate, a lost record, a wrong count, an app
         that stopped or loops."""
         return (any(c.anomalies for c in self.crashes.values())
-                or any(f.outcome != "clean" for f in [*self.handlers.values(), *self.schema.values()]))
+                or any(not f.outcome.startswith("clean") for f in [*self.handlers.values(), *self.schema.values()]))
+
+    def measured_answer(self) -> str | None:
+        """What the read_committed output held after the exactly-once run at the asked crash point."""
+        point = asked_point(self.params["crash_points"]) if self.params["crash_points"] else None
+        run = next((c for c in self.eos().values() if c.point == point), None)
+        if run is None:
+            return None
+        return (OUTPUT_ANSWERS[1] if run.m["duplicates"] else OUTPUT_ANSWERS[2] if run.m["lost"]
+                else OUTPUT_ANSWERS[0])
 
     def eos(self) -> dict:
         return {k: c for k, c in self.crashes.items() if c.guarantee == "exactly_once_v2"}
@@ -197,7 +216,10 @@ class EosCrashResult(Result):
                  "of inputs": f.m["produced"], "lost (not in output)": f.m["lost"],
                  "dropped-records": f.m["dropped_records"], "uncaught": f.m["uncaught"], "app deaths": f.m["deaths"],
                  "failures / min": f.m["failures_per_min"], "migrated on read": f.m["migrated"],
-                 "audit (dup/lost)": _audit_cell(f.audit)} for k, f in runs.items()]
+                 "audit (dup/lost)": _audit_cell(f.audit),
+                 "dead-letter topic": ", ".join(f"{d['id']} ({(d['exception'] or '').rsplit('.', 1)[-1]})"
+                                                for d in f.m.get("dead_letters", [])) or None}
+                for k, f in runs.items()]
         return pd.DataFrame(rows)
 
     def figure(self, label: str | None = None):
@@ -271,9 +293,10 @@ class EosCrashResult(Result):
                 jobs[k][0].audit = future.result()
         return {k: run.audit for k, (run, _) in jobs.items()}
 
-    def check(self, number: int, answer) -> bool:
-        self.solved[number] = super().check(number, answer)
-        return self.solved[number]
+    def check(self, number: int, answer):
+        checked = super().check(number, answer)
+        self.solved[number] = bool(checked)
+        return checked
 
     def record_fields(self) -> dict:
         eos = list(self.eos().values())

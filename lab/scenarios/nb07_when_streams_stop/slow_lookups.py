@@ -125,6 +125,13 @@ class Outcome:
     def explain(self) -> str:
         lines = [f"Each call waits {self.latency_ms:g} ms: one thread makes at most {1000 / self.latency_ms:.0f} "
                  "calls per second."]
+        plain = next((r for r in self.rows if r["mode"] == "plain"), None)
+        if plain:
+            busy = plain["input_per_s"] * self.latency_ms / 1000   # seconds of waiting per second of input
+            lines.append(f"With one call per record at {plain['input_per_s']:g} records/s, the thread waits "
+                         f"{busy:.2f} s per second of input: "
+                         + ("within its second, so the lookups are fine here." if busy <= 1 else
+                            "more than it has, so the lag can only grow."))
         for r in self.rows:
             lines.append(f"- **{r['mode']}**: {r['records_per_s']:.0f} records/s for {r['input_per_s']:g} in, "
                          f"{r['calls_per_s']:.0f} calls/s; lag {r['lag_start']} -> {r['lag_end']} "

@@ -13,6 +13,13 @@ from . import broker_bounce, partition_parallelism, poll_loop, slow_lookups
 class StreamsStopResult(LessonsResult):
     title = "When streams stop moving"
 
+    def measured_answer(self):
+        """This run's answer to the Predict question (None: the lesson or the asked variant did not run)."""
+        if "poll_loop" not in self.outcomes:
+            return None
+        row = self.lesson("poll_loop").by_variant().get(asked_variant(self.params))
+        return None if row is None else LOOP_ANSWERS[0] if row["looped"] else LOOP_ANSWERS[1]
+
 
 SCENARIO = Lessons("streams-stop", {
     "poll_loop": ("1 · the poll-interval loop", poll_loop),
@@ -22,6 +29,21 @@ SCENARIO = Lessons("streams-stop", {
 }, apps=("PollLoopConsumer", "SlowRecordApp", "ThroughputApp", "BounceApp", "lab.apps.consumer_app"),
     result=StreamsStopResult)
 SPEC, needs, run = SCENARIO.spec, SCENARIO.needs, SCENARIO.run
+LOOP_ANSWERS = ("yes, it keeps reading the same batch", "no, it moves on")
+
+
+def asked_variant(p: dict) -> str:
+    """The poll lesson's variant the Predict question is about: the Java consumer, without a fix if it runs."""
+    return "java/" + ("none" if "none" in p["poll_fixes"] else p["poll_fixes"][0])
+
+
+def question(p: dict) -> tuple:
+    """The Predict step (the first lesson's)."""
+    fix = asked_variant(p).split("/")[1]
+    interval = p["poll_longer_interval_ms"] if fix == "longer_interval" else p["poll_interval_ms"]
+    return (f"The Java consumer (fix: {fix}) gets up to {p['poll_batch']} records per poll, {p['poll_work_ms']} ms of "
+            f"work each, with max.poll.interval.ms = {interval:,}. Does it keep reading the same batch again?",
+            LOOP_ANSWERS)
 
 
 def _exercise_1(result: StreamsStopResult, answer) -> None:

@@ -65,6 +65,14 @@ def embedded_cluster(p: dict, name: str = "diagnose"):
     return KafkaCluster(**needs(p), name=name, jmx_port=free_port())
 
 
+def question(p: dict) -> tuple:
+    """The Predict step: a number (the verification measures it)."""
+    return (f"The group `billing` consumes and commits {p['messages']} records, then leaves"
+            + (" and stays away past offsets.retention.minutes" if "expiring_offsets" in p["risks"] else
+               " (in the healthy control a member stays)")
+            + ". How many records will it read again when it restarts with auto.offset.reset=earliest?", None)
+
+
 def run(cluster=None, progress: bool = True, **params) -> "DiagnoseResult":
     """Build the chosen risks, diagnose the cluster read-only, then (VERIFY) wait and prove each prediction."""
     p = SPEC.validate(**params)
@@ -345,6 +353,9 @@ class DiagnoseResult(Result):
         return {"re-reads": (observed == rereads if rereads is not None else observed > 0)
                 if self.predicted("offsets-expire") else observed == 0,
                 "producer error": self.producer_error() == self.predicted_error()}
+
+    def measured_answer(self) -> int | None:
+        return self.observed_rereads()
 
     def verdict(self) -> str:
         d = self.diagnosis

@@ -1,0 +1,84 @@
+"""A lesson's Predict step: the learner answers one question before the run; after it, the run's own measurement
+is printed beside the answer.
+
+    guess = predict("What does the `earliest` group do when it comes back?", CHOICES, given=PREDICTION)
+    result = offset_expiry.run(...)
+    guess.against(result.measured_answer())     # You said ...; this run measured ...
+    record(**result.as_record(), **guess.as_record())
+
+In Jupyter the question is a small widget (choices: radio buttons; a number: a text box). Headless there is no
+one to click, so `given` (a notebook parameter) is the prediction; None means none was made.
+"""
+from __future__ import annotations
+
+from ..errors import LabError
+
+
+class Prediction:
+    """One question, the learner's answer (given, or read from the widget when compared), and the comparison."""
+
+    def __init__(self, question: str, choices: tuple | None, given, tolerance: float, widget=None):
+        self.question, self.choices, self.given, self.tolerance, self.widget = question, choices, given, tolerance, widget
+        self.measured = None
+
+    @property
+    def answer(self):
+        """What the learner predicted: the given answer, else the widget's, else None."""
+        if self.given is not None:
+            return self.given
+        value = getattr(self.widget, "value", None)
+        if self.choices:
+            return value
+        try:
+            return float(value) if value not in (None, "") else None
+        except ValueError:
+            return None
+
+    def right(self) -> bool | None:
+        """Whether the prediction matched the measurement (None: no prediction, or nothing measured yet)."""
+        if self.answer is None or self.measured is None:
+            return None
+        if self.choices:
+            return self.answer == self.measured
+        return abs(float(self.answer) - float(self.measured)) <= self.tolerance * max(abs(float(self.measured)), 1)
+
+    def against(self, measured) -> str:
+        """Print (and return) the prediction beside what this run measured."""
+        self.measured = measured
+        shown = f"{measured:g}" if isinstance(measured, (int, float)) and not isinstance(measured, bool) else measured
+        if measured is None:
+            line = "This run did not measure it: what the question asks about did not run (see the parameters)."
+        elif self.answer is None:
+            line = f"No prediction made; this run measured: {shown}."
+        else:
+            said = (f"{float(self.answer):g}" if not self.choices else self.answer)
+            line = (f"You said: {said}. This run measured: {shown}. "
+                    + ("As you predicted." if self.right() else "Not what you predicted: the next sections show why."))
+        print(line)
+        return line
+
+    def as_record(self) -> dict:
+        """The prediction's fields for record(): what was predicted, what was measured, whether they matched."""
+        return {"prediction": self.answer, "prediction_measured": self.measured, "prediction_right": self.right()}
+
+
+def predict(question: str, choices=None, *, given=None, tolerance: float = 0.25, show: bool = True) -> Prediction:
+    """Ask `question` before a run. choices: the possible answers (a list of strings), or None for a number
+    (right within `tolerance`, relative). given: the prediction as a parameter (headless, or to skip the widget);
+    a given answer that is not one of the choices, or not a number, is refused at once."""
+    choices = tuple(choices) if choices else None
+    if given is not None:
+        if choices and given not in choices:
+            raise LabError(f"PREDICTION={given!r} is not one of the answers: {list(choices)}.")
+        if not choices and (isinstance(given, bool) or not isinstance(given, (int, float))):
+            raise LabError(f"PREDICTION={given!r} is not a number.")
+    widget = None
+    if show and given is None:
+        import ipywidgets as w
+        from IPython.display import display
+        widget = (w.RadioButtons(options=list(choices), value=None, layout=w.Layout(width="max-content"))
+                  if choices else w.Text(placeholder="your number", layout=w.Layout(width="160px")))
+        display(w.VBox([w.HTML(f"<b>Predict:</b> {question}"), widget]))
+    elif show:
+        print(f"Predict: {question}\nYour prediction (PREDICTION): {given}")
+    return Prediction(question, choices, given, tolerance, widget)
