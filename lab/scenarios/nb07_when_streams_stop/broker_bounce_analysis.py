@@ -163,5 +163,6 @@ def bounce_of(p: dict, marks: dict, t0: float) -> dict:
     """What the lab did to the brokers, epoch times as seconds since the run began."""
     bounce = {k: (round(v - t0, 1) if isinstance(v, float) else v) for k, v in marks.items()}
     bounce.update(brokers=p["bounce_brokers"], down_s=p["bounce_down_s"], replication=p["bounce_replication"],
+                  delivery_timeout_ms=p["bounce_delivery_timeout_ms"],
                   outage_s=None if marks["down_at"] is None else round(marks["up_at"] - marks["bounce_at"], 1))
     return bounce

@@ -84,7 +84,10 @@ class Outcome:
                     "thread were not reported, and that task committed past them. Why, read in 4.3.1's source "
                     "(RecordCollectorImpl): since KAFKA-16903 (3.8) a thread's tasks share one send error, kept by "
                     "their one StreamsProducer; the send callback returns at once while an error is kept, and the "
-                    "TaskCorruptedException names only the task whose error came first.")
+                    "TaskCorruptedException names only the task whose error came first. This is the lab's own "
+                    "measurement, not a documented Kafka bug, and it needs sends that expire while the leader is "
+                    f"away: delivery.timeout.ms was {self.bounce.get('delivery_timeout_ms', '?')} ms here (the Java "
+                    "producer's default is 120000 ms).")
             if r["audit_lost"] and r["acks"] == "1" and self.bounce["replication"] > 1:
                 lines.append(
                     f"  With acks=1 (its default before 3.0, KIP-679) the leader acknowledged records its followers "
