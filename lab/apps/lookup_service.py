@@ -1,4 +1,5 @@
-"""The external service of "Tales from running Kafka Streams in Production"'s "It's ok to do external lookups": an HTTP server on 127.0.0.1 that
+"""The external service of "It's ok to do external lookups" ("Tales from running Kafka Streams in Production"): an
+HTTP server on 127.0.0.1 that
 answers every GET after `latency_ms`, and counts the calls.
 
     with LookupService(latency_ms=50) as service:

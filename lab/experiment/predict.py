@@ -18,7 +18,8 @@ class Prediction:
     """One question, the learner's answer (given, or read from the widget when compared), and the comparison."""
 
     def __init__(self, question: str, choices: tuple | None, given, tolerance: float, widget=None):
-        self.question, self.choices, self.given, self.tolerance, self.widget = question, choices, given, tolerance, widget
+        self.question, self.choices, self.given, self.tolerance = question, choices, given, tolerance
+        self.widget = widget
         self.measured = None
 
     @property

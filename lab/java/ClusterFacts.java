@@ -285,7 +285,8 @@ public class ClusterFacts {
                 if (key instanceof GroupMetadataKey k) {
                     if (groups == null) continue;
                     if (rec.value() != null && rec.value().message() instanceof GroupMetadataValue v)
-                        groups.put(k.group(), map("current_state_ms", v.currentStateTimestamp() < 0 ? null : v.currentStateTimestamp(),
+                        groups.put(k.group(), map("current_state_ms",
+                                v.currentStateTimestamp() < 0 ? null : v.currentStateTimestamp(),
                                 "protocol_type", v.protocolType(), "members", v.members().size()));
                     else groups.remove(k.group());
                     continue;

@@ -50,7 +50,8 @@ VARIANTS = {v.name: v for v in [
 ]}
 
 SPEC = Spec(
-    Param("retention_minutes", 1, "offsets.retention.minutes (the source's cluster: 1440 = 24 h)", lo=1, hi=60, unit="min",
+    Param("retention_minutes", 1, "offsets.retention.minutes (the source's cluster: 1440 = 24 h)", lo=1, hi=60,
+          unit="min",
           why="Kafka's minimum is 1; every minute is a minute of waiting"),
     Param("check_interval_ms", 2000, "offsets.retention.check.interval.ms: how often the coordinator sweeps",
           lo=500, hi=600000, unit="ms", why="a sweep more often than twice a second only loads the broker"),

@@ -10,7 +10,8 @@ import pandas as pd
 
 from ...experiment import TONES, Result
 from ...experiment.result import expect
-from .quota_fencing_analysis import BASELINES, FENCING_ANSWERS, LOOP, MITIGATIONS, STREAMS_CRASH_KINDS, Measured, quota_for
+from .quota_fencing_analysis import (BASELINES, FENCING_ANSWERS, LOOP, MITIGATIONS, STREAMS_CRASH_KINDS, Measured,
+                                     quota_for)
 
 
 def _load(row: dict) -> str:

@@ -21,7 +21,8 @@ CONFIGS = ("default", "bounded")
 # Kafka Streams 4.3.1's RocksDBStore (javap -constants): what one store instance may take by default.
 BLOCK_CACHE_MB, WRITE_BUFFER_MB, WRITE_BUFFERS = 50, 16, 3
 DEFAULT_CAP_MB = BLOCK_CACHE_MB + WRITE_BUFFERS * WRITE_BUFFER_MB           # 98 MB per store instance
-# The sizing guide the production talk quotes: 3 x 32 MB write buffers + a 16 MB block cache (not Kafka 2.7.2's nor 4.3.1's).
+# The sizing guide the production talk quotes: 3 x 32 MB write buffers + a 16 MB block cache (not Kafka 2.7.2's
+# nor 4.3.1's).
 GUIDE_ESTIMATE_MB = 3 * 32 + 16                                              # 112 MB per store instance
 TABLE_READERS_SHARE = 0.02   # index + bloom filter of 1 KB values in 4 KB blocks: ~1% of the data; 2% to be safe
 HEAP_MB = 256

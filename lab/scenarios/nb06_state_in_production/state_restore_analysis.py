@@ -66,7 +66,8 @@ def restore_row(*, mode: str, size_mb: float, shutdown: str, instance: str, watc
             "changelog_measured": bool(changelog_bytes),
             "standby_lag": standby_lag,
             "checkpoint_file": checkpoint_file, "wiped": bool(wiped),
-            "wipe_reason": ("rocksdb" if re.search(STATE_WIPE_STORE_NOT_CLOSED, wiped[0]) else "checkpoint") if wiped else "",
+            "wipe_reason": (("rocksdb" if re.search(STATE_WIPE_STORE_NOT_CLOSED, wiped[0]) else "checkpoint")
+                            if wiped else ""),
             "restore_from": min((r["start_offset"] for r in starts), default=None),
             "restored_records": restored, "restore_s": round(restore_s, 3),
             "restore_mb_s": round(mb / restore_s, 1) if restore_s > 0 else None,

@@ -110,8 +110,8 @@ class Outcome:
                        "writes one when a restore completes and, under exactly-once, nothing removed it once the "
                        "task ran, so the restart trusted it and replayed only the records since, instead of "
                        "wiping a store that may hold writes of an aborted transaction (KAFKA-20685, apache/kafka "
-                       "PR #22548, fixed on the 4.2 branch; the 3.8 to 4.2 releases have it, and 4.3's stores, which keep their "
-                       "own offsets under KIP-1035, do not).")
+                       "PR #22548, fixed on the 4.2 branch; the 3.8 to 4.2 releases have it, and 4.3's stores, "
+                       "which keep their own offsets under KIP-1035, do not).")
         for r in eos:
             out.append(f"- {r['changelog_mb']:g} MB ({r['store_records']:,} records): restored "
                        f"{r['restored_records']:,} from offset {r['restore_from']} in {r['restore_s']:.2f} s"

@@ -30,8 +30,8 @@ MIN_SESSION_MS = 6000   # the broker's group.min.session.timeout.ms: librdkafka 
 SPARK_AUDIT = True   # its outcome is audited by Spark (lab.experiment.lessons warms Spark up)
 
 PARAMS = [
-    Param("poll_clients", list(CLIENTS), "the consumers the lesson compares: the Java client, librdkafka (confluent-kafka), "
-          "a Kafka Streams app with one slow record", choices=CLIENTS),
+    Param("poll_clients", list(CLIENTS), "the consumers the lesson compares: the Java client, librdkafka "
+          "(confluent-kafka), a Kafka Streams app with one slow record", choices=CLIENTS),
     Param("poll_fixes", list(FIXES), "none: the slow batch as is; the others: a fix each, side by side",
           choices=FIXES),
     Param("poll_interval_ms", 6000, "max.poll.interval.ms", lo=MIN_SESSION_MS, hi=600_000, unit="ms",
