@@ -1,4 +1,5 @@
 """Notebook 01 (offset expiry): small batches, the one-minute retention is the floor of its run time."""
+from tests.expectations import prediction
 
 PARAMETERS = dict(
     MESSAGES_BEFORE=60,        # still enough for every group to commit on both partitions
@@ -31,7 +32,7 @@ def check(results: dict) -> None:
     assert results["earliest_reprocessed"] == before, results
     assert results["earliest_skipped"] == 0, results
     assert results["earliest_duplicates"] > 0, results
-    _prediction(results, PARAMETERS["PREDICTION"], "it re-reads what it had already processed")
+    prediction(results, PARAMETERS["PREDICTION"], "it re-reads what it had already processed")
     # latest: no re-reads, but at least everything produced while it was down was skipped.
     assert results["latest_skipped"] >= down and results["latest_reprocessed"] == 0, results
     # The control (downtime < retention) and the loud failure + operator reset: nothing repeated or lost.
@@ -57,7 +58,7 @@ def check_control(results: dict) -> None:
     assert results["failure_reproduced"] is False, results
     assert results["downtime_s"] < results["retention_s"], results
     assert "offsets were still there, nothing re-read" in results["verdict"], results
-    _prediction(results, None, "it resumes where it stopped")    # no prediction given: the widget's path
+    prediction(results, None, "it resumes where it stopped")    # no prediction given: the widget's path
     variants = results["param_variants"]
     assert "earliest" in variants, results
     for v in variants:
@@ -69,9 +70,3 @@ def check_control(results: dict) -> None:
         assert results[f"{v}_committed_before_restart"] is True, (v, results)
         assert results[f"{v}_read_after_restart"] >= results["param_messages_while_down"], (v, results)
     assert results["exercise_1"] == results["latest_skipped"] == 0, results
-
-
-def _prediction(r, given, measured):
-    """The Predict step: what was predicted (None: nothing given), what the run measured, and whether they match."""
-    assert r["prediction"] == given and r["prediction_measured"] == measured, r
-    assert r["prediction_right"] == (None if given is None else given == measured), r

@@ -1,6 +1,8 @@
 """Notebook 02: transactional id expiry (INVALID_PRODUCER_ID_MAPPING) and UnknownProducerIdException."""
 import re
 
+from tests.expectations import prediction
+
 # Small idle times: ids expire after 5 s, the apps idle 8 s. One old broker (2.0.1) instead of two.
 # (The mitigation's expiration is derived from the idle time: 2 x 8 s + 10 s.)
 PARAMETERS = {"EXPIRATION_MS": 5000, "CLEANUP_INTERVAL_MS": 1000, "IDLE_S": 8, "OBSERVE_S": 40,
@@ -29,7 +31,7 @@ def check(r):
     # the seed's app: crashed, restarted, read the input twice, committed it once
     crash = a["python-crash"]
     assert crash["restarts"] == 1 and crash["recovered"] and crash["reads_per_input"] >= 2, crash
-    _prediction(r, PARAMETERS["PREDICTION"], "it fails; after its restart the input is processed again")
+    prediction(r, PARAMETERS["PREDICTION"], "it fails; after its restart the input is processed again")
     assert a["python-recreate"]["recovered"], a["python-recreate"]
     assert not a["python-naive"]["recovered"], a["python-naive"]
     audit = r["part_a_audit"]
@@ -79,7 +81,7 @@ def check(r):
 
 def check_control(r):
     assert r["failure_reproduced"] is False, r["verdict"]
-    _prediction(r, None, "it commits normally")
+    prediction(r, None, "it commits normally")
     assert r["param_idle_s"] < r["param_expiration_ms"] / 1000, r["verdict"]
     a = r["part_a"]
     # the run really happened: every client of the failing run, each with its post-idle input
@@ -96,9 +98,3 @@ def check_control(r):
     for name, counts in r["part_a_audit"].items():
         assert counts == {"duplicate": 0, "lost": 0, "aborted_read": 0}, (name, counts)
     assert not r["source_message_seen"] and r["idle_when_expired_s"] == [], r
-
-
-def _prediction(r, given, measured):
-    """The Predict step: what was predicted (None: nothing given), what the run measured, and whether they match."""
-    assert r["prediction"] == given and r["prediction_measured"] == measured, r
-    assert r["prediction_right"] == (None if given is None else given == measured), r

@@ -9,6 +9,7 @@ started), and the backlog that stall leaves then fences it again and again by ov
 4.3.1 was once fenced too, by an oversized transaction: the result names that mechanism.)
 CONTROL: the same app at ~0.7x the quota, alone (no comparisons, mitigations or sweep).
 """
+from tests.expectations import prediction
 PARAMETERS = {
     "DURATION_S": 75,
     "MITIGATIONS": ["transaction_timeout"],
@@ -37,7 +38,7 @@ def check(r):
     affected, fixed, no_quota = r["affected"], r["fixed"], r["no_quota"]
     # The affected client is fenced under the quota, and the coordinator says why (timeout abort).
     assert affected["crashes"] >= 1, f"no fencing on {r['affected_version']} under the quota: {affected}"
-    _prediction(r, PARAMETERS["PREDICTION"], "yes, it is fenced")
+    prediction(r, PARAMETERS["PREDICTION"], "yes, it is fenced")
     assert r["affected_coordinator_aborts"] >= 1, affected
     assert any(r["affected_events"].get(k, 0) for k in (
         "InvalidProducerEpochException", "ProducerFencedException", "TaskMigratedException",
@@ -70,7 +71,7 @@ def check(r):
 def check_control(r):
     affected = r["affected"]
     assert affected["load_ratio"] < 0.8, affected       # the control really ran under the quota
-    _prediction(r, None, "no, it runs clean")
+    prediction(r, None, "no, it runs clean")
     # Not fenced, not aborted, and the verdict says so.
     assert r["failure_reproduced"] is False, r["verdict"]
     assert affected["crashes"] == 0 and affected["fencing_events"] == 0, affected
@@ -83,9 +84,3 @@ def check_control(r):
     assert r["duplicates"] == {affected["variant"]: 0}, r["duplicates"]
     assert r["fix_in_bytecode"][r["affected_version"]] is False
     assert r["sweep"] == [] and r["mitigations"] == {}
-
-
-def _prediction(r, given, measured):
-    """The Predict step: what was predicted (None: nothing given), what the run measured, and whether they match."""
-    assert r["prediction"] == given and r["prediction_measured"] == measured, r
-    assert r["prediction_right"] == (None if given is None else given == measured), r

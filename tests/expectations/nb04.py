@@ -1,4 +1,5 @@
 """Notebook 04: stale reads from a cached store after standby -> active (KAFKA-14624)."""
+from tests.expectations import prediction
 
 # Short steps and one fixed version (the newest) keep the run near 3 minutes; "1 2 3" on 6 tasks
 # still sends a task active -> standby -> active on instance 1 (round-robin over three clients).
@@ -28,7 +29,7 @@ def check(results):
     failing = results["failing_counts"]
     # The bug: the affected version with a cached store read stale values, seen by the Spark audit too.
     assert failing["stale_reads"] > 0, f"no stale read on the affected version: {failing}"
-    _prediction(results, PARAMETERS["PREDICTION"], "yes, it serves a stale value")
+    prediction(results, PARAMETERS["PREDICTION"], "yes, it serves a stale value")
     assert failing["wrong_values"] >= failing["stale_reads"], failing
     assert results["failing_audit"]["counts"]["stale_value"] > 0, results["failing_audit"]
     assert results["failing_audit"]["passed"], results["failing_audit"]
@@ -56,7 +57,7 @@ def check_control(results):
     failing = results["failing_counts"]
     assert results["failure_reproduced"] is False, results["verdict"]
     assert results["affected_version"] == "3.5.2", results["affected_version"]
-    _prediction(results, None, "no, every value is right")
+    prediction(results, None, "no, every value is right")
     # Clean: no read went stale, no value wrong, the Spark audit agrees; exactly-once held.
     assert failing["stale_reads"] == 0 and failing["wrong_values"] == 0 and failing["backwards"] == 0, failing
     assert results["failing_audit"]["counts"]["stale_value"] == 0 and results["failing_audit"]["passed"], \
@@ -69,9 +70,3 @@ def check_control(results):
     assert failing["round_trips"] > 0, ("no task came back to an instance: the control proves nothing", failing)
     assert results["mitigations"] == {}, list(results["mitigations"])
     assert results["exercises_ok"] == [True, True], results["exercises_ok"]
-
-
-def _prediction(r, given, measured):
-    """The Predict step: what was predicted (None: nothing given), what the run measured, and whether they match."""
-    assert r["prediction"] == given and r["prediction_measured"] == measured, r
-    assert r["prediction_right"] == (None if given is None else given == measured), r

@@ -1,4 +1,5 @@
 """Notebook 05: exactly-once under crashes, exception handlers, a changed state schema (seeds 001, 002)."""
+from tests.expectations import prediction
 
 # Two crash points under both guarantees (the ones where work is in flight), the two handlers that matter
 # most (a crash loop, and KIP-1033 dropping the record) and one schema change before 3.9 (the loop): the
@@ -38,7 +39,7 @@ def _clean_output(run, what):
 def check(results):
     crashes = results["crashes"]
     assert len(crashes) == 4, list(crashes)
-    _prediction(results, PARAMETERS["PREDICTION"], "every input exactly once")
+    prediction(results, PARAMETERS["PREDICTION"], "every input exactly once")
     for label, run in crashes.items():
         assert run["crashed"], (label, "the app never reached its crash point: the run proves nothing", run)
         assert run["audit"] is not None, label
@@ -107,7 +108,7 @@ def check_control(results):
     assert results["failure_reproduced"] is False, results["verdict"]
     crashes = results["crashes"]
     assert len(crashes) == 2, list(crashes)
-    _prediction(results, None, "every input exactly once")
+    prediction(results, None, "every input exactly once")
     for label, run in crashes.items():
         assert run["crash_point"] == "none" and not run["crashed"], (label, run)
         _clean_output(run, label)
@@ -130,9 +131,3 @@ def check_control(results):
     _clean_output(tolerant, "tolerant")
     assert tolerant["audit"]["passed"], tolerant["audit"]
     assert results["exercises_ok"] == [True, True], results["exercises_ok"]
-
-
-def _prediction(r, given, measured):
-    """The Predict step: what was predicted (None: nothing given), what the run measured, and whether they match."""
-    assert r["prediction"] == given and r["prediction_measured"] == measured, r
-    assert r["prediction_right"] == (None if given is None else given == measured), r

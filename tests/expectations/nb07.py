@@ -1,5 +1,6 @@
 """Notebook 07: when streams stop moving: the poll-interval loop, partitions that bound parallelism, slow lookups,
 broker bounces (seed 002)."""
+from tests.expectations import prediction
 
 # Every lesson, small: 400 records x 20 ms = 8 s of work per poll against a 6 s interval (Streams: one record of
 # 9 s), watched until each loop has come round once; 3 instances on 2 partitions; a 50 ms lookup against 50 records/s; the output's leader down and then up
@@ -59,7 +60,7 @@ def _clean_poll(name, row, records):
 def check(results):
     assert results["failure_reproduced"] is True
     poll, records = results["poll_loop"], PARAMETERS["POLL_RECORDS"]
-    _prediction(results, PARAMETERS["PREDICTION"], "yes, it keeps reading the same batch")
+    prediction(results, PARAMETERS["PREDICTION"], "yes, it keeps reading the same batch")
     assert "streams/pause_resume" not in poll and len(poll) == 11, list(poll)
     for name, row in poll.items():
         # What looped is what the arithmetic (work between two polls against the interval) said would.
@@ -117,7 +118,7 @@ def check(results):
 def check_control(results):
     assert results["failure_reproduced"] is False
     poll, records = results["poll_loop"], CONTROL["POLL_RECORDS"]
-    _prediction(results, None, "no, it moves on")     # the Java consumer with the longer interval
+    prediction(results, None, "no, it moves on")     # the Java consumer with the longer interval
     assert sorted(poll) == ["java/longer_interval", "java/pause_resume", "librdkafka/longer_interval",
                             "librdkafka/pause_resume", "streams/longer_interval"], list(poll)
     for name, row in poll.items():
@@ -135,9 +136,3 @@ def check_control(results):
     for app, row in results["bounce"].items():
         assert row["died"] is False and row["audit_lost"] == 0 and row["lag_end"] == 0, (app, row)
         assert row["listener_not_found_lines"] == 0 and row["acks"] == "all", (app, row)
-
-
-def _prediction(r, given, measured):
-    """The Predict step: what was predicted (None: nothing given), what the run measured, and whether they match."""
-    assert r["prediction"] == given and r["prediction_measured"] == measured, r
-    assert r["prediction_right"] == (None if given is None else given == measured), r

@@ -1,4 +1,5 @@
 """Notebook 08 (diagnose your cluster): every risk found by the read-only diagnosis, then proven."""
+from tests.expectations import prediction
 
 # The four risks on a broker whose offsets expire after a minute (Kafka's minimum) and transactional ids after
 # 30 s: both waits overlap, so the verification costs about a retention plus a sweep.
@@ -28,7 +29,7 @@ PANEL_FAILS = False
 
 def check(results: dict) -> None:
     rules = results["findings_by_rule"]
-    _prediction(results, 0, results["observed_rereads"])
+    prediction(results, 0, results["observed_rereads"])
     assert results["observed_rereads"] > 0 and results["prediction_right"] is False, results
     # Each risk built is found, by its own rule.
     for rule in ("offsets-expire", "transactional-id-expires", "quota-on-streams-eos-producer", "client-version-bug"):
@@ -59,7 +60,7 @@ def check_control(results: dict) -> None:
     assert results["findings"] == 0 and results["findings_by_rule"] == {}, results["doctor"]
     assert results["findings_all"] == 0 and results["unreadable"] == {}, results["doctor"]
     assert results["failure_reproduced"] is False, results["verdict"]
-    _prediction(results, None, 0)
+    prediction(results, None, 0)
     assert results["verified"] is True, results
     # The same wait (at least Kafka's minimum retention), then nothing re-read and no error.
     assert results["waited_s"] >= 60, results["waited_s"]
@@ -70,9 +71,3 @@ def check_control(results: dict) -> None:
     assert all(results["confirmed"].values()), results["confirmed"]
     assert results["exercise_1"] == [], results
     assert results["exercise_2"] == 0, results
-
-
-def _prediction(r, given, measured):
-    """The Predict step: what was predicted (None: nothing given), what the run measured, and whether they match."""
-    assert r["prediction"] == given and r["prediction_measured"] == measured, r
-    assert r["prediction_right"] == (None if given is None else given == measured), r
