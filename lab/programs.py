@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import threading
@@ -88,8 +89,19 @@ def compile_sources(sources: list[Path], classpath: list[Path], label: str) -> P
     digest.update("\n".join(p.name for p in classpath).encode())
     classes = CACHE_DIR / "classes" / f"{label}-{digest.hexdigest()[:16]}"
     if not (classes / ".complete").exists():
-        compile_java(sources, classpath, classes)
-        (classes / ".complete").touch()
+        # compiled aside, then renamed into place: two lab processes (two notebooks) compiling the same sources
+        # at once must not let a JVM load a class file the other is still writing
+        aside = classes.with_name(f".{classes.name}.{os.getpid()}.{threading.get_ident()}")
+        shutil.rmtree(aside, ignore_errors=True)
+        compile_java(sources, classpath, aside)
+        (aside / ".complete").touch()
+        try:
+            os.replace(aside, classes)
+        except OSError:   # the other process was first (or an unfinished folder from a crash): use what is there
+            shutil.rmtree(aside, ignore_errors=True)
+            if not (classes / ".complete").exists():
+                shutil.rmtree(classes, ignore_errors=True)
+                return compile_sources(sources, classpath, label)
     return classes
 
 

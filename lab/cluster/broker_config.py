@@ -61,7 +61,9 @@ def known_broker_configs(version: str = KAFKA_VERSION, classpath: list[Path] | N
         if run.returncode != 0 or not names:
             raise LabError(f"Could not list the broker configs of Kafka {version}: {run.stderr[-500:]}")
         cache.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_text("\n".join(names))
+        tmp = cache.with_name(f".{cache.name}.{os.getpid()}")   # whole or absent to another lab process
+        tmp.write_text("\n".join(names))
+        os.replace(tmp, cache)
     return set(cache.read_text().split())
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from ..config import CACHE_DIR, KAFKA_VERSION
 from ..errors import LabError
 from ..jvm import java_executable
-from ..programs import compile_java
+from ..programs import compile_java, write_shared
 
 SOURCE = Path(__file__).resolve().parent.parent / "java" / "ClusterFacts.java"
 
@@ -92,7 +92,6 @@ def _last_json(stdout: str) -> dict | None:
 def _quiet_log4j() -> Path:
     """The client libraries log to log4j2: nothing on the terminal (the JSON is the output)."""
     path = CACHE_DIR / "java-classes" / "doctor-log4j2.properties"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("status = error\nrootLogger.level = OFF\n")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_shared(path, "status = error\nrootLogger.level = OFF\n")
     return path
