@@ -11,10 +11,10 @@ SUITE_MARK = "KAFKA_LAB_SUITE"
 @pytest.hookimpl(tryfirst=True)   # before pytest-xdist turns xdist_group marks into scopes
 def pytest_collection_modifyitems(config, items):
     """The notebook runs first, each a unit of its own, so that two workers (`make test`, JOBS=2) pair them:
-    they mostly wait on Kafka's clocks. Every other test module stays one unit, its module fixtures started once."""
+    they mostly wait on Kafka's clocks. Every other test module is one unit, its module fixtures started once."""
     for item in items:
-        if item.get_closest_marker("notebook"):
-            item.add_marker(pytest.mark.xdist_group(re.sub(r"\W+", "-", item.nodeid)))
+        unit = item.nodeid if item.get_closest_marker("notebook") else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(re.sub(r"\W+", "-", unit)))
     items.sort(key=lambda item: not (item.get_closest_marker("notebook") or item.get_closest_marker("browser")))
 
 

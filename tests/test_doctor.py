@@ -158,6 +158,31 @@ def rules_order(severity):
     return ("high", "medium", "low").index(severity)
 
 
+@pytest.mark.parametrize("risky", [True, False])
+def test_notebook_08s_exercises_judge_from_the_run_and_refuse_the_tempting_answers(tmp_path, risky):
+    """The result of notebook 08, on a history written here: two offsets re-read (risky) or none, one new record."""
+    from lab.experiment import Timeline
+    from lab.history import History
+    from lab.scenarios.nb08_diagnose_your_cluster import diagnose as nb08
+    assert [r.__name__.replace("_", "-") for r in rules.RULES] == list(nb08.DOCTOR_RULES)
+    history = History(tmp_path, "r")
+    for incarnation, offset in [(0, 0), (0, 1)] + [(1, 0), (1, 1)] * risky + [(1, 2)]:
+        history.log("read", incarnation=incarnation, partition=0, offset=offset)
+    mine = [f for f in rules.findings(cluster_facts(), NOW) if f.rule == "offsets-expire"] if risky else []
+    audit = type("Audit", (), {"counts": {"reprocessed_after_reset": 2 if risky else 0}})()
+    r = nb08.DiagnoseResult("diagnose", {}, "r", Timeline(0.0), verified={"audit": audit}, mine=mine,
+                            subjects={"group": "billing"}, history=history)
+    for n, exercise in nb08.DiagnoseResult.exercises.items():
+        assert r.check(n, exercise.solution(r))
+        with pytest.raises(AssertionError, match="^Not quite: "):
+            r.check(n, exercise.wrong(r))
+    assert nb08.DiagnoseResult.exercises[1].solution(r) == (["offsets-expire"] if risky else [])
+    assert nb08.DiagnoseResult.exercises[2].solution(r) == (2 if risky else 0)
+    for n, answer in [(1, "offsets-expire"), (1, 3), (2, "2"), (2, 2.5), (2, [2])]:
+        with pytest.raises(AssertionError, match="^Not quite: "):
+            r.check(n, answer)
+
+
 @pytest.mark.parametrize("kwargs, words", [({"bootstrap": "no-port"}, "not host:port"),
                                            ({"bootstrap": "h:9092", "jmx": "h"}, "jmx"),
                                            ({"bootstrap": "h:9092", "timeout_s": 0}, "timeout_s")])

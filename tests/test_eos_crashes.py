@@ -1,4 +1,6 @@
 """The pure parts of notebook 05's scenario: no broker, no JVM."""
+import re
+
 import pytest
 
 from lab.errors import LabError
@@ -209,14 +211,36 @@ def test_failing_outcomes():
     assert failing("h", lost=2, lost_all={"app-5", "app-6"}, dead_letters=letters).outcome == "records dropped"
 
 
-def test_exercises_check_against_the_measurements():
+def test_exercises_check_against_the_measurements(capsys):
+    one, two = s.EosCrashResult.exercises[1], s.EosCrashResult.exercises[2]
     r = result([crash("after_send_before_commit", "at_least_once", duplicates=3),
                 crash("after_commit", "at_least_once"), crash("before_read", "exactly_once_v2", aborted_visible=7)])
-    assert r.check(1, ["after_send_before_commit"]) and r.check(2, 7)
-    with pytest.raises(AssertionError):
-        r.check(1, ["after_commit"])
-    with pytest.raises(AssertionError):
-        r.check(2, 0)
+    assert one.solution(r) == ["after_send_before_commit"] and two.solution(r) == 7
+    assert r.check(1, one.solution(r)) and r.check(2, two.solution(r)) and r.check(2, 7.0)
+    assert not r.check(1, None) and "`result.solution(1)` shows a solution" in capsys.readouterr().out
+    for number, answer, hint in [
+            (1, one.wrong(r), "also duplicated records at 'after_send_before_commit'"),   # "we're fine": []
+            (1, ["after_send_before_commit", "after_commit"], "'after_commit' produced no duplicate"),
+            (1, ["during_processing"], "not a crash point of this run's at-least-once rows"),
+            (1, "after_send_before_commit", "a list of names (strings), like [\"before_read\"]"),
+            (2, two.wrong(r), "0 is what `read_committed` saw"),
+            (2, 17, "every record `read_uncommitted` read"),                             # 10 committed + 7
+            (2, 8, "8 is not this run's count"),
+            (2, "7", "a number"), (2, True, "a number")]:
+        with pytest.raises(AssertionError, match=f"^Not quite: .*{re.escape(hint)}"):
+            r.check(number, answer)
+    shown = []
+    r.solution(1, display=shown.append)
+    assert "in flight" in shown[0].data and "For this run: `['after_send_before_commit']`" in shown[0].data
+
+    # the control: no crash, so nothing duplicated and nothing aborted: [] and 0 are right, the wrong answers refused
+    control = result([crash("none", "exactly_once_v2"), crash("none", "at_least_once")])
+    assert one.solution(control) == [] and two.solution(control) == 0
+    assert control.check(1, []) and control.check(2, 0)
+    with pytest.raises(AssertionError, match="^Not quite: 'none' produced no duplicate"):
+        control.check(1, one.wrong(control))
+    with pytest.raises(AssertionError, match="^Not quite: no exactly-once run left an aborted transaction"):
+        control.check(2, two.wrong(control))
 
 
 def test_the_mechanism_evidence_says_when_there_is_none():

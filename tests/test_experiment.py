@@ -12,9 +12,10 @@ import psutil
 import pytest
 
 from lab.errors import LabError
-from lab.experiment import (TONES, Param, Result, Run, RunStopped, Spec, Task, Timeline, evidence, grep,
+from lab.experiment import (TONES, Exercise, Param, Result, Run, RunStopped, Spec, Task, Timeline, evidence, grep,
                             java_events, lab_lines, log_time)
 from lab.experiment import run as run_module
+from lab.experiment.result import expect
 from lab.processes import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -284,13 +285,14 @@ def test_a_wait_that_ends_early_because_its_condition_came_fills_its_bar_and_onl
 # ---------------------------------------------------------------- result
 
 def _count_exercise(result, answer):
-    assert answer == result.duplicates, "count the duplicates again"
+    expect(answer == result.duplicates, "count the duplicates again")
 
 
 @dataclass
 class CountResult(Result):
     duplicates: int = 0
-    exercises = {1: _count_exercise}
+    exercises = {1: Exercise(check=_count_exercise, solution=lambda r: r.duplicates,
+                             why="Each key read twice is one duplicate.", wrong=lambda r: r.duplicates + 1)}
 
     @property
     def failed(self):
@@ -312,9 +314,27 @@ def test_result_as_record_and_check(capsys):
     assert not r.check(1, None) and "not answered yet" in capsys.readouterr().out
     assert r.check(1, 3) and "correct" in capsys.readouterr().out
     assert r.check(1, 3)._ipython_display_() is None      # a notebook cell shows the message only
-    with pytest.raises(AssertionError, match="count the duplicates again"):
+    with pytest.raises(AssertionError, match="^Not quite: count the duplicates again"):
         r.check(1, 2)
+    with pytest.raises(LookupError, match="no exercise 2"):
+        r.check(2, 3)
     assert r.table().empty and r.figure().layout.title.text == Result.title
+
+
+def test_a_solution_shows_why_and_this_runs_answer_only_when_asked():
+    r = CountResult("demo", {}, "demo-1", Timeline(0), duplicates=3)
+    shown = []
+    r.solution(1, display=shown.append)
+    assert len(shown) == 1 and "Each key read twice" in shown[0].data and "For this run: `3`" in shown[0].data
+
+    # an exercise that asks for a function shows the function
+    def expires(idle_s):
+        return 60 - idle_s
+    asks_a_function = CountResult("demo", {}, "demo-2", Timeline(0))
+    asks_a_function.exercises = {1: Exercise(check=_count_exercise, solution=lambda _: expires, why="The clock.",
+                                             wrong=lambda _: None)}
+    asks_a_function.solution(1, display=shown.append)
+    assert "For this run:\n\n```python\ndef expires(idle_s):\n    return 60 - idle_s\n```" in shown[1].data
 
 
 # ---------------------------------------------------------------- prune (no broker: a fake work folder)

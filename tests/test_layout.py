@@ -64,13 +64,21 @@ INTERNAL = re.compile(r"\bseeds?\b|papermill|failures\.md|\bCI\b|\bissue \d+|\bp
 
 
 def _learner_text():
-    """(where, text) of every notebook cell a learner reads and every parameter description the panels show."""
+    """(where, text) of every notebook cell a learner reads, every parameter description the panels show and every
+    exercise's solution (what `result.solution(n)` shows)."""
+    from lab.experiment import Result
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
         for i, cell in enumerate(json.loads(path.read_text())["cells"]):
             yield f"{path.name} cell {i}", "".join(cell["source"])
     for entry in COURSE:
         for param in entry.module().SPEC.params:
             yield f"{entry.scenario}.{param.name}", param.help
+    results = {cls for entry in COURSE for cls in vars(entry.module()).values()
+               if isinstance(cls, type) and issubclass(cls, Result) and cls.exercises}
+    assert len(results) == len(COURSE), results   # every notebook's exercises are read
+    for cls in results:
+        for number, exercise in cls.exercises.items():
+            yield f"{cls.__name__} exercise {number}", exercise.why
 
 
 def test_learner_text_has_no_internal_words():

@@ -40,8 +40,7 @@ STOP_AFTER_S = 3   # the panel's Stop is clicked this long after its Run
 # Spark's console log line, the JVM's own warnings, librdkafka's `%4|1700000000.123|GETPID|…`
 NOISE = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (WARN|INFO|ERROR) |^WARNING: |Using Spark's default log4j"
                    r"|^%\d\|\d+\.\d+\|")
-SECTIONS = ["## Setup", "## Parameters", "## Try it yourself", "## Exercises", "## Solutions",
-            "## Recorded results"]
+SECTIONS = ["## Setup", "## Parameters", "## Try it yourself", "## Exercises", "## Recorded results"]
 
 
 def expectations(name: str):
@@ -88,6 +87,38 @@ def with_panel_clicks(notebook: Path, panel_values: dict, into: Path) -> Path:
     return into
 
 
+# Appended to every run: each exercise's solution passes its check, its tempting wrong answer is refused with a
+# hint, and no answer is "not answered yet"; recorded as `exercises` (asserted by tests/expectations.exercises).
+TRY_EXERCISES = """\
+# added by tests/test_notebooks.py
+def _try_exercise(number, exercise):
+    tried = {}
+    for case, answer in (("none", lambda r: None), ("right", exercise.solution), ("wrong", exercise.wrong)):
+        try:
+            given = answer(result)
+            tried[case] = "correct" if result.check(number, given) else "not answered"
+        except AssertionError as exc:
+            tried[case] = str(exc)
+        except Exception as exc:
+            tried[case] = f"{type(exc).__name__}: {exc}"
+    try:
+        solved = exercise.solution(result)
+        tried["answer"] = None if callable(solved) else solved
+    except Exception as exc:
+        tried["answer"] = f"{type(exc).__name__}: {exc}"
+    return tried
+
+record(exercises={number: _try_exercise(number, e) for number, e in type(result).exercises.items()})
+"""
+
+
+def with_exercises_tried(notebook: Path, into: Path) -> Path:
+    nb = nbformat.read(notebook, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(TRY_EXERCISES))
+    nbformat.write(nb, into)
+    return into
+
+
 @pytest.mark.parametrize("name, variant", runs())
 def test_notebook(name: str, variant: str, tmp_path: Path):
     expect = expectations(name)
@@ -100,6 +131,7 @@ def test_notebook(name: str, variant: str, tmp_path: Path):
     if interactive(expect, variant):
         parameters = {**parameters, "INTERACTIVE": True}
         notebook = with_panel_clicks(notebook, expect.PANEL, tmp_path / f"input-{notebook.name}")
+    notebook = with_exercises_tried(notebook, tmp_path / f"tried-{notebook.name}")
     output = tmp_path / f"{name}.ipynb"
     papermill.execute_notebook(
         str(notebook), str(output), parameters=parameters, kernel_name="python3",
@@ -202,6 +234,18 @@ def test_notebook_surface(name: str):
     missing = [s for s in SECTIONS if s not in sections]
     assert not missing, f"{name}: missing sections {missing}"
     assert sections == SECTIONS, f"{name}: sections out of order: {sections}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_solutions_stay_hidden_until_the_learner_asks(name: str):
+    """No cell runs a solution (Run All would show it): each exercise has its check cell, left to the learner,
+    and the prose under it offers `result.solution(n)`, which shows the solution and why when asked for."""
+    code = "\n".join("".join(c["source"]) for c in _cells(name) if c["cell_type"] == "code")
+    prose = "\n".join("".join(c["source"]) for c in _cells(name) if c["cell_type"] == "markdown")
+    checked = sorted({int(n) for n in re.findall(r"result\.check\((\d+),", code)})
+    offered = sorted({int(n) for n in re.findall(r"result\.solution\((\d+)\)", prose)})
+    assert checked and checked == offered, (name, checked, offered)
+    assert "olution" not in code, f"{name}: a code cell holds a solution"
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -89,8 +89,13 @@ def test_control_branch_says_nothing_expired():
     assert rec["earliest_committed_before_restart"] is True and rec["latest_read_after_restart"] == 40
     assert "idle_consumer_clock" not in rec
     r.figure(), r.audit_table(), r.offsets_table(), r.table(), r.broker_lines()
-    r.check(1, 0)
-    assert r.as_record()["exercise_1"] == 0
+    # the exercises on a clean run: nothing skipped; the wrong answers are refused even so
+    exercises = oe.OffsetExpiryResult.exercises
+    assert r.check(1, exercises[1].solution(r)) and r.check(2, exercises[2].solution(r))
+    for n in (1, 2):
+        with pytest.raises(AssertionError, match="^Not quite: "):
+            r.check(n, exercises[n].wrong(r))
+    assert not [k for k in r.as_record() if k.startswith("exercise")]
 
 
 def test_failure_branch_names_what_each_group_did():
@@ -101,5 +106,9 @@ def test_failure_branch_names_what_each_group_did():
     rec = r.as_record()
     assert rec["idle_consumer_clock"] == "last commit" and rec["earliest_committed_before_restart"] is False
     r.check(2, oe.expires_after_stop)
-    with pytest.raises(AssertionError):
-        r.check(1, 29)
+    r.check(1, 30)
+    for n, answer in [(1, 29), (1, "30"), (1, 30.5), (1, oe.OffsetExpiryResult.exercises[1].wrong(r)),
+                      (2, oe.OffsetExpiryResult.exercises[2].wrong(r)), (2, lambda *_: "soon"), (2, lambda *_: 1 / 0),
+                      (2, 60)]:
+        with pytest.raises(AssertionError, match="^Not quite: "):
+            r.check(n, answer)

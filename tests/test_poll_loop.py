@@ -1,4 +1,6 @@
 """Notebook 07's poll-interval lesson (lab/scenarios/nb07_when_streams_stop/poll_loop.py): its arithmetic and its refusals."""
+import re
+
 import pytest
 
 from lab.errors import LabError
@@ -34,3 +36,39 @@ def test_bad_parameters_are_refused_before_anything_starts(values, message):
 
 # The live run (real consumers on a real broker) is notebook 07's test: tests/expectations/nb07.py asserts every
 # variant of it, failure and CONTROL, so it is not run a second time here.
+
+
+def test_exercise_1_names_what_looped_in_this_run(capsys):
+    from lab.experiment import Timeline
+    from lab.scenarios.nb07_when_streams_stop import streams_stop
+    from lab.scenarios.nb07_when_streams_stop.streams_stop import StreamsStopResult
+
+    def result(looped: dict):
+        rows = [{"client": name.split("/")[0], "fix": name.split("/")[1], "looped": loop}
+                for name, loop in looped.items()]
+        return StreamsStopResult("streams_stop", {}, "run-1", Timeline(0.0),
+                                 outcomes={"poll_loop": poll_loop.Outcome(rows, {})},
+                                 titles=dict(streams_stop.SCENARIO.titles))
+
+    one = StreamsStopResult.exercises[1]
+    r = result({"java/none": True, "java/max_poll_records_1": False, "streams/none": True,
+                "streams/max_poll_records_1": True})
+    right = ["java/none", "streams/max_poll_records_1", "streams/none"]
+    assert one.solution(r) == right and r.check(1, right) and r.check(1, tuple(reversed(right)))
+    assert not r.check(1, None) and "result.solution(1)" in capsys.readouterr().out
+    for answer, hint in [(one.wrong(r), "'streams/max_poll_records_1' looped too in this run: see the `looped` "
+                                        "column (one slow record"),   # max.poll.records=1 taken for a fix of Streams
+                         (right + ["java/max_poll_records_1"], "'java/max_poll_records_1' did not loop"),
+                         (["java/none"] + right[1:] + ["none"], "'none': not a variant"), ("java/none", "a list"),
+                         ([], "looped too")]:
+        with pytest.raises(AssertionError, match=f"^Not quite: .*{re.escape(hint)}"):
+            r.check(1, answer)
+
+    # nothing looped (the control): [] is right, a clean variant named is refused; everything looped: one left out
+    control = result({"java/longer_interval": False, "java/pause_resume": False})
+    assert one.solution(control) == [] and control.check(1, [])
+    with pytest.raises(AssertionError, match="^Not quite: 'java/longer_interval' did not loop"):
+        control.check(1, one.wrong(control))
+    every = result({"java/none": True, "librdkafka/none": True})
+    with pytest.raises(AssertionError, match="^Not quite: 'librdkafka/none' looped too"):
+        every.check(1, one.wrong(every))

@@ -201,3 +201,60 @@ def test_list_parameters_check_each_item_and_take_text():
         spec.validate(ratios=[0.01])
     with pytest.raises(LabError, match="subset"):
         spec.validate(m=["c"])
+
+
+# ---------------------------------------------------------------- exercises
+
+def quota_result(tmp_path, fenced_affected: bool = True, mitigations=("transaction_timeout",)):
+    """The affected app (stuck 30 s and fenced, or clean) beside the mitigations asked for, each clean."""
+    p = {"send_rate": 33.0, "record_bytes": 1024, "mitigations": list(mitigations)}
+    roles = {"affected": qf.Variant("3.8.1 quota"),
+             **{m: qf.Variant(f"3.8.1 {m}", txn_timeout_ms=60000) for m in mitigations}}
+    stuck = [metrics(9, 300, 90, throttle=900), debug(10, "Enqueuing", "AddOffsetsToTxn"),
+             debug(40, "Sending", "AddOffsetsToTxn"), fenced(40.1)]
+    clean = [metrics(1, 30, 10), debug(2, "Enqueuing", "EndTxn"), debug(2.25, "Sending", "EndTxn"), metrics(2, 60, 20)]
+    logs = {}
+    for role, v in roles.items():
+        logs[v.name] = tmp_path / f"{role}.log"
+        logs[v.name].write_text("\n".join(stuck if role == "affected" and fenced_affected else clean) + "\n")
+    names = [v.name for v in roles.values()]
+    main = qf.Measured(list(roles.values()), 60, T0, 60, {n: n for n in names}, logs, {n: [] for n in names},
+                       pd.DataFrame(columns=["variant", "t_s", "line"]))
+    return qf.QuotaResult("quota_fencing", p, "x", None, roles=roles, main=main)
+
+
+def tried(result, number: int) -> dict:
+    """What the notebook runs try on each exercise: no answer, the solution, the tempting wrong answer."""
+    exercise, out = result.exercises[number], {}
+    for case, answer in (("none", None), ("right", exercise.solution(result)), ("wrong", exercise.wrong(result))):
+        try:
+            out[case] = "correct" if result.check(number, answer) else "not answered"
+        except AssertionError as exc:
+            out[case] = str(exc)
+    return out
+
+
+@pytest.mark.parametrize("fenced_affected, mitigations", [(True, ("transaction_timeout",)), (False, ())])
+def test_the_exercises_take_the_solution_and_refuse_the_tempting_wrong_answer(tmp_path, fenced_affected,
+                                                                              mitigations):
+    result = quota_result(tmp_path, fenced_affected, mitigations)
+    assert result.failed is fenced_affected
+    for number in (1, 2, 3):
+        t = tried(result, number)
+        assert t["none"] == "not answered" and t["right"] == "correct", (number, t)
+        assert t["wrong"].startswith("Not quite:"), (number, t)
+    solve = {n: e.solution(result) for n, e in result.exercises.items()}
+    assert solve[1] == (30.0 if fenced_affected else 0.25)
+    assert solve[2] == round(1.5 * 33 * (1024 + qf.WIRE_OVERHEAD_BYTES))
+    assert solve[3] == [f"3.8.1 {m}" for m in mitigations]
+    assert result.check(1, solve[1] + 0.004) and result.check(2, solve[2] + 1)
+    refused = [(1, "30"), (1, 0), (1, 10**9), (1, float("nan")), (1, True), (2, "57618"), (2, 0), (2, 10**9),
+               (2, round(1.5 * 33 * 1024)), (3, "3.8.1 transaction_timeout"), (3, ["transaction_timeout"]),
+               (3, [1]), (3, ["3.8.1 quota"])]
+    refused += [(3, [])] if mitigations else [(3, ["3.8.1 transaction_timeout"])]
+    for number, answer in refused:
+        with pytest.raises(AssertionError, match="^Not quite: "):
+            result.check(number, answer)
+    shown = []
+    result.solution(2, display=shown.append)
+    assert f"For this run: `{solve[2]}`" in shown[0].data and "1 / 1.5" in shown[0].data

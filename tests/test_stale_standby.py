@@ -103,8 +103,9 @@ def test_outputs_find_a_stale_read_and_its_wrong_values():
     assert out["t_s"].tolist() == [1.0, 2.0, 3.0, 4.0]
 
 
-def test_analyse_a_round_trip_then_a_stale_read(tmp_path):
-    """Instance 1 has task 0_0, gives it to instance 2 (keeps a standby), gets it back and reads its own old value."""
+def analysed(tmp_path, stale: bool = True, version: str = "3.3.1"):
+    """Instance 1 has task 0_0, gives it to instance 2 (keeps a standby) and gets it back; with `stale`, it then
+    reads its own old value."""
     class Worker:
         def __init__(self, i, lines):
             self.log_path = tmp_path / f"w{i}.log"
@@ -118,8 +119,13 @@ def test_analyse_a_round_trip_then_a_stale_read(tmp_path):
     rec = lambda i, value, prev, inst, at, off: dict(id=i, key="k0", value=value, prev=prev, instance=str(inst),  # noqa: E731
                                                      task="0_0", at=at * 1000, partition=0, offset=off)
     records = [rec("a", 1, None, 1, T0 + 2, 0), rec("b", 2, 1, 1, T0 + 5, 1), rec("c", 3, 2, 2, T0 + 15, 2),
-               rec("d", 3, 2, 1, T0 + 20.05, 3)]   # read before its return is logged (the worker polls)
-    v = s._analyse("failing", "3.3.1", True, T0, None, "out", workers, toggles, produced, records, {})
+               rec("d", 3, 2, 1, T0 + 20.05, 3) if stale   # read before its return is logged (the worker polls)
+               else rec("d", 4, 3, 1, T0 + 20.05, 3)]
+    return s._analyse("failing", version, True, T0, None, "out", workers, toggles, produced, records, {})
+
+
+def test_analyse_a_round_trip_then_a_stale_read(tmp_path):
+    v = analysed(tmp_path)
     assert v.counts["stale_reads"] == 1 and v.counts["round_trips"] == 1 and v.counts["missing"] == 0
     f = v.first_stale
     assert (f["instance"], f["task"], f["found"], f["expected"]) == (1, "0_0", 2, 3)
@@ -138,3 +144,40 @@ def test_why_names_the_branch_of_a_clean_run():
     assert "caching off" in clean("3.3.1", False)
     assert "proves nothing" in clean("3.3.1", True, trips=0)
     assert "yet no read went stale" in clean("3.3.1", True)
+
+
+def tried(result, number: int) -> dict:
+    """What the notebook runs try on each exercise: no answer, the solution, the tempting wrong answer."""
+    exercise, out = result.exercises[number], {}
+    for case, answer in (("none", None), ("right", exercise.solution(result)), ("wrong", exercise.wrong(result))):
+        try:
+            out[case] = "correct" if result.check(number, answer) else "not answered"
+        except AssertionError as exc:
+            out[case] = str(exc)
+    return out
+
+
+@pytest.mark.parametrize("stale", [True, False])
+def test_the_exercises_take_the_solution_and_refuse_the_tempting_wrong_answer(tmp_path, stale):
+    v = analysed(tmp_path, stale=stale, version="3.3.1" if stale else "3.5.2")
+    result = s.StaleStandbyResult("stale_standby", {"program": "1 2"}, "x", v.timeline, variants={"failing": v})
+    assert result.failed is stale and v.counts["round_trips"] == 1
+    for number in (1, 2):
+        t = tried(result, number)
+        assert t["none"] == "not answered" and t["right"] == "correct", t
+        assert t["wrong"].startswith("Not quite:"), t
+    e1, e2 = result.exercises[1], result.exercises[2]
+    if stale:   # instance 1 read its own 2 back on task 0_0; instance 2 wrote the 3 it should have read
+        assert e1.solution(result) == (1, "0_0") and e1.wrong(result) == (2, "0_0")
+        assert e2.solution(result) == 2 and e2.wrong(result) == 3
+        assert result.check(1, [1, "0_0"]) and result.check(2, 2.0)
+    else:
+        assert e1.solution(result) == e2.solution(result) == "none"
+        assert e1.wrong(result) == (1, "0_0") and e2.wrong(result) == 4
+    for number, answer in [(1, "none" if stale else (1, "0_0")), (1, 1), (1, "1 0_0"), (1, ()), (1, [1, "0_0", 2]),
+                           (2, "none" if stale else 2), (2, "2"), (2, 0), (2, 10**9), (2, [2]), (2, True)]:
+        with pytest.raises(AssertionError, match="^Not quite: "):
+            result.check(number, answer)
+    shown = []
+    result.solution(2, display=shown.append)
+    assert "For this run: `" + repr(e2.solution(result)) + "`" in shown[0].data and "thread cache" in shown[0].data

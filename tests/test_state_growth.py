@@ -1,6 +1,8 @@
 """Notebook 06's "State Stores don't have TTL" lesson (lab/scenarios/nb06_state_in_production/state_growth.py): its refusals, its
 arithmetic, and an outcome built from synthetic reports. The live run (three Kafka Streams apps on a real
 broker) is the notebook's test."""
+import re
+
 import pytest
 
 from lab.errors import LabError
@@ -94,3 +96,36 @@ def test_a_kv_store_that_stopped_growing_is_not_called_unbounded():
     flat = _reports("kv", lambda n: min(n, 5_000))
     out = Outcome([summarise("kv", flat, 15_000, p, [], CONTENTS)], {"kv": flat}, [], p, 0.0, 1.0, 0.0, 0)
     assert not out.failed
+
+
+def _state_result(outcomes, params):
+    from lab.experiment import Timeline
+    from lab.scenarios.nb06_state_in_production import state_in_production
+    return state_in_production.StateResult("state_in_production", params, "run-1", Timeline(0.0), outcomes=outcomes,
+                                           titles=dict(state_in_production.SCENARIO.titles))
+
+
+def test_exercise_1_the_ttl_stores_keys_from_the_arithmetic_and_the_table(capsys):
+    from lab.scenarios.nb06_state_in_production.state_in_production import StateResult
+    p = SPEC.validate(growth_records=15_000, growth_kinds=["kv", "ttl"])   # TTL 300 s, a key every 100 ms
+    swept = [dict(r, keys=min(r["processed"], 3_000 + r["processed"] % 700), tombstones=r["processed"] // 2)
+             for r in SERIES["ttl"]]
+    rows = [summarise("kv", SERIES["kv"], 15_000, p, [(0, 15_000)], CONTENTS),
+            summarise("ttl", swept, 15_000, p, [(0, 15_000)], CONTENTS)]
+    r = _state_result({"growth": Outcome(rows, {"kv": SERIES["kv"], "ttl": swept}, [], p, 0.0, 1.0, 0.0, 0)}, p)
+    assert r.lesson("growth").by_kind()["ttl"]["keys_end"] == 3_300
+    one = StateResult.exercises[1]
+    assert one.solution(r) == 3_000 and r.check(1, 3_000) and r.check(1, 3_400)
+    assert not r.check(1, None) and "result.solution(1)" in capsys.readouterr().out
+    for answer, hint in [(one.wrong(r), "GROWTH_TTL_S is in seconds"), (15_000, "every key fed"),
+                         (5_000, "not about GROWTH_TTL_S / GROWTH_STEP_MS"), (0, "not about"),
+                         (2_300, "held 3,300 keys at the end"),   # within the arithmetic's 25 %, far from the table
+                         ("3000", "a number"), ([3_000], "a number")]:
+        with pytest.raises(AssertionError, match=f"^Not quite: .*{re.escape(hint)}"):
+            r.check(1, answer)
+
+    # the growth lesson did not run: the check, the solution and the wrong answer ask for it
+    missing = _state_result({}, p)
+    for attempt in (lambda: missing.check(1, 3_000), lambda: one.solution(missing), lambda: one.wrong(missing)):
+        with pytest.raises(LabError, match="not run in this run"):
+            attempt()

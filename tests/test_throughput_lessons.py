@@ -1,5 +1,7 @@
 """Notebook 07's parallelism and lookup lessons (lab/scenarios/nb07_when_streams_stop/partition_parallelism.py, slow_lookups.py): their
 arithmetic and their refusals."""
+import re
+
 import pytest
 
 from lab.errors import LabError
@@ -52,7 +54,44 @@ def test_a_lesson_that_did_not_run_says_so_and_an_exercise_about_it_asks_to_run_
     missing = ran.lesson("poll_loop")
     assert "not run in this run" in missing.figure().data and "not run" in missing.explain()
     assert missing.audits == {}
-    with pytest.raises(LabError, match="not run in this run"):
-        ran.check(1, ["java/none"])
+    assert not ran.check(1, None)   # not answered: nothing asked of the lesson yet
+    for number, answer in ((1, ["java/none"]), (2, 20)):
+        exercise = StreamsStopResult.exercises[number]
+        # the check, the solution and the tempting wrong answer all ask to run the lesson first
+        for attempt in (lambda: ran.check(number, answer), lambda: exercise.solution(ran),
+                        lambda: exercise.wrong(ran)):
+            with pytest.raises(LabError, match="not run in this run"):
+                attempt()
     with pytest.raises(LabError, match="no lesson 'polling'"):
         ran.lesson("polling")
+
+
+def test_exercise_2_one_threads_budget_against_a_slow_lookup(capsys):
+    from lab.experiment import Timeline
+    from lab.scenarios.nb07_when_streams_stop import streams_stop
+    from lab.scenarios.nb07_when_streams_stop.streams_stop import StreamsStopResult
+
+    def result(rate: float, plain: dict):
+        p = streams_stop.SPEC.validate(lessons=["lookups"], lookup_latency_ms=50, lookup_rate=rate)
+        rows = [{"mode": "plain", "input_per_s": rate, **plain}]
+        return StreamsStopResult("streams_stop", p, "run-1", Timeline(0.0),
+                                 outcomes={"lookups": slow_lookups.Outcome(rows, {}, 50, 0)},
+                                 titles=dict(streams_stop.SCENARIO.titles))
+
+    two = StreamsStopResult.exercises[2]
+    behind = result(50, {"records_per_s": 18.6, "keeps_up": False})
+    assert two.solution(behind) == 20 and behind.check(2, 20) and behind.check(2, 19.5)
+    assert not behind.check(2, None) and "result.solution(2)" in capsys.readouterr().out
+    for answer, hint in [(two.wrong(behind), "LOOKUP_LATENCY_MS is in milliseconds"),
+                         (50, "not 1000 / LOOKUP_LATENCY_MS: one call at a time, each 50 ms (the plain app, behind, "
+                              "managed 18.6"),
+                         (0, "not 1000 / LOOKUP_LATENCY_MS"), ("20", "a number")]:
+        with pytest.raises(AssertionError, match=f"^Not quite: .*{re.escape(hint)}"):
+            behind.check(2, answer)
+    # within its budget the plain app does what comes in: that rate is not the answer
+    within = result(10, {"records_per_s": 10.0, "keeps_up": True})
+    assert within.check(2, two.solution(within))
+    with pytest.raises(AssertionError, match="^Not quite: the plain app did 10 records/s because only LOOKUP_RATE"):
+        within.check(2, 10)
+    with pytest.raises(AssertionError, match="^Not quite: LOOKUP_LATENCY_MS is in milliseconds"):
+        within.check(2, two.wrong(within))

@@ -114,6 +114,8 @@ def test_verdict_for_the_control_names_the_branch():
     assert not r.failed
     assert r.verdict() == "idle 5 s < expiration 10 s + one sweep: the id was never expired, the commit succeeded"
     assert "answered normally" in r.explain()
+    _each_solution_passes_and_each_wrong_answer_is_refused(r)
+    r.check(3, lambda table: set())   # no client met the error: none needed a new producer
 
 
 def test_verdict_for_the_failure():
@@ -124,6 +126,17 @@ def test_verdict_for_the_failure():
     assert "`python-crash`: id expired at 11.0 s" in r.explain()
     assert r.expiry()["idle when expired (s)"].tolist() == [10.0]
     r.check(1, lambda e, c: (e / 1000, (e + c) / 1000))
-    with pytest.raises(AssertionError):
-        r.check(1, lambda e, c: (0, 100))
     r.check(3, lambda table: {"python-crash"})
+    _each_solution_passes_and_each_wrong_answer_is_refused(r)
+    for n, answer in [(1, lambda e, c: (0, 100)), (1, lambda e, c: None), (1, lambda e, c: "soon"), (1, 5),
+                      (2, lambda e, c: 0), (2, lambda e, c: e), (2, lambda e, c: "x"), (2, lambda: 1),
+                      (3, lambda table: set()), (3, lambda table: "python-crash"), (3, lambda table: 1 / 0)]:
+        with pytest.raises(AssertionError, match="^Not quite: "):
+            r.check(n, answer)
+
+
+def _each_solution_passes_and_each_wrong_answer_is_refused(r):
+    for n, exercise in tx.TxnExpiryResult.exercises.items():
+        assert r.check(n, exercise.solution(r))
+        with pytest.raises(AssertionError, match="^Not quite: "):
+            r.check(n, exercise.wrong(r))

@@ -18,9 +18,9 @@
 """
 from .evidence import emit, grep, java_events, lab_lines, log_time
 from .params import Param, Spec
-from .result import Result
+from .result import Exercise, Result
 from .run import Run, RunStopped, Task, prune
 from .timeline import TONES, Event, Timeline
 
-__all__ = ["Run", "RunStopped", "Task", "prune", "Param", "Spec", "Result", "Event", "Timeline", "TONES",
+__all__ = ["Run", "RunStopped", "Task", "prune", "Param", "Spec", "Result", "Exercise", "Event", "Timeline", "TONES",
            "emit", "grep", "java_events", "lab_lines", "log_time"]

@@ -106,7 +106,6 @@ class NotRun:
 class LessonsResult(Result):
     outcomes: dict = field(default_factory=dict)      # lesson -> its outcome
     titles: dict = field(default_factory=dict)        # lesson -> "N · title"
-    solved: dict = field(default_factory=dict)        # exercise number -> True once checked right
     peak_rss_mb: dict = field(default_factory=dict)   # {"apps": MB, "brokers": MB}: the largest at one instant
 
     @property
@@ -160,14 +159,8 @@ class LessonsResult(Result):
         import pandas as pd
         return pd.concat([o.table().assign(lesson=name) for name, o in self.outcomes.items()], ignore_index=True)
 
-    def check(self, number: int, answer):
-        checked = super().check(number, answer)
-        self.solved[number] = bool(checked)
-        return checked
-
     def record_fields(self) -> dict:
-        fields = {"lessons": list(self.outcomes), "peak_rss_mb": self.peak_rss_mb,
-                  "exercises_ok": [self.solved.get(n, False) for n in sorted(self.exercises)]}
+        fields = {"lessons": list(self.outcomes), "peak_rss_mb": self.peak_rss_mb}
         for o in self.outcomes.values():
             fields.update(o.as_record())
         return fields

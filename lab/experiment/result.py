@@ -6,15 +6,19 @@
     result.table()          # the measured rows
     result.figure()         # the timeline, built on lab.experiment.timeline
     record(**result.as_record())   # the flat schema the tests assert
-    result.check(1, answer)        # exercise checks
+    result.check(1, answer)        # exercise checks (Exercise)
+    result.solution(1)             # the hidden solution, asked for: why, and the answer for this run
 
 Subclasses are dataclasses that add their measured fields and override
 `record_fields()`, `table()` and `explain()`.
 """
 from __future__ import annotations
 
+import inspect
+import numbers
+import textwrap
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, Callable, ClassVar
 
 from .timeline import Timeline
 
@@ -51,7 +55,7 @@ class Result:
         return None
 
     title: ClassVar[str] = "What happened, and when"
-    exercises: ClassVar[dict] = {}   # number -> fn(result, answer) raising AssertionError when wrong
+    exercises: ClassVar[dict] = {}   # number -> Exercise
 
     # ---- shared
     def as_record(self) -> dict:
@@ -64,12 +68,29 @@ class Result:
 
     def check(self, number: int, answer) -> "Checked":
         """Raise AssertionError with a hint when `answer` is wrong; say so when it is right."""
+        exercise = self._exercise(number)
         if answer is None:
-            print(f"Exercise {number}: not answered yet (the solution is below).")
+            print(f"Exercise {number}: not answered yet. Stuck? `result.solution({number})` shows a solution and why.")
             return Checked(False)
-        self.exercises[number](self, answer)
+        exercise.check(self, answer)
         print(f"Exercise {number}: correct.")
         return Checked(True)
+
+    def solution(self, number: int, display=None) -> None:
+        """The solution of exercise `number`, shown only when asked for: why, then the answer for this run."""
+        from IPython.display import Markdown
+        if display is None:
+            from IPython.display import display
+        exercise = self._exercise(number)
+        answer = exercise.solution(self)
+        shown = (f"\n\n```python\n{textwrap.dedent(inspect.getsource(answer)).rstrip()}\n```" if callable(answer)
+                 else f" `{answer!r}`")
+        display(Markdown(f"**Exercise {number}, a solution.** {exercise.why}\n\nFor this run:{shown}"))
+
+    def _exercise(self, number: int) -> "Exercise":
+        if number not in self.exercises:
+            raise LookupError(f"There is no exercise {number} here (exercises: {sorted(self.exercises)}).")
+        return self.exercises[number]
 
     def show(self, display=None) -> None:
         """Verdict, explanation, table and figure: what a notebook cell or a panel displays.
@@ -107,7 +128,57 @@ class Checked:
         pass
 
 
+@dataclass(frozen=True)
+class Exercise:
+    """One exercise of a notebook.
+
+    check(result, answer)  raises AssertionError with a hint (expect()) when the answer is wrong; an empty, zero
+                           or trivially large answer must not pass
+    solution(result)       the right answer for this run (a value, or a function when the exercise asks for one)
+    why                    how to get there, from the mechanism (markdown): shown with the answer by solution(n)
+    wrong(result)          a tempting wrong answer (the look-up, the guess that skips the mechanism): the check
+                           must refuse it, which the notebook tests prove on every run
+    """
+
+    check: Callable[[Any, Any], None]
+    solution: Callable[[Any], Any]
+    why: str
+    wrong: Callable[[Any], Any]
+
+
 def expect(ok: bool, hint: str) -> None:
     """What an exercise check raises when the answer is wrong: an AssertionError with a hint."""
     if not ok:
         raise AssertionError(f"Not quite: {hint}.")
+
+
+def is_number(x) -> bool:
+    """A real number: not a bool (True is 1 to Python, not to a learner), not NaN."""
+    return isinstance(x, numbers.Real) and not isinstance(x, bool) and x == x
+
+
+def whole(x) -> int | None:
+    """x as an int when it is a whole number (not a bool), else None."""
+    return int(x) if is_number(x) and float(x).is_integer() else None
+
+
+def count(answer, what: str = "records") -> int:
+    """The learner's answer as a whole number, or expect()'s hint that it must be one."""
+    expect(whole(answer) is not None, f"{answer!r} is not a whole number of {what}")
+    return whole(answer)
+
+
+def number(answer, what: str) -> float:
+    """The learner's answer as a float, or expect()'s hint that it must be a number."""
+    expect(is_number(answer), f"give {what} as a number")
+    return float(answer)
+
+
+def names(answer, known, what: str, example: str) -> set:
+    """The learner's answer as a set of names, each one of `known`, or expect()'s hint: a list of strings like
+    `example`, none of them other than `what` (for example "a crash point of this run")."""
+    expect(isinstance(answer, (list, tuple, set)) and all(isinstance(a, str) for a in answer),
+           f"give a list of names (strings), like {example}, or [] if none")
+    unknown = sorted(set(answer) - set(known))
+    expect(not unknown, f"{', '.join(map(repr, unknown))}: not {what} ({', '.join(map(repr, known)) or 'none ran'})")
+    return set(answer)

@@ -1,4 +1,6 @@
 """Notebook 00: the setup check and the audit on a real topic with injected faults."""
+from tests.expectations import exercises
+
 PARAMETERS = {"MESSAGES": 120, "KEYS": 4, "ABORTED": 5, "PREDICTION": 5}   # predicted: the aborted 5
 
 # The panel (clicked by the harness; see tests/test_notebooks.py): a smaller copy with its own faults.
@@ -22,3 +24,6 @@ def check(r):
     assert r["param_messages"] == 120 and r["param_aborted"] == 5 == r["aborted_injected"]
     # the Predict step: read_uncommitted sees the aborted transaction's 5 records more, as predicted
     assert r["prediction"] == 5 == r["prediction_measured"] and r["prediction_right"] is True, r
+    # the exercises: 1 asks for a function (m, a) -> counts; 2 for the duplicate, one of this run's ids
+    answers = exercises(r, [1, 2])
+    assert answers[1] is None and answers[2].startswith(f"{r['run_id']}-"), answers

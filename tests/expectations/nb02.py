@@ -1,7 +1,7 @@
 """Notebook 02: transactional id expiry (INVALID_PRODUCER_ID_MAPPING) and UnknownProducerIdException."""
 import re
 
-from tests.expectations import prediction
+from tests.expectations import exercises, prediction
 
 # Small idle times: ids expire after 5 s, the apps idle 8 s. One old broker (2.0.1) instead of two.
 # (The mitigation's expiration is derived from the idle time: 2 x 8 s + 10 s.)
@@ -77,6 +77,7 @@ def check(r):
     assert rows["python-recreate"]["recovered"] and rows["python-recreate"]["lost"] == 0, rows
     assert rows["streams-3.8.0"]["recovered"], rows
     assert r["failure_reproduced"] and r["mitigation_failed"] is False, (r["verdict"], r["mitigation_verdict"])
+    exercises(r, [1, 2, 3])   # each asks for a function
 
 
 def check_control(r):
@@ -98,3 +99,4 @@ def check_control(r):
     for name, counts in r["part_a_audit"].items():
         assert counts == {"duplicate": 0, "lost": 0, "aborted_read": 0}, (name, counts)
     assert not r["source_message_seen"] and r["idle_when_expired_s"] == [], r
+    exercises(r, [1, 2, 3])   # no client needed a new producer: the right answer to 3 is the empty set

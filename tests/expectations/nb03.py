@@ -9,7 +9,7 @@ started), and the backlog that stall leaves then fences it again and again by ov
 4.3.1 was once fenced too, by an oversized transaction: the result names that mechanism.)
 CONTROL: the same app at ~0.7x the quota, alone (no comparisons, mitigations or sweep).
 """
-from tests.expectations import prediction
+from tests.expectations import exercises, prediction
 PARAMETERS = {
     "DURATION_S": 75,
     "MITIGATIONS": ["transaction_timeout"],
@@ -66,6 +66,10 @@ def check(r):
     assert r["fix_in_bytecode"][r["affected_version"]] is False
     assert r["fix_in_bytecode"][r["fixed_version"]] is True
     assert len(r["sweep"]) == len(PARAMETERS["SWEEP_RATIOS"]) * len(PARAMETERS["SWEEP_VERSIONS"])
+    # The exercises: each solution passes its check, each tempting wrong answer is refused with a hint.
+    answers = exercises(r, [1, 2, 3])
+    assert answers[1] == affected["longest_txn_wait_s"], (answers[1], affected)   # the stuck request's wait
+    assert answers[3] == [longer["variant"]], (answers[3], longer)                 # the one mitigation run, clean
 
 
 def check_control(r):
@@ -84,3 +88,6 @@ def check_control(r):
     assert r["duplicates"] == {affected["variant"]: 0}, r["duplicates"]
     assert r["fix_in_bytecode"][r["affected_version"]] is False
     assert r["sweep"] == [] and r["mitigations"] == {}
+    answers = exercises(r, [1, 2, 3])
+    assert answers[1] == (affected["longest_txn_wait_s"] or 0), (answers[1], affected)
+    assert answers[3] == [], answers[3]                                            # no mitigation ran

@@ -1,5 +1,6 @@
 """Notebook 06: what state costs in production: stores without TTL, the restore after a crash, RocksDB memory,
 changelogs that are not an API (seed 002)."""
+from tests.expectations import exercises
 
 # Every lesson, small: 15,000 new keys (25 min of stream time) against a 5 min retention and TTL; changelogs of
 # 2, 4 and 8 MB killed under exactly-once; 1 and 4 partitions x 2 stores with 24 MB each against a 128 MB bound;
@@ -102,6 +103,12 @@ def check(results):
     assert rows["explicit"]["store_renamed"] is False, rows["explicit"]
     _clean_views(results["changelog_views"], "explicit")
 
+    # The exercises, tried on this run: the ttl store's keys younger than the TTL (the notebook's 300 s over its
+    # 100 ms step), and 10 GiB at the largest exactly-once restore's rate.
+    answers = exercises(results, [1, 2])
+    assert answers[1] == 300 * 1000 / 100, answers
+    assert answers[2] == round(10 * 1024 / results["restore_rate"]["eos"]["mb_s"], 1), answers
+
 
 def check_control(results):
     assert results["failure_reproduced"] is False
@@ -121,3 +128,6 @@ def check_control(results):
     assert list(results["changelog"]) == ["explicit"], list(results["changelog"])
     assert results["changelog"]["explicit"]["store_renamed"] is False
     _clean_views(results["changelog_views"], "explicit")
+
+    # The exercises: the same ttl arithmetic; a clean shutdown replays nothing, so a 10 GiB changelog costs 0 s.
+    assert exercises(results, [1, 2]) == {1: 300 * 1000 / 100, 2: 0}

@@ -1,6 +1,6 @@
 """Notebook 07: when streams stop moving: the poll-interval loop, partitions that bound parallelism, slow lookups,
 broker bounces (seed 002)."""
-from tests.expectations import prediction
+from tests.expectations import exercises, prediction
 
 # Every lesson, small: 400 records x 20 ms = 8 s of work per poll against a 6 s interval (Streams: one record of
 # 9 s), watched until each loop has come round once; 3 instances on 2 partitions; a 50 ms lookup against 50 records/s; the output's leader down and then up
@@ -114,6 +114,12 @@ def check(results):
     assert "partitions have leader brokers without a matching listener" in \
         results["bounce_evidence"]["4.3.1/shutdown_client"]["listener_not_found"]
 
+    # The exercises, tried on this run: what looped (the table's `looped` column), and one thread's budget,
+    # 1000 / LOOKUP_LATENCY_MS.
+    answers = exercises(results, [1, 2])
+    assert answers[1] == sorted(name for name, row in poll.items() if row["looped"]) != [], answers
+    assert answers[2] == 1000 / PARAMETERS["LOOKUP_LATENCY_MS"], answers
+
 
 def check_control(results):
     assert results["failure_reproduced"] is False
@@ -136,3 +142,5 @@ def check_control(results):
     for app, row in results["bounce"].items():
         assert row["died"] is False and row["audit_lost"] == 0 and row["lag_end"] == 0, (app, row)
         assert row["listener_not_found_lines"] == 0 and row["acks"] == "all", (app, row)
+    # The exercises: nothing looped; the budget is the same arithmetic, whatever the input rate.
+    assert exercises(results, [1, 2]) == {1: [], 2: 1000 / CONTROL["LOOKUP_LATENCY_MS"]}

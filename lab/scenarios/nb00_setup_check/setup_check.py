@@ -18,7 +18,7 @@ from ...config import KAFKA_VERSION
 from ...connection import kafka_config
 from ...experiment import Param, Result, Run, Spec
 from ...experiment.consume import read_as_group
-from ...experiment.result import expect
+from ...experiment.result import Exercise, expect, whole
 from ...generator import generate
 from ...history import History
 from ...logs import client_config
@@ -164,11 +164,65 @@ class SetupResult(Result):
 
     def duplicate_ids(self) -> set:
         ex = self.audit.examples.get("duplicate")
-        return set() if ex is None else set(ex["id"])
+        return set() if ex is None or "id" not in ex else set(ex["id"])
 
-    exercises: ClassVar[dict] = {
-        1: lambda r, answer: expect(tuple(answer) == (r.spark_committed, r.spark_uncommitted),
-                                     "read_committed sees every input once plus the committed duplicate; "
-                                     "read_uncommitted also sees the aborted transaction"),
-        2: lambda r, answer: expect(answer in r.duplicate_ids(), f"{answer!r} is not a duplicate id"),
-    }
+    exercises: ClassVar[dict] = {}   # filled in below, once the exercises' functions are defined
+
+
+# ------------------------------------------------------------------ the exercises
+
+def counts(m, a):
+    committed = m + 1                 # every input once, plus the one duplicate, committed with them
+    return committed, committed + a   # read_uncommitted also sees the aborted transaction's a records
+
+
+def _forgets_the_duplicate(m, a):
+    return m, m + a
+
+
+def _check_counts(r: SetupResult, answer) -> None:
+    if callable(answer):
+        try:
+            answer = answer(r.produced, r.aborted_injected)
+        except Exception as exc:
+            expect(False, f"counts(m, a) raised {type(exc).__name__}: {exc}")
+        expect(answer is not None, "counts(m, a) returns None: return the pair (read_committed, read_uncommitted)")
+    pair = [whole(n) for n in answer] if isinstance(answer, (tuple, list)) else []
+    expect(len(pair) == 2 and None not in pair,
+           f"{answer!r} is not a pair of whole numbers (read_committed, read_uncommitted)")
+    expect(tuple(pair) == (r.spark_committed, r.spark_uncommitted),
+           f"{tuple(pair)} for m = {r.produced}, a = {r.aborted_injected}; read_committed sees every input once "
+           "plus the committed duplicate; read_uncommitted also sees the aborted transaction")
+
+
+def _duplicate_id(r: SetupResult):
+    ex = r.audit.examples.get("duplicate")
+    return None if ex is None or not len(ex) else str(ex["id"].iloc[0])
+
+
+def _duplicate_offsets(r: SetupResult):
+    """Where the duplicate's copies landed (partition@offset), not which id it is."""
+    ex = r.audit.examples.get("duplicate")
+    return ["0@0"] if ex is None or not len(ex) else [str(at) for at in ex["at"].iloc[0]]
+
+
+def _check_duplicate_id(r: SetupResult, answer) -> None:
+    expect(isinstance(answer, str), f"{answer!r} is not an id: the ids are strings, in the `id` column of "
+                                    "result.audit.examples[\"duplicate\"]")
+    expect(answer in r.duplicate_ids(), f"{answer!r} is not a duplicate id: the `id` column says which input was "
+                                        "copied twice, the `at` column where its copies landed")
+
+
+SetupResult.exercises = {
+    1: Exercise(
+        check=_check_counts, solution=lambda r: counts, wrong=lambda r: _forgets_the_duplicate,
+        why="The copier writes every one of the `m` inputs once and the first one a second time, all in the "
+            "transaction it commits: a `read_committed` reader sees `m + 1` records. The aborted transaction's `a` "
+            "records stay in the log, marked aborted, and only a `read_uncommitted` reader sees them: `m + 1 + a`. "
+            "The same function holds for any `MESSAGES` and `ABORTED`."),
+    2: Exercise(
+        check=_check_duplicate_id, solution=_duplicate_id, wrong=_duplicate_offsets,
+        why="The audit matches every input id against the copy: an id found there more than once is a duplicate. "
+            "`result.audit.examples[\"duplicate\"]` lists it with the places of its copies (`at`, "
+            "partition@offset); the answer is its `id`: `result.audit.examples[\"duplicate\"][\"id\"].iloc[0]`."),
+}

@@ -18,6 +18,7 @@ from ...errors import LabError
 from ...experiment import Param, Result, Run, Spec, grep
 from ...experiment.admin import expired_at
 from ...experiment.consume import read_to_end
+from ...experiment.result import Exercise, expect, is_number
 from ...programs import clients_classpath
 from . import txn_unknown_producer as part_c
 from .txn_clients import CLIENTS, ERROR_CODE, streams_examples
@@ -292,29 +293,125 @@ class TxnExpiryResult(Result):
             "idle_when_expired_s": self.expiry()["idle when expired (s)"].dropna().tolist()}
 
 
-def _exercise_1(r: TxnExpiryResult, idle_bounds) -> None:
-    exp, sweep = r.params["expiration_ms"] / 1000, r.params["cleanup_interval_ms"] / 1000
-    lo, hi = idle_bounds(r.params["expiration_ms"], r.params["cleanup_interval_ms"])
-    assert lo <= exp + 0.5, f"an id idle {lo} s may already be gone: it expires after {exp:g} s, at a sweep"
-    assert hi >= exp + sweep - 0.5, f"an id idle {hi} s may still be there: the sweep runs every {sweep:g} s"
-    assert hi - lo <= sweep + 0.5, "bounds too loose"
+# ------------------------------------------------------------------ the exercises
+
+def idle_bounds(expiration_ms, cleanup_ms):
+    # not yet expired below the expiration; expired at the first sweep after it: at most one interval later
+    return expiration_ms / 1000, (expiration_ms + cleanup_ms) / 1000
+
+
+def heartbeat_ms(expiration_ms, cleanup_ms):
+    # a third of the expiration: even after one missed beat, at most two thirds have passed without a transaction
+    return expiration_ms // 3
+
+
+def needed_new_producer(table):
+    if not len(table):
+        return set()
+    return set(table[table["handling"].isin(["fatal", "thread died"])
+                     | table["then"].fillna("").str.startswith(("recreate", "exit"))]["client"])
+
+
+PRODUCTION = (604800000, 3600000)   # the defaults: ids expire after 7 days, swept every hour
+
+
+def _called(fn, call: str, *args):
+    """fn(*args), or a hint (AssertionError) when it is not a function, raises or returns nothing. call: how the
+    hint names the call."""
+    expect(callable(fn), f"{fn!r} is not a function: write {call.split('(')[0]}")
+    try:
+        out = fn(*args)
+    except Exception as exc:
+        expect(False, f"{call} raised {type(exc).__name__}: {exc}")
+    expect(out is not None, f"{call} returned None")
+    return out
+
+
+def _check_idle_bounds(r: TxnExpiryResult, fn) -> None:
+    for expiration_ms, cleanup_ms in [(r.params["expiration_ms"], r.params["cleanup_interval_ms"]), PRODUCTION]:
+        exp, sweep = expiration_ms / 1000, cleanup_ms / 1000
+        call = f"idle_bounds({expiration_ms}, {cleanup_ms})"
+        bounds = _called(fn, call, expiration_ms, cleanup_ms)
+        expect(isinstance(bounds, (tuple, list)) and len(bounds) == 2 and all(map(is_number, bounds)),
+               f"{call} returned {bounds!r}: return (shortest, longest), in seconds")
+        lo, hi = bounds
+        expect(lo <= exp + 0.5, f"an id idle {lo:g} s may already be gone: it expires after {exp:g} s, at a sweep")
+        expect(hi >= exp + sweep - 0.5,
+               f"an id idle {hi:g} s may still be there: the sweep runs every {sweep:g} s")
+        expect(hi - lo <= sweep + 0.5, f"({lo:g}, {hi:g}) is looser than one sweep interval ({sweep:g} s)")
     # The measured idle times (result.expiry()) are shown beside the bounds, not checked against them: a sweep or
     # a transaction's completion delayed by a loaded machine moves them by more than any fixed tolerance.
 
 
-def _exercise_2(r: TxnExpiryResult, heartbeat_ms) -> None:
-    for exp, clean in [(r.params["expiration_ms"], r.params["cleanup_interval_ms"]), (604800000, 3600000), (60000, 5000)]:
-        hb = heartbeat_ms(exp, clean)
-        assert 0 < hb and 2 * hb < exp, f"one missed heartbeat ({2 * hb} ms without a transaction) expires the id"
+def _expiration_alone(expiration_ms, cleanup_ms):
+    return expiration_ms / 1000, expiration_ms / 1000
+
+
+def _check_heartbeat(r: TxnExpiryResult, fn) -> None:
+    for expiration_ms, cleanup_ms in [(r.params["expiration_ms"], r.params["cleanup_interval_ms"]), PRODUCTION,
+                                      (60000, 5000)]:
+        call = f"heartbeat_ms({expiration_ms}, {cleanup_ms})"
+        hb = _called(fn, call, expiration_ms, cleanup_ms)
+        expect(is_number(hb), f"{call} returned {hb!r}, not milliseconds")
+        expect(hb > 0, f"{call} = {hb:g}: a heartbeat needs an interval longer than nothing")
+        expect(2 * hb < expiration_ms, f"{call} = {hb:g}: one missed heartbeat ({2 * hb:g} ms without a "
+                                       "transaction) expires the id")
     beat = r.clients.get("python-heartbeat")
-    assert beat is None or (beat["errors"] == 0 and not beat["expired"]), beat
+    expect(beat is None or (beat["errors"] == 0 and not beat["expired"]),
+           f"this run's heartbeat client (every expiration / 3) did not keep its id: {beat}")
 
 
-def _exercise_3(r: TxnExpiryResult, needed_new_producer) -> None:
-    truth = {n for n, c in r.clients.items() if c["handling"] in ("fatal", "thread died")
-             or (c["then"] or "").startswith(("recreate", "exit"))}
-    answer = set(needed_new_producer(r.table()))
-    assert answer == truth, (sorted(answer), sorted(truth))
+def _just_before_the_sweep(expiration_ms, cleanup_ms):
+    return expiration_ms - cleanup_ms
 
 
-TxnExpiryResult.exercises = {1: _exercise_1, 2: _exercise_2, 3: _exercise_3}
+def _needed_new_producer(r: TxnExpiryResult) -> set:
+    """The clients whose producer could not be reused, from what each did with the error."""
+    return {n for n, c in r.clients.items() if c["handling"] in ("fatal", "thread died")
+            or (c["then"] or "").startswith(("recreate", "exit"))}
+
+
+def _check_needed_new_producer(r: TxnExpiryResult, fn) -> None:
+    answer = _called(fn, "needed_new_producer(result.table())", r.table())
+    try:
+        names = None if isinstance(answer, (str, dict)) else set(answer)
+    except TypeError:
+        names = None
+    expect(names is not None and all(isinstance(n, str) for n in names),
+           f"needed_new_producer(result.table()) returned {answer!r}: return a set of client names")
+    answer, truth = names, _needed_new_producer(r)
+    expect(answer == truth, f"{sorted(answer)}: read each client's `handling` (was the error fatal, did the thread "
+                            "die?) and `then` (did the app recreate its producer or exit?)" + (
+                                f"; {sorted(answer - truth)} carried on with the same producer" if answer - truth
+                                else ""))
+
+
+def _every_client(r: TxnExpiryResult):
+    """Every client of the table, as if error 49 always needed a new producer (one fewer when that happens to be
+    right)."""
+    every = set(r.clients)
+    wrong = every if every != _needed_new_producer(r) else set(sorted(every)[1:])
+    return lambda table: wrong
+
+
+TxnExpiryResult.exercises = {
+    1: Exercise(
+        check=_check_idle_bounds, solution=lambda r: idle_bounds, wrong=lambda r: _expiration_alone,
+        why="The coordinator does not forget an id the moment it has been idle `transactional.id.expiration.ms`: it "
+            "looks at each sweep, every `transaction.remove.expired.transaction.cleanup.interval.ms`. An id idle less "
+            "than the expiration is certainly still there; one idle the expiration plus one sweep interval has "
+            "certainly met a sweep after its expiration. In between, when the sweep comes decides."),
+    2: Exercise(
+        check=_check_heartbeat, solution=lambda r: heartbeat_ms, wrong=lambda r: _just_before_the_sweep,
+        why="Any transaction, even one that only re-commits the offsets, resets the id's idle clock. A beat every "
+            "third of the expiration leaves room for a late or missed one: after one missed beat, at most two thirds "
+            "of the expiration have passed without a transaction. A beat just short of the expiration has no such "
+            "margin."),
+    3: Exercise(
+        check=_check_needed_new_producer, solution=lambda r: needed_new_producer, wrong=_every_client,
+        why="Error 49 is abortable for most of librdkafka's transaction calls (section 4) and for the Java producer "
+            "before 4.0: abort, and the same producer goes on. A new producer (or a new process) was needed where the "
+            "error was fatal (the Java producer from 4.0), where the Streams thread died (before 3.8), or where the "
+            "app itself recreated its producer or exited: the `handling` and `then` columns of `result.table()` "
+            "say which."),
+}

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from ...experiment import TONES, Result
-from ...experiment.result import expect
-from .quota_fencing_analysis import (BASELINES, FENCING_ANSWERS, LOOP, MITIGATIONS, STREAMS_CRASH_KINDS, Measured,
-                                     quota_for)
+from ...experiment.result import Exercise, expect, number
+from .quota_fencing_analysis import (BASELINES, FENCING_ANSWERS, LOOP, MITIGATIONS, STREAMS_CRASH_KINDS,
+                                     WIRE_OVERHEAD_BYTES, Measured, quota_for)
 
 
 def _load(row: dict) -> str:
@@ -98,11 +98,86 @@ class QuotaResult(Result):
                 "quota_client_ids": self.main.quota_ids, "fix_in_bytecode": self.fix_in_bytecode,
                 "sweep": self.sweep_table().to_dict("records")}
 
-    exercises = {
-        1: lambda r, a: expect(abs(a - r.main.waits.groupby("variant")["wait_s"].max()[r.roles["affected"].name])
-                               <= 0.01, "look at result.main.waits for the affected app"),
-        2: lambda r, a: expect(abs(a - quota_for(1 / 1.5, r.params["send_rate"], r.params["record_bytes"])) <= 1,
-                               "50 % headroom is load / quota = 1 / 1.5: quota_fencing.quota_for(1 / 1.5, ...)"),
-        3: lambda r, a: expect(sorted(a) == sorted(v.name for m, v in r.roles.items() if m in MITIGATIONS
-                                                   and not r.row(m)["crashes"]), "compare the mitigations' crashes"),
-    }
+
+# ---------------------------------------------------------------- the exercises
+
+def _longest_wait_s(r: QuotaResult) -> float:
+    """The longest a transactional request of the affected app waited inside the producer (0 when none waited)."""
+    waits = r.main.waits
+    mine = waits.loc[waits["variant"] == r.roles["affected"].name, "wait_s"]
+    return float(mine.max()) if len(mine) else 0.0
+
+
+def _check_longest_wait(r: QuotaResult, answer) -> None:
+    given = number(answer, "the wait in seconds")
+    expect(abs(given - _longest_wait_s(r)) <= 0.01,
+           f"{given:g} s is not the affected app's longest wait: take the largest `wait_s` of its rows in "
+           "result.main.waits (seconds, not milliseconds)")
+
+
+def _headroom_quota(r: QuotaResult) -> int:
+    return quota_for(1 / 1.5, r.params["send_rate"], r.params["record_bytes"])
+
+
+def _check_headroom_quota(r: QuotaResult, answer) -> None:
+    given, rate, state = number(answer, "the quota in bytes/s"), r.params["send_rate"], r.params["record_bytes"]
+    right = _headroom_quota(r)
+    if abs(given - right) <= 1:
+        return
+    expect(given > rate * (state + WIRE_OVERHEAD_BYTES),
+           f"a quota of {given:,.0f} B/s is below this load: with headroom the quota is above the load, "
+           "so load / quota is below 1")
+    expect(abs(given - 1.5 * rate * state) > 1,
+           "that covers the state bytes only: each record also puts a changelog key, an output record and batch "
+           "overhead on the wire (WIRE_OVERHEAD_BYTES), and the quota counts them all")
+    expect(False, "50 % headroom: the quota is 1.5 times the bytes the load puts on the wire each second")
+
+
+def _clean_mitigations(r: QuotaResult) -> list:
+    return [v.name for role, v in r.roles.items() if role in r.params["mitigations"] and not r.row(role)["crashes"]]
+
+
+def _check_clean_mitigations(r: QuotaResult, answer) -> None:
+    expect(isinstance(answer, (list, tuple, set)) and all(isinstance(a, str) for a in answer),
+           "give a list of app names (strings), like the index of the mitigation table")
+    ran = [v.name for role, v in r.roles.items() if role in r.params["mitigations"]]
+    unknown = sorted(set(answer) - set(ran))
+    expect(not unknown, f"{', '.join(map(repr, unknown))}: not the name of a mitigation app in this run; name the "
+           f"apps as the mitigation table's index does ({', '.join(map(repr, ran)) or 'here no mitigation ran'})")
+    expect(sorted(answer) == sorted(_clean_mitigations(r)),
+           "compare the mitigations' crashes in the mitigation table: a mitigation worked when its app was "
+           "never fenced")
+
+
+QuotaResult.exercises = {
+    1: Exercise(
+        check=_check_longest_wait,
+        solution=lambda r: round(_longest_wait_s(r), 2),
+        why="The producer logs each transactional request twice: when it is queued and when it finally leaves; "
+            "`result.main.waits` holds the gap, `wait_s`, per request. The answer is the largest `wait_s` of the "
+            "affected app's rows. A request stuck by KAFKA-17455 waits about `request.timeout.ms` (30 s): "
+            "before the fix the producer polled with the whole request timeout instead of the throttle delay. "
+            "A throttled request that is not stuck waits about the throttle time; with no throttle, a fraction "
+            "of a second.",
+        wrong=lambda r: max(_longest_wait_s(r) * 1000, _longest_wait_s(r) + 1),   # the same wait in milliseconds
+    ),
+    2: Exercise(
+        check=_check_headroom_quota,
+        solution=_headroom_quota,
+        why="50 % headroom means the quota is 1.5 times the load, so load / quota is 1 / 1.5. The load is "
+            "`SEND_RATE` records per second times the bytes each record puts on the wire: its state "
+            "(`RECORD_BYTES`) plus the changelog key, the output record and batch overhead "
+            "(`quota_fencing.WIRE_OVERHEAD_BYTES`). `quota_fencing.quota_for(1 / 1.5, SEND_RATE, RECORD_BYTES)` "
+            "does that arithmetic. Whether it was enough shows in the headroom row of the mitigation table: a "
+            "catch-up burst above the quota can still be throttled.",
+        wrong=lambda r: quota_for(1.5, r.params["send_rate"], r.params["record_bytes"]),   # load 1.5x the quota
+    ),
+    3: Exercise(
+        check=_check_clean_mitigations,
+        solution=_clean_mitigations,
+        why="A mitigation worked when its app was never fenced: in the mitigation table (step 5), the rows of the "
+            "mitigations this run had (`MITIGATIONS`) whose `crashes` is 0, named as the table's index names "
+            "them. With no mitigation run, or none clean, the list is empty.",
+        wrong=lambda r: list(MITIGATIONS),   # every mitigation the notebook describes, by its parameter name
+    ),
+}

@@ -19,6 +19,7 @@ from ...experiment.apps import stop_together
 from ...experiment.checks import check_streams_program
 from ...experiment.consume import read_committed
 from ...experiment.memory import child_pids, peak_rss
+from ...experiment.result import Exercise, expect, is_number
 from ...generator import generate
 from ...history import History
 from ...programs import JavaProgram
@@ -342,7 +343,6 @@ class Variant:
 class StaleStandbyResult(Result):
     variants: dict = field(default_factory=dict)   # label -> Variant, "failing" first
     bootstrap: str = ""
-    solved: dict = field(default_factory=dict)     # exercise number -> True once checked right
     title = "Instances, task roles, stale reads"
 
     @property
@@ -402,15 +402,10 @@ class StaleStandbyResult(Result):
         """The Spark audit of every variant's committed output against the generator's truth."""
         from ...audit import audit
         for v in self.variants.values():
-            expect = "anomalies" if is_affected(v.version) and v.caching else "clean"  # the mechanism's prediction
-            v.audit = audit(v.history, bootstrap=self.bootstrap, output_topic=v.output_topic, expect=expect,
+            predicted = "anomalies" if is_affected(v.version) and v.caching else "clean"  # by the mechanism
+            v.audit = audit(v.history, bootstrap=self.bootstrap, output_topic=v.output_topic, expect=predicted,
                             kinds=KINDS)
         return {k: v.audit for k, v in self.variants.items()}
-
-    def check(self, number: int, answer):
-        checked = super().check(number, answer)
-        self.solved[number] = bool(checked)
-        return checked
 
     def record_fields(self) -> dict:
         m = self.main
@@ -418,22 +413,98 @@ class StaleStandbyResult(Result):
                 "program": self.params["program"], "failing": m.summary(), "failing_counts": m.counts,
                 "first_stale": m.first_stale, "failing_audit": m.audit.as_dict() if m.audit else None,
                 "mitigations": {k: v.summary() for k, v in self.mitigations.items()},
-                "peak_rss_mb": m.peak_rss_mb, "exercises_ok": [self.solved.get(n, False) for n in (1, 2)]}
+                "peak_rss_mb": m.peak_rss_mb}
 
 
-def _exercise_1(result: StaleStandbyResult, answer) -> None:
-    first, trips = result.main.first_stale, result.main.round_trips
+# ------------------------------------------------------------------ the exercises
+
+def _first_stale_place(r: StaleStandbyResult):
+    """(instance, task) of the first stale read, or "none" when nothing went stale."""
+    stale = r.stale_rows()
+    return (int(stale.instance.iloc[0]), str(stale.task.iloc[0])) if len(stale) else "none"
+
+
+def _check_first_stale_place(r: StaleStandbyResult, answer) -> None:
+    first, trips = r.main.first_stale, r.main.round_trips
+    said_none = isinstance(answer, str) and answer.strip().lower() == "none"
     if first is None:
-        assert answer == "none", "this run had no stale read: the answer is 'none'"
+        expect(said_none, "this run had no stale read (see the verdict and the timeline: no red x), so there is "
+               "no instance to name: answer \"none\"")
         return
-    assert answer != "none" and tuple(answer) == (first["instance"], first["task"]), \
-        f"{answer} is not where the first stale read happened (see the red x on the timeline)"
-    assert ((trips["instance"] == first["instance"]) & (trips["task"] == first["task"])).any(), trips
+    expect(not said_none, "this run did read a stale value: look for the red x on the timeline")
+    place = tuple(answer) if isinstance(answer, (tuple, list)) else ()
+    expect(len(place) == 2, 'answer (instance, "task"), like (1, "0_3"), or "none"')
+    expect(place == (first["instance"], first["task"]),
+           f"{answer!r} is not where the first stale read happened: see the first red x on the timeline, or the "
+           "first row of result.stale_rows()")
+    expect(((trips["instance"] == first["instance"]) & (trips["task"] == first["task"])).any(),
+           f"no active -> standby -> active round trip of task {first['task']} on instance {first['instance']} "
+           "was recorded in this run, so the recycled-cache path does not explain this read")
 
 
-def _exercise_2(result: StaleStandbyResult, answer) -> None:
-    expected = "none" if result.main.first_stale is None else result.main.first_stale["found"]
-    assert answer == expected, f"you predicted {answer}; the store returned {expected}"
+def _first_stale_place_wrong(r: StaleStandbyResult):
+    """The instance that wrote the key's last value (the one the read should have found), or a round trip with
+    no stale read after it: places where the first stale read did not happen."""
+    first, out = r.main.first_stale, r.main.output
+    if first is None:   # a round trip happened, so it must have gone stale there
+        trips = r.main.round_trips
+        return (int(trips["instance"].iloc[0]), str(trips["task"].iloc[0])) if len(trips) else (1, "0_0")
+    before = out[(out["key"] == first["key"]) & (out["t_s"] < first["t_s"])].sort_values("ts")
+    writer = int(before["instance"].iloc[-1]) if len(before) else first["instance"]
+    return (writer, first["task"]) if writer != first["instance"] else "none"
 
 
-StaleStandbyResult.exercises = {1: _exercise_1, 2: _exercise_2}
+def _stale_value(r: StaleStandbyResult):
+    """The last value the stale instance wrote for the broken key before the read: its cache still held it."""
+    stale = r.stale_rows()
+    if not len(stale):
+        return "none"
+    read, out = stale.iloc[0], r.main.output
+    own = out[(out.key == read.key) & (out.instance == read.instance) & (out.ts < read.ts)].sort_values("ts")
+    return int(own.value.iloc[-1]) if len(own) else r.main.first_stale["found"]
+
+
+def _check_stale_value(r: StaleStandbyResult, answer) -> None:
+    first = r.main.first_stale
+    said_none = isinstance(answer, str) and answer.strip().lower() == "none"
+    if first is None:
+        expect(said_none, "this run had no stale read, so there is no stale value to predict: answer \"none\"")
+        return
+    expect(not said_none, "this run did read a stale value: look for the red x on the timeline")
+    expect(is_number(answer) and float(answer).is_integer(),
+           "give the stale value as a whole number (a count the store returned)")
+    expect(answer == first["found"],
+           f"{answer} is not what the store returned: find the last value instance {first['instance']} itself "
+           f"wrote for {first['key']} before the read, not the last value written by anyone")
+
+
+def _stale_value_wrong(r: StaleStandbyResult):
+    """The value the read should have found (the key's last value, from any instance), or a value although nothing
+    went stale."""
+    first, out = r.main.first_stale, r.main.output
+    if first is None:
+        return int(out["value"].iloc[-1]) if len(out) else 0
+    return first["expected"] if first["expected"] is not None else (first["found"] or 0) + 1
+
+
+StaleStandbyResult.exercises = {
+    1: Exercise(
+        check=_check_first_stale_place,
+        solution=_first_stale_place,
+        why="A stale read is a row whose `prev` is not the last value written for its key; the first of them "
+            "(`result.stale_rows()`, the first red x on the timeline) names the instance that read and its task. "
+            "`result.main.round_trips` confirms the mechanism: that task had gone active -> standby -> active on "
+            "that very instance, the recycling path whose cache is not cleared. With no stale read the answer "
+            "is `\"none\"`.",
+        wrong=_first_stale_place_wrong,
+    ),
+    2: Exercise(
+        check=_check_stale_value,
+        solution=_stale_value,
+        why="The thread cache kept what the instance itself wrote for the key before the task left it; as a "
+            "standby it received the newer values straight into the store, past the cache. So, in "
+            "`result.main.output`, take the rows of the broken key written by that instance before the read: "
+            "the last one's `value` is what the store answers. With no stale read the answer is `\"none\"`.",
+        wrong=_stale_value_wrong,
+    ),
+}

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 
 from ...experiment import Result, Timeline, grep
+from ...experiment.result import Exercise, expect, names, number
 from ...experiment.evidence import short_line
 from ...experiment.markers import describe
 from ...history import History
@@ -134,7 +135,6 @@ class EosCrashResult(Result):
     bootstrap: str = ""
     broker_log: object = None
     peak_rss_mb: dict = field(default_factory=dict)   # "apps" (the Streams JVMs, at one instant), "brokers"
-    solved: dict = field(default_factory=dict)
     title = "Crashes, restarts, commits, aborted transactions"
 
     @property
@@ -293,11 +293,6 @@ class EosCrashResult(Result):
                 jobs[k][0].audit = future.result()
         return {k: run.audit for k, (run, _) in jobs.items()}
 
-    def check(self, number: int, answer):
-        checked = super().check(number, answer)
-        self.solved[number] = bool(checked)
-        return checked
-
     def record_fields(self) -> dict:
         eos = list(self.eos().values())
         alos = [c for c in self.crashes.values() if c.guarantee == "at_least_once"]
@@ -313,7 +308,7 @@ class EosCrashResult(Result):
                 "alos_overcount": {c.point: c.m["overcount"] for c in alos},
                 "handlers": {k: f.summary() for k, f in self.handlers.items()},
                 "schema": {k: f.summary() for k, f in self.schema.items()},
-                "peak_rss_mb": self.peak_rss_mb, "exercises_ok": [self.solved.get(n, False) for n in (1, 2)]}
+                "peak_rss_mb": self.peak_rss_mb}
 
 
 def _total(values):
@@ -329,16 +324,72 @@ def _audit_cell(verdict) -> str:
     return "/".join(str(c.get(k)) for k in ("duplicate", "lost", "stale_value") if k in c)
 
 
-def _exercise_1(result: EosCrashResult, answer) -> None:
-    """Which crash points gave duplicates under at-least-once?"""
-    expected = sorted(c.point for c in result.crashes.values() if c.guarantee == "at_least_once" and c.m["duplicates"])
-    assert sorted(answer) == expected, f"you said {sorted(answer)}; the runs measured duplicates at {expected}"
+# ---------------------------------------------------------------- the exercises
+
+def _alos_points(result: EosCrashResult) -> list[str]:
+    """The crash points this run ran under at-least-once, in the run's order."""
+    return [c.point for c in result.crashes.values() if c.guarantee == "at_least_once"]
 
 
-def _exercise_2(result: EosCrashResult, answer) -> None:
-    """How many records did read_uncommitted see in aborted transactions, over all exactly-once runs?"""
-    expected = sum(c.m["aborted_visible"] for c in result.eos().values())
-    assert answer == expected, f"you said {answer}; the exactly-once runs left {expected} aborted record(s)"
+def _duplicated_points(result: EosCrashResult) -> list[str]:
+    """Exercise 1: the crash points where at-least-once produced duplicates."""
+    return sorted(c.point for c in result.crashes.values() if c.guarantee == "at_least_once" and c.m["duplicates"])
 
 
-EosCrashResult.exercises = {1: _exercise_1, 2: _exercise_2}
+def _check_duplicated_points(result: EosCrashResult, answer) -> None:
+    answer = names(answer, _alos_points(result), "a crash point of this run's at-least-once rows", '["before_read"]')
+    right = _duplicated_points(result)
+    missing, extra = sorted(set(right) - set(answer)), sorted(set(answer) - set(right))
+    expect(not missing, f"at-least-once also duplicated records at {', '.join(map(repr, missing))}: look at the "
+           "`duplicates` column of the at-least-once rows")
+    expect(not extra, f"{', '.join(map(repr, extra))} produced no duplicate in this run: nothing processed since "
+           "the last commit was in flight there (or the app never crashed)")
+
+
+def _aborted_seen(result: EosCrashResult) -> int:
+    """Exercise 2: the records of aborted transactions a read_uncommitted reader saw, over the exactly-once runs."""
+    return int(sum(c.m["aborted_visible"] for c in result.eos().values()))
+
+
+def _check_aborted_seen(result: EosCrashResult, answer) -> None:
+    number(answer, "a number of records")
+    right = _aborted_seen(result)
+    if answer == right:
+        return
+    expect(right != 0, "no exactly-once run left an aborted transaction in this run (no crash, nothing to "
+           "abort): the answer is 0")
+    expect(answer != 0, "0 is what `read_committed` saw: the question is about `read_uncommitted`, which also "
+           "reads the records of the aborted transactions")
+    read = sum(c.m["outputs"] for c in result.eos().values()) + right
+    expect(answer != read, "that counts every record `read_uncommitted` read, the committed ones too: only the "
+           "records of aborted transactions count")
+    expect(False, f"{answer:g} is not this run's count: sum the `aborted seen by read_uncommitted` column over the "
+           "exactly-once rows")
+
+
+EosCrashResult.exercises = {
+    1: Exercise(
+        check=_check_duplicated_points,
+        solution=_duplicated_points,
+        why="At-least-once sends each output as soon as its record is processed, and commits the input offsets "
+            "only every `COMMIT_INTERVAL_MS`. When the app dies with work done since the last commit, those "
+            "offsets were never committed: the restarted app reads the same records again and sends their outputs "
+            "a second time. So duplicates come at the crash points where work was in flight since the last commit, "
+            "and not right after a commit (`after_commit`), nor without a crash. The answer is the at-least-once "
+            "rows of the table whose `duplicates` is above 0 (an empty list when none is).",
+        # the post's reasoning, untested: "we're fine" at every point; when nothing was duplicated, a point anyway
+        wrong=lambda r: [] if _duplicated_points(r) else [next(iter(_alos_points(r)), "before_read")],
+    ),
+    2: Exercise(
+        check=_check_aborted_seen,
+        solution=_aborted_seen,
+        why="Under `exactly_once_v2` the killed app's open transaction had already written records to the output "
+            "topic. The restart fences the killed producer and the coordinator aborts that transaction: its ABORT "
+            "markers close those records. A `read_committed` reader skips them, a `read_uncommitted` reader reads "
+            "them. Sum the `aborted seen by read_uncommitted` column over the exactly-once rows; with no crash "
+            "there is no transaction to abort, and the answer is 0.",
+        # what read_committed saw (0) when there were some; otherwise everything read_uncommitted read
+        wrong=lambda r: 0 if _aborted_seen(r) else max(
+            sum(c.m["outputs"] for c in r.eos().values()), 1),
+    ),
+}

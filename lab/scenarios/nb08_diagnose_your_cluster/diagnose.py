@@ -16,7 +16,7 @@ from ...errors import LabError
 from ...experiment import Param, Result, Run, Spec, lab_lines
 from ...experiment.admin import committed_offsets, expired_at, group_offsets, topic_offsets
 from ...experiment.consume import read_to_end
-from ...experiment.result import expect
+from ...experiment.result import Exercise, count, expect
 from ...generator import generate
 from ...history import History
 from ...programs import clients_classpath, idle_producer
@@ -296,21 +296,6 @@ def your_cluster(jmx: str | None = None):
 
 # ------------------------------------------------------------------ the result
 
-def _exercise_1(result: "DiagnoseResult", answer) -> None:
-    want = sorted(result.rules())
-    expect(sorted(answer) == want, f"the doctor's rules in this run were {len(want)}, read them from "
-                                   "result.findings()['rule']")
-    result.answers[1] = sorted(answer)
-
-
-def _exercise_2(result: "DiagnoseResult", answer) -> None:
-    observed = result.observed_rereads()
-    expect(observed is not None, "this run did not verify (VERIFY = False): nothing was re-read or not")
-    expect(int(answer) == observed, "count the (partition, offset) pairs incarnation 1 read that incarnation 0 "
-                                    "had read and committed")
-    result.answers[2] = int(answer)
-
-
 @dataclass
 class DiagnoseResult(Result):
     diagnosis: object = None                                # lab.doctor.Diagnosis
@@ -318,9 +303,8 @@ class DiagnoseResult(Result):
     mine: list = field(default_factory=list)                # the findings about what this run built
     subjects: dict = field(default_factory=dict)            # the group, transactional id, quota client id, version
     history: History | None = None                          # the consumer's reads and commits
-    answers: dict = field(default_factory=dict)
     title: ClassVar[str] = "Predicted by the diagnosis, then observed"
-    exercises: ClassVar[dict] = {1: _exercise_1, 2: _exercise_2}
+    exercises: ClassVar[dict] = {}                          # filled in below, once the exercises' functions are defined
 
     def rules(self) -> list[str]:
         return list(dict.fromkeys(f.rule for f in self.mine))
@@ -455,4 +439,71 @@ class DiagnoseResult(Result):
                 "observed_txn_expiry_s": round(v["txn_expired_at"] - t0, 1) if v["txn_expired_at"] else None,
                 "confirmed": self.confirmed(), "audit": v["audit"].as_dict()})
         doctor = {key: val for key, val in d.as_record().items() if key != "facts"}   # facts: result.diagnosis
-        return {**out, "doctor": doctor, **{f"exercise_{n}": a for n, a in self.answers.items()}}
+        return {**out, "doctor": doctor}
+
+
+# ------------------------------------------------------------------ the exercises
+
+DOCTOR_RULES = ("offsets-expire", "transactional-id-expires", "producer-id-expires", "quota-on-streams-eos-producer",
+                "client-version-bug")   # every rule lab.doctor checks (lab/doctor/rules.py)
+
+
+def _rules_found(result: DiagnoseResult) -> list:
+    findings = result.findings()
+    return sorted(set(findings["rule"])) if len(findings) else []
+
+
+def _check_rules(result: DiagnoseResult, answer) -> None:
+    want = sorted(result.rules())
+    try:
+        given = None if isinstance(answer, (str, dict)) else sorted(answer)
+    except TypeError:
+        given = None
+    expect(given is not None, f"{answer!r} is not a list of rule ids (e.g. [\"offsets-expire\"], [] for none)")
+    expect(given == want, f"the doctor's rules in this run were {len(want)}, read them from "
+                          "result.findings()[\"rule\"]" + (" (each once)" if len(set(given)) < len(given) else ""))
+
+
+def _every_rule(result: DiagnoseResult) -> list:
+    """The doctor's whole list of rules, not what it found here (one fewer, the day every rule fires)."""
+    every = sorted(DOCTOR_RULES)
+    return every if every != sorted(result.rules()) else every[1:]
+
+
+def _rereads(result: DiagnoseResult) -> int:
+    """Exercise 2, from the consumer's history: (partition, offset) pairs incarnation 1 read that 0 had read."""
+    reads = result.reads() if result.history is not None else None
+    if reads is None or not len(reads):
+        return 0
+    first = set(zip(reads[reads.incarnation == 0].partition, reads[reads.incarnation == 0].offset))
+    again = reads[reads.incarnation == 1]
+    return sum((p, o) in first for p, o in zip(again.partition, again.offset))
+
+
+def _check_rereads(result: DiagnoseResult, answer) -> None:
+    observed = result.observed_rereads()
+    expect(observed is not None, "this run did not verify (VERIFY = False): nothing was re-read or not")
+    whole = count(answer)
+    expect(whole == observed, "count the (partition, offset) pairs incarnation 1 read that incarnation 0 "
+                              "had read and committed")
+
+
+def _read_after_restart(result: DiagnoseResult) -> int:
+    """Every record the restarted consumer read, the new ones included."""
+    reads = result.reads() if result.history is not None else None
+    return 0 if reads is None or not len(reads) else int((reads.incarnation == 1).sum())
+
+
+DiagnoseResult.exercises = {
+    1: Exercise(
+        check=_check_rules, solution=_rules_found, wrong=_every_rule,
+        why="Each finding names the rule that fired; `result.findings()` holds the findings about what this run "
+            "built, one row each, so a rule can appear more than once. Its `rule` column, each rule once, is the "
+            "answer; a healthy cluster gives `[]`. The doctor's list of rules is what it checks, not what it found."),
+    2: Exercise(
+        check=_check_rereads, solution=lambda result: int(_rereads(result)), wrong=_read_after_restart,
+        why="The restarted consumer (incarnation 1) read from where its group's committed offsets told it to: from "
+            "the log start when they had expired, from where it left off when they had not. A record it read that "
+            "incarnation 0 had read too, the same `(partition, offset)`, is a re-read; the records produced while it "
+            "was down are new, not re-read. Compare the count with the diagnosis's prediction in `result.table()`."),
+}
