@@ -47,7 +47,7 @@ tools:
 # Two tests at a time by default (the notebook runs mostly wait on Kafka's clocks); JOBS=1 for one at a time.
 JOBS ?= 2
 test: jars tools
-	$(PY) -m pytest -n $(JOBS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(JOBS) $(PYTEST_ARGS)
 
 bench: jars
 	$(PY) benchmarks/run.py

@@ -1,5 +1,4 @@
 import os
-import re
 import uuid
 
 import psutil
@@ -8,14 +7,27 @@ import pytest
 SUITE_MARK = "KAFKA_LAB_SUITE"
 
 
-@pytest.hookimpl(tryfirst=True)   # before pytest-xdist turns xdist_group marks into scopes
+NOTEBOOK_RUNS = ("tests/test_notebooks.py::test_notebook[", "tests/test_notebooks.py::test_a_notebook_runs")
+
+
 def pytest_collection_modifyitems(config, items):
-    """The notebook runs first, each a unit of its own, so that two workers (`make test`, JOBS=2) pair them:
-    they mostly wait on Kafka's clocks. Every other test module is one unit, its module fixtures started once."""
-    for item in items:
-        unit = item.nodeid if item.get_closest_marker("notebook") else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(re.sub(r"\W+", "-", unit)))
+    """The notebook runs and the browser tests first: the long ones start early, and two workers pair them."""
     items.sort(key=lambda item: not (item.get_closest_marker("notebook") or item.get_closest_marker("browser")))
+
+
+@pytest.hookimpl(optionalhook=True)   # pytest-xdist's hook: `make test` runs two workers (JOBS=2)
+def pytest_xdist_make_scheduler(config, log):
+    """Units of work for the workers: each notebook run alone, so that two run side by side (they mostly wait on
+    Kafka's clocks); every other test module whole, so that its module fixtures start once. In the collection's
+    order, notebook runs first."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return nodeid if nodeid.startswith(NOTEBOOK_RUNS) else nodeid.split("::")[0]
+
+    config.option.loadscopereorder = False
+    return ByUnit(config, log)
 
 
 def jvms_of_this_suite(token: str) -> list[int]:

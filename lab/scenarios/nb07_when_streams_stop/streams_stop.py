@@ -8,7 +8,7 @@ from __future__ import annotations
 
 
 from ...experiment.lessons import Lessons, LessonsResult
-from ...experiment.result import Exercise, expect, names, number
+from ...experiment.result import Exercise, count, expect, names, number
 from . import broker_bounce, partition_parallelism, poll_loop, slow_lookups
 
 
@@ -98,6 +98,51 @@ def _check_lookup_capacity(result: StreamsStopResult, answer) -> None:
            f"{p['lookup_latency_ms']:g} ms{behind}")
 
 
+def _interval_bounds(result: StreamsStopResult) -> tuple[float, int, int]:
+    """Exercise 3: the Java consumer's work between two polls without a fix, and the intervals that count as just
+    enough for it: above that work (the broker's minimum session as the floor), at most half as long again."""
+    result.lesson("poll_loop").rows   # a lesson that did not run asks to be run first (LabError)
+    work = poll_loop.batch_ms(result.params, "none")
+    floor = poll_loop.MIN_SESSION_MS
+    return work, max(floor, int(work) + 1), max(floor, int(1.5 * work))
+
+
+def _just_enough_interval(result: StreamsStopResult) -> int:
+    """Exercise 3: a quarter more than the work, rounded up to a whole second."""
+    work, low, _ = _interval_bounds(result)
+    return max(low, -(-int(1.25 * work) // 1000) * 1000)
+
+
+def _interval_too_short(result: StreamsStopResult) -> int:
+    """A tempting wrong answer to exercise 3: a second less than the work (the run then shows the loop); when that
+    is below the broker's minimum session, half again too long."""
+    work, low, high = _interval_bounds(result)
+    return int(work) - 1000 if work - 1000 >= poll_loop.MIN_SESSION_MS else high + 1000
+
+
+def _check_interval(result: StreamsStopResult, answer) -> None:
+    """An experiment: the poll lesson runs again with the learner's interval, the Java consumer alone without a fix,
+    and what it measured decides."""
+    work, low, high = _interval_bounds(result)
+    given = count(answer, "milliseconds")
+    expect(given >= poll_loop.MIN_SESSION_MS, f"max.poll.interval.ms = {given} is below {poll_loop.MIN_SESSION_MS} "
+           "ms, the broker's minimum session in this lab: the lesson cannot run it")
+    expect(given <= high, f"{given} ms would do, but it is more than half as long again as the {work:g} ms of work "
+           "between two polls: the smallest interval you would dare to set is the question (a long interval also "
+           "makes a consumer that really hangs take that long to leave its group)")
+    p = result.params
+    print(f"Exercise 3: running the poll lesson with max.poll.interval.ms = {given}, the Java consumer alone ...")
+    again = SCENARIO.run(lessons=["poll_loop"], poll_clients=["java"], poll_fixes=["none"], poll_interval_ms=given,
+                         **{k: p[k] for k in ("poll_batch", "poll_work_ms", "poll_records", "poll_watch_s",
+                                              "poll_loops")})
+    row = again.lesson("poll_loop").by_variant()["java/none"]
+    print(f"Measured: {row['reads']} reads of {row['distinct_offsets']} offsets, {row['commit_failures']} failed "
+          f"commit(s), committed offset {row['committed_offset']} of {row['records']}.")
+    expect(not row["looped"], f"with max.poll.interval.ms = {given} the Java consumer still looped (an offset read "
+           f"{row['max_reads_per_offset']} times, {row['commit_failures']} failed commit(s)): its {work:g} ms of work "
+           "between two polls (POLL_BATCH x POLL_WORK_MS) outlasted the interval")
+
+
 StreamsStopResult.exercises = {
     1: Exercise(
         check=_check_looped,
@@ -119,5 +164,15 @@ StreamsStopResult.exercises = {
             "about that many records per second (its `records_per_s` in the lookup table). One that keeps up "
             "processes only what comes in, which says nothing of its limit.",
         wrong=lambda r: _lookup_capacity(r) / 1000,   # 1 / LOOKUP_LATENCY_MS: milliseconds taken for seconds
+    ),
+    3: Exercise(
+        check=_check_interval,
+        solution=_just_enough_interval,
+        why="Without a fix, the Java consumer works `POLL_BATCH x POLL_WORK_MS` between two polls. The interval must "
+            "be longer than that, with a margin for the fetch and the commit and for a slower moment of the machine: "
+            "a quarter more, rounded up to a whole second, is the answer here. Much more than that also works, but "
+            "a consumer that really hangs then keeps its partitions that long before the group moves on. Fewer "
+            "records per poll (`max.poll.records`) shrink the work instead of stretching the interval.",
+        wrong=_interval_too_short,
     ),
 }
