@@ -87,28 +87,14 @@ def with_panel_clicks(notebook: Path, panel_values: dict, into: Path) -> Path:
     return into
 
 
-# Appended to every run: each exercise's solution passes its check, its tempting wrong answer is refused with a
-# hint, and no answer is "not answered yet"; recorded as `exercises` (asserted by tests/expectations.exercises).
-TRY_EXERCISES = """\
+# Appended to every run: each exercise tried with no answer, its solution and its tempting wrong answer
+# (tests.expectations.try_exercises), recorded as `exercises` (asserted by tests.expectations.exercises).
+TRY_EXERCISES = f"""\
 # added by tests/test_notebooks.py
-def _try_exercise(number, exercise):
-    tried = {}
-    for case, answer in (("none", lambda r: None), ("right", exercise.solution), ("wrong", exercise.wrong)):
-        try:
-            given = answer(result)
-            tried[case] = "correct" if result.check(number, given) else "not answered"
-        except AssertionError as exc:
-            tried[case] = str(exc)
-        except Exception as exc:
-            tried[case] = f"{type(exc).__name__}: {exc}"
-    try:
-        solved = exercise.solution(result)
-        tried["answer"] = None if callable(solved) else solved
-    except Exception as exc:
-        tried["answer"] = f"{type(exc).__name__}: {exc}"
-    return tried
-
-record(exercises={number: _try_exercise(number, e) for number, e in type(result).exercises.items()})
+import sys
+sys.path.insert(0, {str(ROOT)!r})
+from tests.expectations import try_exercises
+record(exercises=try_exercises(result))
 """
 
 

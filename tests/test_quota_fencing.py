@@ -15,6 +15,7 @@ from lab.experiment import checks
 from lab.experiment import Param, Spec
 from lab.scenarios.nb03_quota_driven_fencing import quota_fencing as qf
 from lab.programs import clients_classpath
+from tests.expectations import try_exercises
 
 T0 = datetime(2026, 11, 23, 12, 0, 0, tzinfo=timezone.utc).timestamp()
 
@@ -223,24 +224,13 @@ def quota_result(tmp_path, fenced_affected: bool = True, mitigations=("transacti
     return qf.QuotaResult("quota_fencing", p, "x", None, roles=roles, main=main)
 
 
-def tried(result, number: int) -> dict:
-    """What the notebook runs try on each exercise: no answer, the solution, the tempting wrong answer."""
-    exercise, out = result.exercises[number], {}
-    for case, answer in (("none", None), ("right", exercise.solution(result)), ("wrong", exercise.wrong(result))):
-        try:
-            out[case] = "correct" if result.check(number, answer) else "not answered"
-        except AssertionError as exc:
-            out[case] = str(exc)
-    return out
-
-
 @pytest.mark.parametrize("fenced_affected, mitigations", [(True, ("transaction_timeout",)), (False, ())])
 def test_the_exercises_take_the_solution_and_refuse_the_tempting_wrong_answer(tmp_path, fenced_affected,
                                                                               mitigations):
     result = quota_result(tmp_path, fenced_affected, mitigations)
     assert result.failed is fenced_affected
     for number in (1, 2, 3):
-        t = tried(result, number)
+        t = try_exercises(result)[number]
         assert t["none"] == "not answered" and t["right"] == "correct", (number, t)
         assert t["wrong"].startswith("Not quite:"), (number, t)
     solve = {n: e.solution(result) for n, e in result.exercises.items()}

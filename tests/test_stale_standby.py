@@ -5,6 +5,7 @@ import pytest
 from lab.errors import LabError
 from lab.experiment import checks
 from lab.scenarios.nb04_stale_standby_cache import stale_standby as s
+from tests.expectations import try_exercises
 
 T0 = 1_000.0
 
@@ -146,24 +147,13 @@ def test_why_names_the_branch_of_a_clean_run():
     assert "yet no read went stale" in clean("3.3.1", True)
 
 
-def tried(result, number: int) -> dict:
-    """What the notebook runs try on each exercise: no answer, the solution, the tempting wrong answer."""
-    exercise, out = result.exercises[number], {}
-    for case, answer in (("none", None), ("right", exercise.solution(result)), ("wrong", exercise.wrong(result))):
-        try:
-            out[case] = "correct" if result.check(number, answer) else "not answered"
-        except AssertionError as exc:
-            out[case] = str(exc)
-    return out
-
-
 @pytest.mark.parametrize("stale", [True, False])
 def test_the_exercises_take_the_solution_and_refuse_the_tempting_wrong_answer(tmp_path, stale):
     v = analysed(tmp_path, stale=stale, version="3.3.1" if stale else "3.5.2")
     result = s.StaleStandbyResult("stale_standby", {"program": "1 2"}, "x", v.timeline, variants={"failing": v})
     assert result.failed is stale and v.counts["round_trips"] == 1
     for number in (1, 2):
-        t = tried(result, number)
+        t = try_exercises(result)[number]
         assert t["none"] == "not answered" and t["right"] == "correct", t
         assert t["wrong"].startswith("Not quite:"), t
     e1, e2 = result.exercises[1], result.exercises[2]

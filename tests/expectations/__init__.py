@@ -8,9 +8,32 @@ def prediction(r: dict, given, measured) -> None:
     assert r["prediction_right"] == (None if given is None else given == measured), r
 
 
+def try_exercises(result) -> dict:
+    """Each exercise of a run tried as a learner could: no answer, the solution, the tempting wrong answer. By
+    number: what the check said of each ("correct", "not answered", or its hint or error), and the solution's
+    answer (None for a function)."""
+    out = {}
+    for number, exercise in type(result).exercises.items():
+        tried = {}
+        for case, answer in (("none", lambda r: None), ("right", exercise.solution), ("wrong", exercise.wrong)):
+            try:
+                tried[case] = "correct" if result.check(number, answer(result)) else "not answered"
+            except AssertionError as exc:
+                tried[case] = str(exc)
+            except Exception as exc:   # a lesson not run (LabError), or a check that crashed: exercises() says so
+                tried[case] = f"{type(exc).__name__}: {exc}"
+        try:
+            solved = exercise.solution(result)
+            tried["answer"] = None if callable(solved) else solved
+        except Exception as exc:
+            tried["answer"] = f"{type(exc).__name__}: {exc}"
+        out[number] = tried
+    return out
+
+
 def exercises(r: dict, numbers: list[int], not_run: tuple = ()) -> dict:
-    """Every exercise tried on the run (tests/test_notebooks.py TRY_EXERCISES): no answer is "not answered", the
-    solution is correct, the tempting wrong answer is refused with a hint. An exercise whose lesson this run left
+    """Every exercise tried on the run (try_exercises, in a cell tests/test_notebooks.py adds): no answer is
+    "not answered", the solution is correct, the tempting wrong answer is refused with a hint. An exercise whose lesson this run left
     out (`not_run`) asks for the lesson instead. Returns the solutions' answers, by exercise number."""
     tried = r["exercises"]
     assert sorted(map(int, tried)) == numbers, tried
