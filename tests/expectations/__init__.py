@@ -33,8 +33,8 @@ def try_exercises(result) -> dict:
 
 def exercises(r: dict, numbers: list[int], not_run: tuple = ()) -> dict:
     """Every exercise tried on the run (try_exercises, in a cell tests/test_notebooks.py adds): no answer is
-    "not answered", the solution is correct, the tempting wrong answer is refused with a hint. An exercise whose lesson this run left
-    out (`not_run`) asks for the lesson instead. Returns the solutions' answers, by exercise number."""
+    "not answered", the solution is correct, the tempting wrong answer is refused with a hint. An exercise whose
+    lesson this run left out (`not_run`) asks for the lesson instead. Returns the solutions' answers, by exercise number."""
     tried = r["exercises"]
     assert sorted(map(int, tried)) == numbers, tried
     for number, t in tried.items():
