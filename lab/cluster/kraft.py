@@ -264,8 +264,12 @@ class KafkaCluster(NodeLauncher, SaslSecurity):
         return AdminClient(connection.kafka_config(self.bootstrap, {"log_level": 0}, security=self.client_security()))
 
     def leader_of(self, topic: str, partition: int = 0) -> int:
+        """The partition's leader, or -1 while the answering node does not know it yet
+        (just after creation a node's metadata can list the topic without its partitions)."""
         md = self.admin().list_topics(topic, timeout=10)
-        return md.topics[topic].partitions[partition].leader
+        found = md.topics.get(topic)
+        part = found.partitions.get(partition) if found is not None else None
+        return part.leader if part is not None else -1
 
     # -------------------------------------------------------------- quotas
     def set_quota(self, client_id: str, **rates: float) -> None:
