@@ -455,9 +455,9 @@ def test_a_prediction_given_as_a_parameter_is_checked_at_once_and_compared_with_
     with pytest.raises(LabError, match="not a number"):
         predict("How many?", given="five")
     guess = predict("Which way?", ["up", "down"], given="up")
-    assert "Your prediction (PREDICTION): up" in capsys.readouterr().out
-    assert guess.against("down") == "You said: up. This run measured: down. Not what you predicted: the next " \
-                                    "sections show why."
+    assert "Your prediction: up" in capsys.readouterr().out
+    assert guess.against("down") == "You said: up. This run measured: down. Not what you predicted: the cells " \
+                                    "below show why."
     assert guess.as_record() == {"prediction": "up", "prediction_measured": "down", "prediction_right": False}
     number = predict("How many?", given=9, show=False)
     number.against(10)                                   # within 25 %
@@ -475,3 +475,50 @@ def test_a_prediction_left_to_the_widget_reads_it_when_compared_and_none_says_so
     clicked.against(12)
     assert clicked.as_record() == {"prediction": 12.0, "prediction_measured": 12, "prediction_right": True}
     assert predict("Which way?", ["up", "down"]).against(None).startswith("This run did not measure it")
+
+
+def test_a_notebook_of_lessons_predicts_and_runs_each_lesson_in_its_own_section(capsys):
+    """Lessons.predict asks one lesson's question (PREDICTIONS by lesson, checked), run_lesson runs that lesson
+    alone or says it was left out, and together() joins the sections' results for the exercises and record()."""
+    from lab.experiment import Timeline
+    from lab.experiment.predict import predictions
+    from lab.scenarios.nb07_when_streams_stop import streams_stop
+    from lab.scenarios.nb07_when_streams_stop.streams_stop import StreamsStopResult
+
+    p = streams_stop.SPEC.validate(lessons=["poll_loop", "partitions"], par_partitions=[2], par_instances=[1, 3])
+    with pytest.raises(LabError, match="PREDICTIONS names no lesson \\['polling'\\]"):
+        streams_stop.predict("poll_loop", p, {"polling": "no, it moves on"})
+    with pytest.raises(LabError, match="not one of the answers"):   # the lesson's own choices
+        streams_stop.predict("poll_loop", p, {"poll_loop": 3})
+    guess = streams_stop.predict("partitions", p, {"partitions": 3}, show=False)
+    assert guess.lesson == "partitions" and "3 instances" in guess.question and guess.choices is None
+
+    skipped = streams_stop.run_lesson("lookups", cluster=None, **p)   # not in LESSONS: nothing starts
+    assert skipped.outcomes == {} and skipped.measured_answer() is None
+    assert "not run in this run" in skipped.lesson("lookups").explain()
+
+    def section(lesson, t0, record, answer):
+        class Outcome:
+            failed, audits = lesson == "partitions", {}
+            def as_record(self):
+                return record
+
+            def verdict(self):
+                return lesson
+        timeline = Timeline(t0)
+        timeline.add("run", lesson, t0 + 1)
+        return StreamsStopResult("streams_stop", {**p, "lessons": [lesson]}, f"run-{lesson}", timeline,
+                                 outcomes={lesson: Outcome()}, titles=dict(streams_stop.SCENARIO.titles),
+                                 peak_rss_mb={"apps": t0}, answers={lesson: answer})
+    poll = section("poll_loop", 100.0, {"poll_loop": {}}, "no, it moves on")
+    parallelism = section("partitions", 160.0, {"parallelism": {}}, 2)
+    assert poll.measured_answer() == "no, it moves on" and parallelism.measured_answer() == 2
+    guess.against(parallelism.measured_answer())
+    both = streams_stop.together(poll, skipped, parallelism)
+    assert isinstance(both, StreamsStopResult) and both.params["lessons"] == ["poll_loop", "partitions"]
+    assert both.failed and both.measured_answer("partitions") == 2 and both.measured_answer() is None
+    assert [(e.t, e.kind) for e in both.timeline.events] == [(1.0, "poll_loop"), (61.0, "partitions")]
+    assert both.peak_rss_mb == {"apps": 160.0} and both.as_record()["lessons"] == ["poll_loop", "partitions"]
+    assert predictions(guess) == {"predictions": {"partitions": {"prediction": 3, "prediction_measured": 2,
+                                                                 "prediction_right": False}}}
+

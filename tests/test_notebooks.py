@@ -41,6 +41,8 @@ STOP_AFTER_S = 3   # the panel's Stop is clicked this long after its Run
 NOISE = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (WARN|INFO|ERROR) |^WARNING: |Using Spark's default log4j"
                    r"|^%\d\|\d+\.\d+\|")
 SECTIONS = ["## Setup", "## Parameters", "## Try it yourself", "## Exercises", "## Recorded results"]
+# A notebook of lessons (06, 07) gives each lesson its own section, its exercises in it: no "## Exercises".
+LESSON_SECTIONS = [s for s in SECTIONS if s != "## Exercises"]
 
 
 def expectations(name: str):
@@ -137,12 +139,12 @@ def test_notebook(name: str, variant: str, tmp_path: Path):
 
 @pytest.mark.notebook
 def test_a_notebook_runs_to_its_end_whichever_lessons_it_runs(tmp_path: Path):
-    """Notebook 07 with one lesson of four: every other lesson's section says it did not run, the Predict
-    question (about another lesson) says it was not measured, and the results are recorded."""
+    """Notebook 07 with one lesson of four: every other lesson's section says it did not run, its Predict
+    question says it was not measured, and the results are recorded."""
     name = "07_when_streams_stop"
     output = tmp_path / f"{name}.ipynb"
     parameters = {"LESSONS": ["partitions"], "PAR_PARTITIONS": [2], "PAR_INSTANCES": [1, 3], "PAR_WINDOW_S": 5,
-                  "PREDICTION": "yes, it keeps reading the same batch", "INTERACTIVE": False}
+                  "PREDICTIONS": {"poll_loop": "yes, it keeps reading the same batch"}, "INTERACTIVE": False}
     papermill.execute_notebook(
         str(NOTEBOOK_DIR / f"{name}.ipynb"), str(output), parameters=parameters, kernel_name="python3",
         cwd=str(NOTEBOOK_DIR), execution_timeout=CELL_TIMEOUT, log_output=True,
@@ -151,7 +153,9 @@ def test_a_notebook_runs_to_its_end_whichever_lessons_it_runs(tmp_path: Path):
     # three instances on two partitions: one has no task (the lesson's failure), and nothing else ran
     assert results["lessons"] == ["partitions"] and results["failure_reproduced"] is True, results["verdict"]
     assert results["parallelism"]["p2_n3"]["idle_instances"] == 1 and "poll_loop" not in results, results
-    assert results["prediction"] == parameters["PREDICTION"] and results["prediction_measured"] is None, results
+    poll = results["predictions"]["poll_loop"]
+    assert poll["prediction"] == parameters["PREDICTIONS"]["poll_loop"] and poll["prediction_measured"] is None, poll
+    assert results["predictions"]["partitions"]["prediction_measured"] == 2, results["predictions"]   # 2 of 3 busy
     shown = "".join(o.get("text", "") + str(o.get("data", {}).get("text/markdown", ""))
                     for c in nbformat.read(output, as_version=4).cells for o in c.get("outputs", []))
     assert "not run in this run" in shown and "This run did not measure it" in shown
@@ -216,10 +220,11 @@ def test_notebook_surface(name: str):
     titles = [h for h in headings if h.startswith("# ")]
     assert len(titles) == 1, f"{name}: exactly one level-1 heading, found {titles}"
     assert headings[0] == titles[0], f"{name}: the title comes first, before {headings[0]!r}"
+    wanted = LESSON_SECTIONS if _lessons(name) else SECTIONS
     sections = [h for h in headings if h in SECTIONS]
-    missing = [s for s in SECTIONS if s not in sections]
+    missing = [s for s in wanted if s not in sections]
     assert not missing, f"{name}: missing sections {missing}"
-    assert sections == SECTIONS, f"{name}: sections out of order: {sections}"
+    assert sections == wanted, f"{name}: sections out of order: {sections}"
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -228,19 +233,42 @@ def test_solutions_stay_hidden_until_the_learner_asks(name: str):
     and the prose under it offers `result.solution(n)`, which shows the solution and why when asked for."""
     code = "\n".join("".join(c["source"]) for c in _cells(name) if c["cell_type"] == "code")
     prose = "\n".join("".join(c["source"]) for c in _cells(name) if c["cell_type"] == "markdown")
-    checked = sorted({int(n) for n in re.findall(r"result\.check\((\d+),", code)})
-    offered = sorted({int(n) for n in re.findall(r"result\.solution\((\d+)\)", prose)})
+    checked = sorted({int(n) for n in re.findall(r"\b\w+\.check\((\d+),", code)})
+    offered = sorted({int(n) for n in re.findall(r"\b\w+\.solution\((\d+)\)", prose)})
     assert checked and checked == offered, (name, checked, offered)
     assert "olution" not in code, f"{name}: a code cell holds a solution"
+
+
+def _lessons(name: str) -> list[str]:
+    """The lessons of a notebook made of lessons (its scenario is lab.experiment.lessons.Lessons), else []."""
+    from lab.experiment.lessons import Lessons
+    scenario = getattr(next(e for e in COURSE if e.name == name).module(), "SCENARIO", None)
+    return list(scenario.modules) if isinstance(scenario, Lessons) else []
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_the_learner_predicts_before_the_run_and_the_run_answers(name: str):
     """A Predict cell comes before the run, the run prints the prediction beside its measurement, and the
-    recorded results keep both (tests/expectations assert them, with and without a given PREDICTION)."""
+    recorded results keep both (tests/expectations assert them, with and without a given prediction). In a
+    notebook of lessons, each lesson's section has its own Predict cell and runs that lesson alone."""
     code = ["".join(c["source"]) for c in _cells(name) if c["cell_type"] == "code"]
-    asked = [i for i, src in enumerate(code) if re.search(r"^guess = predict\(", src, re.M)]
-    ran = [i for i, src in enumerate(code) if re.search(r"^result = \w+\.run\(", src, re.M)]
-    assert len(asked) == 1 and len(ran) == 1 and asked[0] < ran[0], (name, asked, ran)
-    assert "guess.against(result.measured_answer())" in code[ran[0]], name
-    assert any("**guess.as_record()" in src for src in code), f"{name}: the prediction is not recorded"
+    lessons = _lessons(name)
+    if not lessons:
+        asked = [i for i, src in enumerate(code) if re.search(r"^guess = predict\(", src, re.M)]
+        ran = [i for i, src in enumerate(code) if re.search(r"^result = \w+\.run\(", src, re.M)]
+        assert len(asked) == 1 and len(ran) == 1 and asked[0] < ran[0], (name, asked, ran)
+        assert "guess.against(result.measured_answer())" in code[ran[0]], name
+        assert any("**guess.as_record()" in src for src in code), f"{name}: the prediction is not recorded"
+        return
+    guesses = []
+    for lesson in lessons:
+        asked = [i for i, src in enumerate(code) if re.search(rf'^(guess_\w+) = \w+\.predict\("{lesson}",', src, re.M)]
+        ran = [i for i, src in enumerate(code) if re.search(rf'^(\w+) = \w+\.run_lesson\("{lesson}",', src, re.M)]
+        assert len(asked) == 1 and len(ran) == 1 and asked[0] < ran[0], (name, lesson, asked, ran)
+        guess = re.search(r"^(guess_\w+) =", code[asked[0]], re.M).group(1)
+        var = re.search(r"^(\w+) = \w+\.run_lesson", code[ran[0]], re.M).group(1)
+        assert f"{guess}.against({var}.measured_answer())" in code[ran[0]], (name, lesson)
+        guesses.append(guess)
+    assert not any(re.search(r"^result = \w+\.run\(", src, re.M) for src in code), f"{name}: a run of every lesson"
+    recorded = [src for src in code if "**predictions(" in src]
+    assert recorded and all(g in recorded[0] for g in guesses), f"{name}: not every prediction is recorded"

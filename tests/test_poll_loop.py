@@ -74,7 +74,7 @@ def test_exercise_1_names_what_looped_in_this_run(capsys):
         every.check(1, one.wrong(every))
 
 
-def test_exercise_3_an_interval_too_short_or_too_long_is_refused_before_anything_runs(monkeypatch):
+def test_exercise_2_an_interval_too_short_or_too_long_is_refused_before_anything_runs(monkeypatch):
     """The experiment itself runs in the notebook's tests; here, what is refused without running it, and the
     solution's arithmetic: a quarter more than the work, rounded up to a second, within the bounds."""
     from lab.experiment import Timeline
@@ -87,17 +87,17 @@ def test_exercise_3_an_interval_too_short_or_too_long_is_refused_before_anything
     p = streams_stop.SPEC.validate(lessons=["poll_loop"], **SMALL)
     r = StreamsStopResult("streams_stop", p, "run-1", Timeline(0.0), outcomes={"poll_loop": poll_loop.Outcome([], {})},
                           titles=dict(streams_stop.SCENARIO.titles))
-    three = StreamsStopResult.exercises[3]
-    assert three.solution(r) == 10_000 and three.wrong(r) == 7000        # 8 s of work
+    two = StreamsStopResult.exercises[2]
+    assert two.solution(r) == 10_000 and two.wrong(r) == 7000        # 8 s of work
     for answer, hint in [(5000, "below 6000 ms"), (12_001, "more than half as long again"), ("10 s", "whole number"),
                          (True, "whole number")]:
         with pytest.raises(AssertionError, match=f"^Not quite: .*{re.escape(hint)}"):
-            r.check(3, answer)
+            r.check(2, answer)
     with pytest.raises(AssertionError, match="the experiment ran"):   # within the bounds: it runs the lesson
-        r.check(3, 9000)
+        r.check(2, 9000)
     # 2 s of work: the broker's 6 s minimum session is the floor, and half again too long is the wrong answer
     short = StreamsStopResult("streams_stop", {**p, "poll_batch": 100}, "run-2", Timeline(0.0),
                               outcomes={"poll_loop": poll_loop.Outcome([], {})}, titles=r.titles)
-    assert three.solution(short) == 6000 and three.wrong(short) == 7000
+    assert two.solution(short) == 6000 and two.wrong(short) == 7000
     with pytest.raises(AssertionError, match="more than half as long again"):
-        short.check(3, three.wrong(short))
+        short.check(2, two.wrong(short))

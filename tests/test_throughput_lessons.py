@@ -55,7 +55,7 @@ def test_a_lesson_that_did_not_run_says_so_and_an_exercise_about_it_asks_to_run_
     assert "not run in this run" in missing.figure().data and "not run" in missing.explain()
     assert missing.audits == {}
     assert not ran.check(1, None)   # not answered: nothing asked of the lesson yet
-    for number, answer in ((1, ["java/none"]), (2, 20), (3, 10_000)):
+    for number, answer in ((1, ["java/none"]), (2, 10_000), (3, 20)):
         exercise = StreamsStopResult.exercises[number]
         # the check, the solution and the tempting wrong answer all ask to run the lesson first
         for attempt in (lambda: ran.check(number, answer), lambda: exercise.solution(ran),
@@ -66,7 +66,7 @@ def test_a_lesson_that_did_not_run_says_so_and_an_exercise_about_it_asks_to_run_
         ran.lesson("polling")
 
 
-def test_exercise_2_one_threads_budget_against_a_slow_lookup(capsys):
+def test_exercise_3_one_threads_budget_against_a_slow_lookup(capsys):
     from lab.experiment import Timeline
     from lab.scenarios.nb07_when_streams_stop import streams_stop
     from lab.scenarios.nb07_when_streams_stop.streams_stop import StreamsStopResult
@@ -78,20 +78,20 @@ def test_exercise_2_one_threads_budget_against_a_slow_lookup(capsys):
                                  outcomes={"lookups": slow_lookups.Outcome(rows, {}, 50, 0)},
                                  titles=dict(streams_stop.SCENARIO.titles))
 
-    two = StreamsStopResult.exercises[2]
+    three = StreamsStopResult.exercises[3]
     behind = result(50, {"records_per_s": 18.6, "keeps_up": False})
-    assert two.solution(behind) == 20 and behind.check(2, 20) and behind.check(2, 19.5)
-    assert not behind.check(2, None) and "result.solution(2)" in capsys.readouterr().out
-    for answer, hint in [(two.wrong(behind), "LOOKUP_LATENCY_MS is in milliseconds"),
+    assert three.solution(behind) == 20 and behind.check(3, 20) and behind.check(3, 19.5)
+    assert not behind.check(3, None) and "result.solution(3)" in capsys.readouterr().out
+    for answer, hint in [(three.wrong(behind), "LOOKUP_LATENCY_MS is in milliseconds"),
                          (50, "not 1000 / LOOKUP_LATENCY_MS: one call at a time, each 50 ms (the plain app, behind, "
                               "managed 18.6"),
                          (0, "not 1000 / LOOKUP_LATENCY_MS"), ("20", "a number")]:
         with pytest.raises(AssertionError, match=f"^Not quite: .*{re.escape(hint)}"):
-            behind.check(2, answer)
+            behind.check(3, answer)
     # within its budget the plain app does what comes in: that rate is not the answer
     within = result(10, {"records_per_s": 10.0, "keeps_up": True})
-    assert within.check(2, two.solution(within))
+    assert within.check(3, three.solution(within))
     with pytest.raises(AssertionError, match="^Not quite: the plain app did 10 records/s because only LOOKUP_RATE"):
-        within.check(2, 10)
+        within.check(3, 10)
     with pytest.raises(AssertionError, match="^Not quite: LOOKUP_LATENCY_MS is in milliseconds"):
-        within.check(2, two.wrong(within))
+        within.check(3, three.wrong(within))

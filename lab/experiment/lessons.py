@@ -5,23 +5,35 @@ cluster, each lesson its own module with the same small interface:
     RULES        fn(p) -> a refusal or None: what Kafka or the machine cannot take
     needs(p)     dict(nodes=N, broker_config={...}[, extra_listener=NAME]): what its broker must have
     run_lesson(lab, p) -> an outcome with failed, verdict(), explain(), table(), figure(), as_record()
+    question(p) -> (text, choices or None)      its Predict question
+    measured_answer(record, p) -> the answer     this run's answer to it, from the outcome's as_record()
 
     SCENARIO = Lessons("streams-stop", {"poll_loop": ("1 · the poll-interval loop", poll_loop), ...},
                        apps=("PollLoopConsumer", ...), result=StreamsStopResult)
     SPEC, needs, run = SCENARIO.spec, SCENARIO.needs, SCENARIO.run
+
+A notebook gives each lesson its own section (predict, run that lesson alone, observe, try):
+
+    guess = SCENARIO.predict("poll_loop", PARAMS, PREDICTIONS)
+    poll = SCENARIO.run_lesson("poll_loop", cluster=cluster, **PARAMS)
+    guess.against(poll.measured_answer())
+    ...
+    result = SCENARIO.together(poll, ...)      # every section's result, for the exercises and record()
 """
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..config import KAFKA_VERSION
 from ..audit import warm_up
 from ..errors import LabError
 from .memory import child_pids, peak_rss
 from .params import Param, Spec
+from .predict import Prediction, predict
 from .result import Result
 from .run import Run
+from .timeline import Timeline
 
 
 class Lessons:
@@ -58,9 +70,61 @@ class Lessons:
         listener = next((w["extra_listener"] for w in wanted if w.get("extra_listener")), None)
         return {**needs, "extra_listener": listener} if listener else needs
 
-    def run(self, cluster=None, progress: bool = True, **params) -> "LessonsResult":
+    def question(self, p: dict, lesson: str) -> tuple:
+        """The lesson's Predict question: (text, choices), choices None for a number."""
+        return self._module(lesson).question(p)
+
+    def predict(self, lesson: str, p: dict, given: dict | None = None, show: bool = True) -> Prediction:
+        """The lesson's Predict step; `given` maps lessons to predictions (a notebook's PREDICTIONS, headless)."""
+        given = given or {}
+        unknown = sorted(set(given) - set(self.modules))
+        if unknown:
+            raise LabError(f"PREDICTIONS names no lesson {unknown}: the lessons are {list(self.modules)}.")
+        guess = predict(*self.question(p, lesson), given=given.get(lesson), show=show)
+        guess.lesson = lesson
+        return guess
+
+    def run_lesson(self, lesson: str, cluster=None, progress: bool = True, **params) -> "LessonsResult":
+        """One lesson alone, as its notebook section runs it. A lesson left out of LESSONS does not run: its
+        result says so (and the section's cells say it in one line each)."""
         p = self.spec.validate(**params)
-        with Run(self.scenario, cluster=cluster, progress=progress, **self.needs(p)) as lab:
+        self._module(lesson)
+        if lesson not in p["lessons"]:
+            return self.result(self.scenario.replace("-", "_"), {**p, "lessons": []}, "", Timeline(0),
+                               outcomes={}, titles=self.titles)
+        # on the broker every chosen lesson needs: the one the notebook started, not one of its own
+        return self._run({**p, "lessons": [lesson]}, self.needs(p), cluster, progress)
+
+    def together(self, *results: "LessonsResult") -> "LessonsResult":
+        """The sections' results as one, as if one run had run their lessons: the exercises and record() read it.
+        Its timeline puts every section's events on one clock."""
+        ran = [r for r in results if r.outcomes]
+        first = ran[0] if ran else results[0]
+        t0 = min((r.timeline.t0 for r in ran), default=0)
+        timeline = Timeline(t0)
+        for r in ran:
+            shift = r.timeline.t0 - t0
+            timeline.events += [shifted(e, shift) for e in r.timeline.events]
+            timeline.bands += [shifted(b, shift) for b in r.timeline.bands]
+        outcomes = {name: o for r in ran for name, o in r.outcomes.items()}
+        peak = {k: max(r.peak_rss_mb.get(k) or 0 for r in ran) for k in {k for r in ran for k in r.peak_rss_mb}}
+        return self.result(self.scenario.replace("-", "_"), {**first.params, "lessons": list(outcomes)},
+                           first.run_id, timeline, notes=[n for r in ran for n in r.notes], outcomes=outcomes,
+                           titles=self.titles, peak_rss_mb=peak,
+                           answers={k: v for r in ran for k, v in r.answers.items()})
+
+    def _module(self, lesson: str):
+        if lesson not in self.modules:
+            raise LabError(f"There is no lesson {lesson!r} (lessons: {list(self.modules)}).")
+        return self.modules[lesson]
+
+    def run(self, cluster=None, progress: bool = True, **params) -> "LessonsResult":
+        """The chosen lessons, one after the other, on one broker."""
+        p = self.spec.validate(**params)
+        return self._run(p, self.needs(p), cluster, progress)
+
+    def _run(self, p: dict, needs: dict, cluster, progress: bool) -> "LessonsResult":
+        with Run(self.scenario, cluster=cluster, progress=progress, **needs) as lab:
             stop = threading.Event()
             rss = lab.background(peak_rss, stop, lambda: {
                 "apps": [pid for marker in self.apps for pid in child_pids(marker)],
@@ -75,8 +139,15 @@ class Lessons:
             finally:
                 stop.set()
             peak = rss.result(10)
+        answers = {name: self.modules[name].measured_answer(o.as_record(), p) for name, o in outcomes.items()
+                   if hasattr(self.modules[name], "measured_answer")}
         return self.result(self.scenario.replace("-", "_"), p, lab.id, lab.timeline, outcomes=outcomes,
-                           titles=self.titles, peak_rss_mb=peak)
+                           titles=self.titles, peak_rss_mb=peak, answers=answers)
+
+
+def shifted(event, by: float):
+    """The event `by` seconds later (onto an earlier t0)."""
+    return replace(event, t=round(event.t + by, 3), end=None if event.end is None else round(event.end + by, 3))
 
 
 class NotRun:
@@ -107,6 +178,7 @@ class LessonsResult(Result):
     outcomes: dict = field(default_factory=dict)      # lesson -> its outcome
     titles: dict = field(default_factory=dict)        # lesson -> "N · title"
     peak_rss_mb: dict = field(default_factory=dict)   # {"apps": MB, "brokers": MB}: the largest at one instant
+    answers: dict = field(default_factory=dict)       # lesson -> this run's answer to its Predict question
 
     @property
     def failed(self) -> bool:
@@ -117,6 +189,15 @@ class LessonsResult(Result):
 
     def explain(self) -> str:
         return "\n\n".join(f"**{self.titles[name]}**\n\n{o.explain()}" for name, o in self.outcomes.items())
+
+    def measured_answer(self, lesson: str | None = None):
+        """This run's answer to a lesson's Predict question (default: the lesson that ran, when one did); None
+        when that lesson did not run or did not measure it."""
+        if lesson is None:
+            if len(self.outcomes) != 1:
+                return None
+            lesson = next(iter(self.outcomes))
+        return self.answers.get(lesson)
 
     def lesson(self, name: str):
         """One lesson's outcome (its table(), figure(), explain()); for a lesson that did not run, a stand-in

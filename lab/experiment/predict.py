@@ -6,6 +6,9 @@ is printed beside the answer.
     guess.against(result.measured_answer())     # You said ...; this run measured ...
     record(**result.as_record(), **guess.as_record())
 
+A notebook of several lessons asks one question per lesson (Lessons.predict) and records them all with
+`predictions(...)`.
+
 In Jupyter the question is a small widget (choices: radio buttons; a number: a text box). Headless there is no
 one to click, so `given` (a notebook parameter) is the prediction; None means none was made.
 """
@@ -21,6 +24,7 @@ class Prediction:
         self.question, self.choices, self.given, self.tolerance = question, choices, given, tolerance
         self.widget = widget
         self.measured = None
+        self.lesson = None   # set by Lessons.predict: which lesson of its notebook asked
 
     @property
     def answer(self):
@@ -54,7 +58,7 @@ class Prediction:
         else:
             said = (f"{float(self.answer):g}" if not self.choices else self.answer)
             line = (f"You said: {said}. This run measured: {shown}. "
-                    + ("As you predicted." if self.right() else "Not what you predicted: the next sections show why."))
+                    + ("As you predicted." if self.right() else "Not what you predicted: the cells below show why."))
         print(line)
         return line
 
@@ -81,5 +85,10 @@ def predict(question: str, choices=None, *, given=None, tolerance: float = 0.25,
                   if choices else w.Text(placeholder="your number", layout=w.Layout(width="160px")))
         display(w.VBox([w.HTML(f"<b>Predict:</b> {question}"), widget]))
     elif show:
-        print(f"Predict: {question}\nYour prediction (PREDICTION): {given}")
+        print(f"Predict: {question}\nYour prediction: {given}")
     return Prediction(question, choices, given, tolerance, widget)
+
+
+def predictions(*guesses: Prediction) -> dict:
+    """Every lesson's prediction for record(): {"predictions": {lesson: as_record()}}."""
+    return {"predictions": {g.lesson: g.as_record() for g in guesses}}

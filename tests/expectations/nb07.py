@@ -1,5 +1,5 @@
 """Notebook 07: when streams stop moving: the poll-interval loop, partitions that bound parallelism, slow lookups,
-broker bounces (seed 002)."""
+broker bounces ("Tales from running Kafka Streams in Production")."""
 from tests.expectations import exercises, prediction
 
 # Every lesson, small: 400 records x 20 ms = 8 s of work per poll against a 6 s interval (Streams: one record of
@@ -33,7 +33,9 @@ PARAMETERS = {
     "BOUNCE_BROKERS": "listener",
     "BOUNCE_DOWN_S": 15,
     "BOUNCE_WATCH_S": 40,
-    "PREDICTION": "no, it moves on",   # a wrong prediction: 400 x 20 ms of work is longer than the 6 s interval
+    # wrong predictions for two lessons (400 x 20 ms of work outlasts the 6 s interval; 2.7 dies), a right one, and
+    # none for the lookups (the widget's path)
+    "PREDICTIONS": {"poll_loop": "no, it moves on", "partitions": 2, "bounce": "it rides it out"},
     "INTERACTIVE": False,
 }
 
@@ -43,7 +45,7 @@ PARAMETERS = {
 CONTROL = {**PARAMETERS, "POLL_FIXES": ["longer_interval", "pause_resume"], "PAR_INSTANCES": [1, 2],
            "LOOKUP_RATE": 10,          # 10 records/s x 50 ms: half of one thread's second, lookups are fine
            "BOUNCE_APPS": ["2.7.2", "4.3.1/shutdown_client", "4.3.1/replace_thread"], "BOUNCE_REPLICATION": 3,
-           "BOUNCE_ACKS": "all", "PREDICTION": None}
+           "BOUNCE_ACKS": "all", "PREDICTIONS": {}}
 
 # The panel, clicked in the CONTROL run: the lookup lesson with a cache.
 PANEL = {"lessons": ["lookups"], "lookup_modes": ["cache"]}
@@ -60,7 +62,12 @@ def _clean_poll(name, row, records):
 def check(results):
     assert results["failure_reproduced"] is True
     poll, records = results["poll_loop"], PARAMETERS["POLL_RECORDS"]
-    prediction(results, PARAMETERS["PREDICTION"], "yes, it keeps reading the same batch")
+    assert results["lessons"] == PARAMETERS["LESSONS"]
+    given = PARAMETERS["PREDICTIONS"]
+    prediction(results, given["poll_loop"], "yes, it keeps reading the same batch", "poll_loop")
+    prediction(results, given["partitions"], 2, "partitions")       # 3 instances on 2 partitions: 2 busy
+    prediction(results, None, "no, its lag keeps growing", "lookups")
+    prediction(results, given["bounce"], "it dies", "bounce")      # 2.7.2
     assert "streams/pause_resume" not in poll and len(poll) == 11, list(poll)
     for name, row in poll.items():
         # What looped is what the arithmetic (work between two polls against the interval) said would.
@@ -114,25 +121,28 @@ def check(results):
     assert "partitions have leader brokers without a matching listener" in \
         results["bounce_evidence"]["4.3.1/shutdown_client"]["listener_not_found"]
 
-    # The exercises, tried on this run: what looped (the table's `looped` column), and one thread's budget,
-    # 1000 / LOOKUP_LATENCY_MS.
+    # The exercises, tried on this run: what looped (the table's `looped` column), the interval experiment, and one
+    # thread's budget, 1000 / LOOKUP_LATENCY_MS.
     answers = exercises(results, [1, 2, 3])
     assert answers[1] == sorted(name for name, row in poll.items() if row["looped"]) != [], answers
-    assert answers[2] == 1000 / PARAMETERS["LOOKUP_LATENCY_MS"], answers
+    assert answers[3] == 1000 / PARAMETERS["LOOKUP_LATENCY_MS"], answers
     _interval_experiment(results, answers)
 
 
 def _interval_experiment(results, answers):
-    # Exercise 3 is an experiment: the poll lesson ran again with each answer. A quarter more than the 8 s of work
+    # Exercise 2 is an experiment: the poll lesson ran again with each answer. A quarter more than the 8 s of work
     # (rounded up to a second) ran clean; a second less than the work looped, as measured, not refused by arithmetic.
-    assert answers[3] == 10_000, answers
-    assert "the Java consumer still looped" in results["exercises"]["3"]["wrong"], results["exercises"]["3"]
+    assert answers[2] == 10_000, answers
+    assert "the Java consumer still looped" in results["exercises"]["2"]["wrong"], results["exercises"]["2"]
 
 
 def check_control(results):
     assert results["failure_reproduced"] is False
     poll, records = results["poll_loop"], CONTROL["POLL_RECORDS"]
-    prediction(results, None, "no, it moves on")     # the Java consumer with the longer interval
+    prediction(results, None, "no, it moves on", "poll_loop")     # the Java consumer with the longer interval
+    prediction(results, None, 2, "partitions")                    # 2 instances on 2 partitions: both busy
+    prediction(results, None, "yes, it keeps up", "lookups")
+    prediction(results, None, "it rides it out", "bounce")        # 2.7.2, with a follower to take over
     assert sorted(poll) == ["java/longer_interval", "java/pause_resume", "librdkafka/longer_interval",
                             "librdkafka/pause_resume", "streams/longer_interval"], list(poll)
     for name, row in poll.items():
@@ -152,5 +162,5 @@ def check_control(results):
         assert row["listener_not_found_lines"] == 0 and row["acks"] == "all", (app, row)
     # The exercises: nothing looped; the budget is the same arithmetic, whatever the input rate.
     answers = exercises(results, [1, 2, 3])
-    assert answers[1] == [] and answers[2] == 1000 / CONTROL["LOOKUP_LATENCY_MS"], answers
+    assert answers[1] == [] and answers[3] == 1000 / CONTROL["LOOKUP_LATENCY_MS"], answers
     _interval_experiment(results, answers)   # the same experiment: the Java consumer without a fix

@@ -79,6 +79,28 @@ def _input_fits(p: dict) -> str | None:
 
 RULES = [_variants, _input_fits]
 
+SEES = ("all of them", "some of them", "none of them")
+READS = {"internal": "the app's internal changelog topic (the store's, named by Kafka Streams)",
+         "explicit": "the app's output topic (written with to(), its store named)"}
+
+
+def asked_variant(p: dict) -> str:
+    """The variant the Predict question is about: the internal changelog if it runs."""
+    return "internal" if "internal" in p["changelog_variants"] else p["changelog_variants"][0]
+
+
+def question(p: dict) -> tuple:
+    return (f"A downstream team reads {READS[asked_variant(p)]}. Version 2 of the app only adds a "
+            f"`{p['changelog_change']}` step before the count and is deployed while input keeps coming. Of the counts "
+            "version 2 makes, how many does the downstream reader get?", SEES)
+
+
+def measured_answer(record: dict, p: dict):
+    row = record["changelog"].get(asked_variant(p))
+    if row is None:
+        return None
+    return SEES[0] if row["live_lost"] == 0 else SEES[2] if row["live_lost"] >= row["inputs_v2"] else SEES[1]
+
 
 def input_records(p: dict) -> int:
     """About how many records the two versions see (each phase, plus the redeploy's few seconds)."""

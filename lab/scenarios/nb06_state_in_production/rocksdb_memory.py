@@ -21,7 +21,7 @@ CONFIGS = ("default", "bounded")
 # Kafka Streams 4.3.1's RocksDBStore (javap -constants): what one store instance may take by default.
 BLOCK_CACHE_MB, WRITE_BUFFER_MB, WRITE_BUFFERS = 50, 16, 3
 DEFAULT_CAP_MB = BLOCK_CACHE_MB + WRITE_BUFFERS * WRITE_BUFFER_MB           # 98 MB per store instance
-# The sizing guide the production talk quotes: 3 x 32 MB write buffers + a 16 MB block cache (not Kafka 2.7.2's
+# The sizing guide the production post quotes: 3 x 32 MB write buffers + a 16 MB block cache (not Kafka 2.7.2's
 # nor 4.3.1's).
 GUIDE_ESTIMATE_MB = 3 * 32 + 16                                              # 112 MB per store instance
 TABLE_READERS_SHARE = 0.02   # index + bloom filter of 1 KB values in 4 KB blocks: ~1% of the data; 2% to be safe
@@ -99,6 +99,32 @@ def _fits(p: dict) -> str | None:
 
 
 RULES = [_lists, _fits]
+
+GROWS = ("it grows with the partitions", "it stays about the same")
+ASKED_CONFIG = {"default": "Kafka's default RocksDB options", "bounded": "one shared, bounded RocksDB cache"}
+
+
+def asked_config(p: dict) -> str:
+    """The config the Predict question is about: Kafka's default if it runs."""
+    return "default" if "default" in p["memory_configs"] else p["memory_configs"][0]
+
+
+def question(p: dict) -> tuple:
+    low, high = min(p["memory_partitions"]), max(p["memory_partitions"])
+    return (f"An app with {p['memory_stores']} key-value stores runs with {ASKED_CONFIG[asked_config(p)]}, once on "
+            f"{low} and once on {high} input partitions, each store instance filled with "
+            f"{p['memory_mb_per_store']} MB. What does its RocksDB memory do from {low} to {high} partitions?",
+            GROWS)
+
+
+def measured_answer(record: dict, p: dict):
+    """Grows: half as much again or more at the most partitions (the lesson's own test of growth)."""
+    config, low, high = asked_config(p), min(p["memory_partitions"]), max(p["memory_partitions"])
+    rows = record["memory_rows"]
+    first, last = rows.get(f"{config}-p{low}"), rows.get(f"{config}-p{high}")
+    if low == high or not first or not last:
+        return None
+    return GROWS[0] if last["rocksdb_mb"] > 1.5 * first["rocksdb_mb"] else GROWS[1]
 
 
 def needs(p: dict) -> dict:
@@ -339,7 +365,7 @@ class Outcome:
             lines += ["", f"The default used {top['rocksdb_mb']:.0f} MB for {top['store_instances']} instances, "
                       f"against {top['kafka_cap_mb']} MB allowed by Kafka's caps and {top['guide_estimate_mb']} MB "
                       f"by the sizing guide's arithmetic; its SST files held "
-                      f"{top['sst_mb'] / max(top['store_instances'], 1):.0f} MB per instance. The talk's example, "
+                      f"{top['sst_mb'] / max(top['store_instances'], 1):.0f} MB per instance. The post's example, "
                       f"40 partitions x 3 segments of a windowed store, is {40 * 3 * DEFAULT_CAP_MB:,} MB by Kafka's "
                       f"caps, and {40 * 3 * per_instance:,.0f} MB already at the {per_instance:.0f} MB per instance "
                       "measured here."]

@@ -87,6 +87,21 @@ def _fits_on_disk(p: dict) -> str | None:
 RULES = [_kinds, _retention_covers_window, _span_within_input_retention, _fits_on_disk]
 
 
+def asked_kind(p: dict) -> str:
+    """The store the Predict question is about: the plain count (no TTL) if it runs."""
+    return "kv" if "kv" in p["growth_kinds"] else p["growth_kinds"][0]
+
+
+def question(p: dict) -> tuple:
+    return (f"The `{asked_kind(p)}` store gets a key it never saw before with every record, {p['growth_records']:,} "
+            f"records {p['growth_step_ms']} ms apart in event time. How many keys does it hold at the end?", None)
+
+
+def measured_answer(record: dict, p: dict):
+    row = record["growth"].get(asked_kind(p))
+    return None if row is None else row["keys_end"]
+
+
 def needs(p: dict) -> dict:
     return dict(nodes=1, broker_config={})
 

@@ -15,13 +15,6 @@ from . import changelog_api, rocksdb_memory, state_growth, state_restore
 class StateResult(LessonsResult):
     title = "What state costs in production"
 
-    def measured_answer(self):
-        """This run's answer to the Predict question (None: the lesson or the asked variant did not run)."""
-        if "growth" not in self.outcomes:
-            return None
-        row = self.lesson("growth").by_kind().get(asked_kind(self.params))
-        return None if row is None else row["keys_end"]
-
 
 SCENARIO = Lessons("state-in-production", {
     "growth": ("1 · state stores don't have TTL", state_growth),
@@ -30,17 +23,7 @@ SCENARIO = Lessons("state-in-production", {
     "changelog": ("4 · changelogs are not an API", changelog_api),
 }, apps=("StateGrowthApp", "RestoreApp", "RocksMemoryApp", "ChangelogApp"), result=StateResult)
 SPEC, needs, run = SCENARIO.spec, SCENARIO.needs, SCENARIO.run
-
-
-def asked_kind(p: dict) -> str:
-    """The store the Predict question is about: the plain count (no TTL) if it runs."""
-    return "kv" if "kv" in p["growth_kinds"] else p["growth_kinds"][0]
-
-
-def question(p: dict) -> tuple:
-    """The Predict step (the first lesson's): a number."""
-    return (f"The `{asked_kind(p)}` store gets a key it never saw before with every record, {p['growth_records']:,} "
-            f"records {p['growth_step_ms']} ms apart in event time. How many keys does it hold at the end?", None)
+predict, run_lesson, together = SCENARIO.predict, SCENARIO.run_lesson, SCENARIO.together
 
 
 # ---------------------------------------------------------------- the exercises

@@ -108,6 +108,27 @@ def _standby_needs_instances(p: dict) -> str | None:
 
 RULES = [_something_to_restore, _fits_in_time, _fits_on_disk, _standby_needs_instances]
 
+RESTORES = ("the whole changelog, from its first offset", "only what its checkpoint does not cover")
+WHO = {"eos": "An exactly-once app", "alos": "An at-least-once app",
+       "standby": "An exactly-once app with a standby replica on another instance"}
+HOW_DOWN = {"kill": "is killed (kill -9)", "clean": "is shut down cleanly"}
+
+
+def asked_mode(p: dict) -> str:
+    """The mode the Predict question is about: exactly-once if it runs."""
+    return "eos" if "eos" in p["restore_modes"] else p["restore_modes"][0]
+
+
+def question(p: dict) -> tuple:
+    return (f"{WHO[asked_mode(p)]} whose store's changelog holds {max(p['restore_sizes_mb'])} MB "
+            f"{HOW_DOWN[p['restore_shutdown']]} and restarted. What does it restore before it processes again?",
+            RESTORES)
+
+
+def measured_answer(record: dict, p: dict):
+    runs = [r for r in record["restore_runs"] if r["mode"] == asked_mode(p)]
+    return None if not runs else RESTORES[0] if runs[-1]["full_restore"] else RESTORES[1]
+
 
 def needs(p: dict) -> dict:
     return dict(nodes=1, broker_config={})

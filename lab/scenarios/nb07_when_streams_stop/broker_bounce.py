@@ -99,6 +99,25 @@ def _versions_exist(p: dict) -> str | None:
 
 RULES = [_apps_are_valid, _bounce_fits_the_watch, _versions_exist]
 
+SURVIVES = ("it dies", "it rides it out")
+WHAT_GOES_DOWN = {"leader": "the broker leading its output partitions is down",
+                  "all": "the whole cluster is down",
+                  "listener": "the broker leading its output partitions restarts without the app's listener"}
+
+
+def question(p: dict) -> tuple:
+    """Predict: the first app of BOUNCE_APPS."""
+    app = p["bounce_apps"][0]
+    return (f"A Kafka Streams app ({app}) writes its output with delivery.timeout.ms = "
+            f"{p['bounce_delivery_timeout_ms']:,} ms, and {WHAT_GOES_DOWN[p['bounce_brokers']]} for "
+            f"{p['bounce_down_s']:g} s (output replication factor {p['bounce_replication']}). What happens to the app?",
+            SURVIVES)
+
+
+def measured_answer(record: dict, p: dict):
+    row = record["bounce"].get(p["bounce_apps"][0])
+    return None if row is None else SURVIVES[0] if row["died"] else SURVIVES[1]
+
 
 def build(version: str):
     return build_streams_program(version, MAIN, SOURCES, stores=False)   # stateless: no RocksDB

@@ -32,6 +32,18 @@ def _fits(p: dict) -> str | None:
 RULES = [_fits]
 
 
+def question(p: dict) -> tuple:
+    """Predict: how many of the most instances work, on the fewest partitions."""
+    n, parts = max(p["par_instances"]), min(p["par_partitions"])
+    return (f"{n} instances of one Kafka Streams app (one thread each) read a topic of {parts} partition(s). "
+            "How many of the instances process records?", None)
+
+
+def measured_answer(record: dict, p: dict):
+    row = record["parallelism"].get(f"p{min(p['par_partitions'])}_n{max(p['par_instances'])}")
+    return None if row is None else row["busy_instances"]
+
+
 def needs(p: dict) -> dict:
     return dict(nodes=1, broker_config={})
 

@@ -59,6 +59,25 @@ def _slow_record_exists(p: dict) -> str | None:
 
 
 RULES = [_slow_record_exists]
+LOOP_ANSWERS = ("yes, it keeps reading the same batch", "no, it moves on")
+
+
+def asked_variant(p: dict) -> str:
+    """The variant the Predict question is about: the Java consumer, without a fix if it runs."""
+    return "java/" + ("none" if "none" in p["poll_fixes"] else p["poll_fixes"][0])
+
+
+def question(p: dict) -> tuple:
+    fix = asked_variant(p).split("/")[1]
+    interval = p["poll_longer_interval_ms"] if fix == "longer_interval" else p["poll_interval_ms"]
+    return (f"The Java consumer (fix: {fix}) gets up to {p['poll_batch']} records per poll, {p['poll_work_ms']} ms of "
+            f"work each, with max.poll.interval.ms = {interval:,}. Does it keep reading the same batch again?",
+            LOOP_ANSWERS)
+
+
+def measured_answer(record: dict, p: dict):
+    row = record["poll_loop"].get(asked_variant(p))
+    return None if row is None else LOOP_ANSWERS[0] if row["looped"] else LOOP_ANSWERS[1]
 
 
 def needs(p: dict) -> dict:

@@ -37,6 +37,26 @@ def _fits(p: dict) -> str | None:
 
 RULES = [_fits]
 
+KEEPS_UP = ("yes, it keeps up", "no, its lag keeps growing")
+HOW = {"plain": "one call per record, on one thread", "cache": "one call per key, the answer cached",
+       "batch": "one call per batch of records", "threads": "one call per record, on several threads"}
+
+
+def asked_mode(p: dict) -> str:
+    """The mode the Predict question is about: one call per record if it runs."""
+    return "plain" if "plain" in p["lookup_modes"] else p["lookup_modes"][0]
+
+
+def question(p: dict) -> tuple:
+    mode = asked_mode(p)
+    return (f"Records arrive at {p['lookup_rate']:g} per second, and processing each needs a service whose calls "
+            f"take {p['lookup_latency_ms']} ms. The app makes {HOW[mode]} (`{mode}`). Does it keep up?", KEEPS_UP)
+
+
+def measured_answer(record: dict, p: dict):
+    row = record["lookups"].get(asked_mode(p))
+    return None if row is None else KEEPS_UP[0] if row["keeps_up"] else KEEPS_UP[1]
+
 
 def needs(p: dict) -> dict:
     return dict(nodes=1, broker_config={})

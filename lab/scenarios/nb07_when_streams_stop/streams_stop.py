@@ -15,13 +15,6 @@ from . import broker_bounce, partition_parallelism, poll_loop, slow_lookups
 class StreamsStopResult(LessonsResult):
     title = "When streams stop moving"
 
-    def measured_answer(self):
-        """This run's answer to the Predict question (None: the lesson or the asked variant did not run)."""
-        if "poll_loop" not in self.outcomes:
-            return None
-        row = self.lesson("poll_loop").by_variant().get(asked_variant(self.params))
-        return None if row is None else LOOP_ANSWERS[0] if row["looped"] else LOOP_ANSWERS[1]
-
 
 SCENARIO = Lessons("streams-stop", {
     "poll_loop": ("1 · the poll-interval loop", poll_loop),
@@ -31,21 +24,7 @@ SCENARIO = Lessons("streams-stop", {
 }, apps=("PollLoopConsumer", "SlowRecordApp", "ThroughputApp", "BounceApp", "lab.apps.consumer_app"),
     result=StreamsStopResult)
 SPEC, needs, run = SCENARIO.spec, SCENARIO.needs, SCENARIO.run
-LOOP_ANSWERS = ("yes, it keeps reading the same batch", "no, it moves on")
-
-
-def asked_variant(p: dict) -> str:
-    """The poll lesson's variant the Predict question is about: the Java consumer, without a fix if it runs."""
-    return "java/" + ("none" if "none" in p["poll_fixes"] else p["poll_fixes"][0])
-
-
-def question(p: dict) -> tuple:
-    """The Predict step (the first lesson's)."""
-    fix = asked_variant(p).split("/")[1]
-    interval = p["poll_longer_interval_ms"] if fix == "longer_interval" else p["poll_interval_ms"]
-    return (f"The Java consumer (fix: {fix}) gets up to {p['poll_batch']} records per poll, {p['poll_work_ms']} ms of "
-            f"work each, with max.poll.interval.ms = {interval:,}. Does it keep reading the same batch again?",
-            LOOP_ANSWERS)
+predict, run_lesson, together = SCENARIO.predict, SCENARIO.run_lesson, SCENARIO.together
 
 
 # ---------------------------------------------------------------- the exercises
@@ -78,7 +57,7 @@ def _looped_wrong(result: StreamsStopResult) -> list[str]:
 
 
 def _lookup_capacity(result: StreamsStopResult) -> float:
-    """Exercise 2: records per second one thread can do when each waits for one call of LOOKUP_LATENCY_MS."""
+    """Exercise 3: records per second one thread can do when each waits for one call of LOOKUP_LATENCY_MS."""
     result.lesson("lookups").rows   # a lesson that did not run asks to be run first (LabError)
     return 1000 / result.params["lookup_latency_ms"]
 
@@ -99,7 +78,7 @@ def _check_lookup_capacity(result: StreamsStopResult, answer) -> None:
 
 
 def _interval_bounds(result: StreamsStopResult) -> tuple[float, int, int]:
-    """Exercise 3: the Java consumer's work between two polls without a fix, and the intervals that count as just
+    """Exercise 2: the Java consumer's work between two polls without a fix, and the intervals that count as just
     enough for it: above that work (the broker's minimum session as the floor), at most half as long again."""
     result.lesson("poll_loop").rows   # a lesson that did not run asks to be run first (LabError)
     work = poll_loop.batch_ms(result.params, "none")
@@ -108,13 +87,13 @@ def _interval_bounds(result: StreamsStopResult) -> tuple[float, int, int]:
 
 
 def _just_enough_interval(result: StreamsStopResult) -> int:
-    """Exercise 3: a quarter more than the work, rounded up to a whole second."""
+    """Exercise 2: a quarter more than the work, rounded up to a whole second."""
     work, low, _ = _interval_bounds(result)
     return max(low, -(-int(1.25 * work) // 1000) * 1000)
 
 
 def _interval_too_short(result: StreamsStopResult) -> int:
-    """A tempting wrong answer to exercise 3: a second less than the work (the run then shows the loop); when that
+    """A tempting wrong answer to exercise 2: a second less than the work (the run then shows the loop); when that
     is below the broker's minimum session, half again too long."""
     work, low, high = _interval_bounds(result)
     return int(work) - 1000 if work - 1000 >= poll_loop.MIN_SESSION_MS else high + 1000
@@ -131,7 +110,7 @@ def _check_interval(result: StreamsStopResult, answer) -> None:
            "between two polls: the smallest interval you would dare to set is the question (a long interval also "
            "makes a consumer that really hangs take that long to leave its group)")
     p = result.params
-    print(f"Exercise 3: running the poll lesson with max.poll.interval.ms = {given}, the Java consumer alone ...")
+    print(f"Exercise 2: running the poll lesson with max.poll.interval.ms = {given}, the Java consumer alone ...")
     again = SCENARIO.run(lessons=["poll_loop"], poll_clients=["java"], poll_fixes=["none"], poll_interval_ms=given,
                          **{k: p[k] for k in ("poll_batch", "poll_work_ms", "poll_records", "poll_watch_s",
                                               "poll_loops")})
@@ -156,16 +135,6 @@ StreamsStopResult.exercises = {
         wrong=_looped_wrong,
     ),
     2: Exercise(
-        check=_check_lookup_capacity,
-        solution=_lookup_capacity,
-        why="With one call per record, the thread waits `LOOKUP_LATENCY_MS` for each record and does nothing else "
-            "meanwhile: in a second, 1000 ms, it finishes `1000 / LOOKUP_LATENCY_MS` records. That is its budget: "
-            "an input faster than that makes the lag grow for ever, and a `plain` app that falls behind processes "
-            "about that many records per second (its `records_per_s` in the lookup table). One that keeps up "
-            "processes only what comes in, which says nothing of its limit.",
-        wrong=lambda r: _lookup_capacity(r) / 1000,   # 1 / LOOKUP_LATENCY_MS: milliseconds taken for seconds
-    ),
-    3: Exercise(
         check=_check_interval,
         solution=_just_enough_interval,
         why="Without a fix, the Java consumer works `POLL_BATCH x POLL_WORK_MS` between two polls. The interval must "
@@ -174,5 +143,15 @@ StreamsStopResult.exercises = {
             "a consumer that really hangs then keeps its partitions that long before the group moves on. Fewer "
             "records per poll (`max.poll.records`) shrink the work instead of stretching the interval.",
         wrong=_interval_too_short,
+    ),
+    3: Exercise(
+        check=_check_lookup_capacity,
+        solution=_lookup_capacity,
+        why="With one call per record, the thread waits `LOOKUP_LATENCY_MS` for each record and does nothing else "
+            "meanwhile: in a second, 1000 ms, it finishes `1000 / LOOKUP_LATENCY_MS` records. That is its budget: "
+            "an input faster than that makes the lag grow for ever, and a `plain` app that falls behind processes "
+            "about that many records per second (its `records_per_s` in the lookup table). One that keeps up "
+            "processes only what comes in, which says nothing of its limit.",
+        wrong=lambda r: _lookup_capacity(r) / 1000,   # 1 / LOOKUP_LATENCY_MS: milliseconds taken for seconds
     ),
 }

@@ -1,0 +1,61 @@
+"""How long each lesson takes at its notebook's default parameters, run as the notebook runs it: one cell per
+lesson on the notebook's broker (06, 07: `run_lesson`), or the notebook's one run (the others). The broker's start
+is timed apart.
+
+    python benchmarks/lesson_times.py 06 07        # default: every notebook
+
+Prints a markdown table to paste into benchmarks/RESULTS.md, with the load average at the start and the end.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def timed(fn):
+    t = time.perf_counter()
+    value = fn()
+    return value, round(time.perf_counter() - t, 1)
+
+
+def lesson_times(number: str) -> list[tuple[str, float, str]]:
+    """(lesson, seconds, verdict) for each lesson of notebook `number` at its defaults, and its broker's start."""
+    from lab.cluster import kafka_cluster
+    from lab.experiment.lessons import Lessons
+    from lab.scenarios import notebook
+    scenario = notebook(number).module()
+    params = scenario.SPEC.validate()
+    lessons = getattr(scenario, "SCENARIO", None)
+    cluster, started = timed(lambda: kafka_cluster(**scenario.needs(params), name=f"times-{number}").start())
+    rows = [("(broker start)", started, "")]
+    try:
+        if isinstance(lessons, Lessons):
+            for lesson in params["lessons"]:
+                result, seconds = timed(lambda: lessons.run_lesson(lesson, cluster=cluster, progress=False, **params))
+                rows.append((lesson, seconds, result.verdict()))
+        else:
+            result, seconds = timed(lambda: scenario.run(cluster=cluster, progress=False, **params))
+            rows.append(("the run", seconds, result.verdict()))
+    finally:
+        cluster.stop()
+    return rows
+
+
+def main() -> None:
+    from lab.scenarios import COURSE
+    numbers = sys.argv[1:] or [e.number for e in COURSE]
+    print(f"load {os.getloadavg()[0]:.1f} at the start\n")
+    print("| notebook | lesson | seconds at defaults | verdict |\n|---|---|---|---|")
+    for number in numbers:
+        for lesson, seconds, verdict in lesson_times(number):
+            print(f"| {number} | {lesson} | {seconds} | {verdict[:160]} |", flush=True)
+    print(f"\nload {os.getloadavg()[0]:.1f} at the end")
+
+
+if __name__ == "__main__":
+    main()
