@@ -122,3 +122,33 @@ def test_acks_follow_the_client_unless_chosen_and_explain_a_loss_despite_replica
     assert bb.acks_of("2.7.2", "all") == "all"
     out = bb.Outcome([_row("2.7.2", lost=1, truncations=1)], {"2.7.2": []}, {**BOUNCE, "replication": 3})
     assert out.failed and "acks=1" in out.explain() and "1 truncation(s)" in out.explain()
+
+
+def test_the_predict_question_names_the_first_app_and_the_run_answers_it():
+    p = SPEC.validate(bounce_apps=["2.7.2", f"{KAFKA_VERSION}/shutdown_client"], bounce_down_s=15)
+    text, choices = bb.question(p)
+    assert "(2.7.2)" in text and "10,000 ms" in text and "15 s" in text and choices == bb.SURVIVES
+    record = {"bounce": {"2.7.2": _row("2.7.2", died=True), f"{KAFKA_VERSION}/shutdown_client": _row("x")}}
+    assert bb.measured_answer(record, p) == "it dies"
+    assert bb.measured_answer({"bounce": {}}, p) is None
+
+
+def test_exercise_5_the_timeout_that_kills_a_thread_before_2_8(capsys):
+    from lab.experiment import Timeline
+    from lab.scenarios.nb07_when_streams_stop import streams_stop
+    from lab.scenarios.nb07_when_streams_stop.streams_stop import StreamsStopResult
+
+    def result(**values):
+        p = streams_stop.SPEC.validate(lessons=["bounce"], **values)
+        return StreamsStopResult("streams_stop", p, "run-1", Timeline(0.0),
+                                 outcomes={"bounce": bb.Outcome([_row("2.7.2", died=True)], {}, BOUNCE)},
+                                 titles=dict(streams_stop.SCENARIO.titles))
+    five = StreamsStopResult.exercises[5]
+    r = result()
+    assert five.solution(r) == 10 and r.check(5, 10) and r.check(5, 10.5)
+    for answer, hint in [(five.wrong(r), "only 2.8 retries"), (10_000, "not milliseconds"), (30, "not the producer's"),
+                         ("10", "a number")]:
+        with pytest.raises(AssertionError, match=f"^Not quite: .*{hint}"):
+            r.check(5, answer)
+    same = result(bounce_delivery_timeout_ms=20_000)   # both timeouts 20 s: the wrong answer is milliseconds
+    assert five.wrong(same) == 20_000 and five.solution(same) == 20

@@ -116,3 +116,41 @@ def test_a_cleaner_that_did_not_run_is_said_so():
 
 def test_views_are_named_once():
     assert len({LIVE, LATE, NEW}) == 3 and changelog_api.VIEWS == (LIVE, LATE, NEW)
+
+
+def _state_result(rows):
+    from lab.experiment import Timeline
+    from lab.scenarios.nb06_state_in_production import state_in_production as state
+    return state.StateResult("state_in_production", state.SPEC.validate(lessons=["changelog"]), "run-1",
+                             Timeline(0.0), outcomes={"changelog": _outcome(rows)}, titles=dict(state.SCENARIO.titles))
+
+
+def test_the_predict_question_and_its_answer_follow_the_variant():
+    p = SPEC.validate(changelog_variants=["internal", "explicit"])
+    assert "internal changelog topic" in changelog_api.question(p)[0]
+    record = {"changelog": {"internal": _row("internal", live_lost=50), "explicit": _row("explicit")}}
+    assert changelog_api.measured_answer(record, p) == "none of them"
+    record["changelog"]["internal"]["live_lost"] = 20
+    assert changelog_api.measured_answer(record, p) == "some of them"
+    explicit = SPEC.validate(changelog_variants=["explicit"])
+    assert "output topic" in changelog_api.question(explicit)[0]
+    assert changelog_api.measured_answer(record, explicit) == "all of them"
+
+
+def test_exercise_4_version_3s_changelog_moves_once_more_unless_the_store_is_named():
+    v1 = "app-KSTREAM-AGGREGATE-STATE-STORE-0000000001-changelog"
+    v2 = "app-KSTREAM-AGGREGATE-STATE-STORE-0000000002-changelog"
+    r = _state_result([_row("internal", changelog_v1=v1, changelog_v2=v2), _row("explicit")])
+    four = type(r).exercises[4]
+    assert four.solution(r) == "app-KSTREAM-AGGREGATE-STATE-STORE-0000000003-changelog"
+    assert r.check(4, " " + four.solution(r))
+    for answer, hint in [(v2, "the changelog of version 2"), (v1, "the changelog of version 1"),
+                         ("app-KSTREAM-AGGREGATE-STATE-STORE-0000000004-changelog", "moved once more"),
+                         ("KSTREAM-AGGREGATE-STATE-STORE-0000000003", "-changelog"), (3, "as a string")]:
+        with pytest.raises(AssertionError, match=f"^Not quite: .*{hint}"):
+            r.check(4, answer)
+    named = "app-counts-changelog"
+    explicit = _state_result([_row("explicit", changelog_v1=named, changelog_v2=named)])
+    assert four.solution(explicit) == named and explicit.check(4, named)
+    with pytest.raises(AssertionError, match="a name of its own"):
+        explicit.check(4, four.wrong(explicit))

@@ -111,3 +111,39 @@ def test_partition_counts_run_one_round_at_a_time():
     """Only one partition count's apps are up at once, so many counts fit where their sum would not."""
     p = SPEC.validate(memory_partitions=[1, 2, 4, 8, 16])
     assert p["memory_partitions"][-1] == 16
+
+
+def _state_result(p, outcome):
+    from lab.experiment import Timeline
+    from lab.scenarios.nb06_state_in_production import state_in_production as state
+    return state.StateResult("state_in_production", state.SPEC.validate(lessons=["memory"], **p), "run-1",
+                             Timeline(0.0), outcomes={"memory": outcome}, titles=dict(state.SCENARIO.titles))
+
+
+def test_the_predict_question_asks_about_the_bound_and_the_run_answers_it():
+    p = SPEC.validate(memory_partitions=[1, 8])
+    rows = [row(p, "default", 1, 20, 32, 56), row(p, "default", 8, 160, 259, 420),
+            row(p, "bounded", 8, 52, 130, 126)]   # 130 MB: within the LRU cache's overshoot
+    text, choices = memory.question(p)
+    assert "8 input partitions" in text and choices == ("yes, within 128 MB", "no, it grows past 128 MB")
+    record = memory.Outcome(rows, 128, 2, 24).as_record()
+    assert memory.measured_answer(record, p) == "no, it grows past 128 MB"
+    bounded = {**p, "memory_configs": ["bounded"]}
+    assert memory.measured_answer(record, bounded) == "yes, within 128 MB"
+    assert memory.measured_answer(record, {**p, "memory_partitions": [1, 4]}) is None   # no row at 4
+
+
+def test_exercise_3_the_partitions_a_budget_holds_at_the_measured_memory_per_instance():
+    p = SPEC.validate(memory_partitions=[1, 8])
+    rows = [row(p, "default", 1, 20, 32, 56), row(p, "default", 8, 160, 259, 420)]   # 419 MB for 16 instances
+    r = _state_result({"memory_partitions": [1, 8]}, memory.Outcome(rows, 128, 2, 24))
+    three = type(r).exercises[3]
+    assert three.solution(r) == 2048 // (2 * 419 / 16) == 39 and r.check(3, 39) and r.check(3, 40)
+    for answer, hint in [(three.wrong(r), "one instance of every store: 2 of them"), (10, "not about 2,048 MB"),
+                         ("39", "whole number")]:
+        with pytest.raises(AssertionError, match=f"^Not quite: .*{hint}"):
+            r.check(3, answer)
+    bounded_only = _state_result({"memory_configs": ["bounded"], "memory_partitions": [1, 8]},
+                                 memory.Outcome([row(p, "bounded", 8, 52, 128, 126)], 128, 2, 24))
+    with pytest.raises(LabError, match="default RocksDB options were not run in this run"):
+        bounded_only.check(3, 39)

@@ -55,7 +55,7 @@ def test_a_lesson_that_did_not_run_says_so_and_an_exercise_about_it_asks_to_run_
     assert "not run in this run" in missing.figure().data and "not run" in missing.explain()
     assert missing.audits == {}
     assert not ran.check(1, None)   # not answered: nothing asked of the lesson yet
-    for number, answer in ((1, ["java/none"]), (2, 10_000), (3, 20)):
+    for number, answer in ((1, ["java/none"]), (2, 10_000), (3, 20), (4, 200), (5, 10)):
         exercise = StreamsStopResult.exercises[number]
         # the check, the solution and the tempting wrong answer all ask to run the lesson first
         for attempt in (lambda: ran.check(number, answer), lambda: exercise.solution(ran),
@@ -95,3 +95,32 @@ def test_exercise_3_one_threads_budget_against_a_slow_lookup(capsys):
         within.check(3, 10)
     with pytest.raises(AssertionError, match="^Not quite: LOOKUP_LATENCY_MS is in milliseconds"):
         within.check(3, three.wrong(within))
+
+
+def test_the_predict_questions_of_the_parallelism_and_lookup_lessons():
+    p = PAR.validate(par_partitions=[2, 4], par_instances=[1, 3])
+    assert partition_parallelism.question(p)[0].startswith("3 instances") and "2 partition(s)" in \
+        partition_parallelism.question(p)[0]
+    record = {"parallelism": {"p2_n3": {"busy_instances": 2}, "p4_n3": {"busy_instances": 3}}}
+    assert partition_parallelism.measured_answer(record, p) == 2
+    q = LOOKUP.validate(lookup_modes=["cache", "plain"])
+    assert "(`plain`)" in slow_lookups.question(q)[0] and slow_lookups.question(q)[1] == slow_lookups.KEEPS_UP
+    lookups = {"lookups": {"plain": {"keeps_up": False}, "cache": {"keeps_up": True}}}
+    assert slow_lookups.measured_answer(lookups, q) == "no, its lag keeps growing"
+    assert slow_lookups.measured_answer(lookups, LOOKUP.validate(lookup_modes=["cache"])) == "yes, it keeps up"
+
+
+def test_exercise_4_the_partitions_are_the_ceiling_however_many_instances():
+    from lab.experiment import Timeline
+    from lab.scenarios.nb07_when_streams_stop import streams_stop
+    from lab.scenarios.nb07_when_streams_stop.streams_stop import StreamsStopResult
+    p = streams_stop.SPEC.validate(lessons=["partitions"], par_partitions=[2, 4], par_instances=[1, 6], par_work_ms=10)
+    r = StreamsStopResult("streams_stop", p, "run-1", Timeline(0.0),
+                          outcomes={"partitions": partition_parallelism.Outcome([], 10)},
+                          titles=dict(streams_stop.SCENARIO.titles))
+    four = StreamsStopResult.exercises[4]
+    assert four.solution(r) == 400 and r.check(4, 400) and r.check(4, 380)
+    for answer, hint in [(four.wrong(r), "gets no task"), (600, "gets no task"), (100, "one thread's"),
+                         (250, "not the partitions times"), (0, "not the partitions times")]:
+        with pytest.raises(AssertionError, match=f"^Not quite: .*{hint}"):
+            r.check(4, answer)

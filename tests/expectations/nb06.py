@@ -14,9 +14,9 @@ PARAMETERS = {
     "MEMORY_MB_PER_STORE": 24,
     "CHANGELOG_PHASE_S": 2,
     # every key kept (right), a restore from the checkpoint (wrong: exactly-once wipes after a kill -9), memory
-    # that grows (right), none for the changelog (the widget's path)
+    # past the bound (right), none for the changelog (the widget's path)
     "PREDICTIONS": {"growth": 15000, "restore": "only what its checkpoint does not cover",
-                    "memory": "it grows with the partitions"},
+                    "memory": "no, it grows past 128 MB"},
     "INTERACTIVE": False,
 }
 
@@ -62,7 +62,7 @@ def check(results):
     assert predicted["growth"]["prediction_measured"] == results["growth"]["kv"]["keys_end"], predicted["growth"]
     assert predicted["growth"]["prediction_right"] is True, results["growth"]["kv"]
     prediction(results, given["restore"], "the whole changelog, from its first offset", "restore")
-    prediction(results, given["memory"], "it grows with the partitions", "memory")
+    prediction(results, given["memory"], "no, it grows past 128 MB", "memory")    # default, 4 partitions
     prediction(results, None, "none of them", "changelog")     # the internal changelog's live reader
 
     growth = results["growth"]
@@ -112,10 +112,16 @@ def check(results):
     _clean_views(results["changelog_views"], "explicit")
 
     # The exercises, tried on this run: the ttl store's keys younger than the TTL (the notebook's 300 s over its
-    # 100 ms step), and 10 GiB at the largest exactly-once restore's rate.
-    answers = exercises(results, [1, 2])
+    # 100 ms step), 10 GiB at the largest exactly-once restore's rate, the partitions whose default store instances
+    # fit 2,048 MB, and version 3's changelog: version 2's with the store's number one up.
+    answers = exercises(results, [1, 2, 3, 4])
     assert answers[1] == 300 * 1000 / 100, answers
     assert answers[2] == round(10 * 1024 / results["restore_rate"]["eos"]["mb_s"], 1), answers
+    top = memory["default-p4"]
+    assert answers[3] == 2048 // (2 * top["rocksdb_mb"] / top["store_instances"]), (answers, top)
+    v2 = internal["changelog_v2"]
+    number = int(v2[-len("0000000002-changelog"):-len("-changelog")])
+    assert answers[4] == f"{v2[:-len('0000000002-changelog')]}{number + 1:010d}-changelog", (answers, v2)
 
 
 def check_control(results):
@@ -125,9 +131,7 @@ def check_control(results):
     # no predictions given; what each lesson's question measured
     prediction(results, None, growth["window"]["keys_end"], "growth")   # the question's store: no kv here
     prediction(results, None, "only what its checkpoint does not cover", "restore")   # a clean shutdown
-    bounded = results["memory_rows"]
-    grows = bounded["bounded-p4"]["rocksdb_mb"] > 1.5 * bounded["bounded-p1"]["rocksdb_mb"]
-    prediction(results, None, "it grows with the partitions" if grows else "it stays about the same", "memory")
+    prediction(results, None, "yes, within 128 MB", "memory")     # the bounded config: no default here
     prediction(results, None, "all of them", "changelog")     # the output topic's reader
     _bounded_stores(growth)
 
@@ -141,6 +145,10 @@ def check_control(results):
     assert list(results["changelog"]) == ["explicit"], list(results["changelog"])
     assert results["changelog"]["explicit"]["store_renamed"] is False
     _clean_views(results["changelog_views"], "explicit")
+    # The exercises: the memory budget needs the default config (not run here); the named store's changelog
+    # keeps its name in every version.
+    answers = exercises(results, [1, 2, 3, 4], not_run=(3,))
+    assert answers[4] == results["changelog"]["explicit"]["changelog_v2"], answers
 
     # The exercises: the same ttl arithmetic; a clean shutdown replays nothing, so a 10 GiB changelog costs 0 s.
     assert exercises(results, [1, 2]) == {1: 300 * 1000 / 100, 2: 0}

@@ -1,14 +1,15 @@
-"""Notebook 06's scenario ("06 · What state costs in production"): SPEC, needs() and run() from lab.experiment.lessons,
-one run of the chosen LESSONS on one broker, each its own module: growth (state_growth, section 2), restore
-(state_restore, section 3), memory (rocksdb_memory, section 4) and changelog (changelog_api, section 5).
-StateResult shows section 1 ("The runs"), each lesson and section 6's audits, and checks the exercises.
+"""Notebook 06's scenario ("06 · What state costs in production"), on lab.experiment.lessons: four lessons, each its
+own module and its own notebook section: growth (state_growth, section 1), restore (state_restore, section 2),
+memory (rocksdb_memory, section 3) and changelog (changelog_api, section 4). The notebook runs each alone
+(run_lesson) on one broker; StateResult shows a lesson and checks the exercises.
 """
 from __future__ import annotations
 
+import re
 
 from ...errors import LabError
 from ...experiment.lessons import Lessons, LessonsResult
-from ...experiment.result import Exercise, expect, number
+from ...experiment.result import Exercise, count, expect, number
 from . import changelog_api, rocksdb_memory, state_growth, state_restore
 
 
@@ -85,6 +86,77 @@ def _check_restore_10gib_s(result: StateResult, answer) -> None:
     expect(abs(given - right) <= 0.1 * right, f"{given:g} s is not 10,240 MB / the measured {rate} MB/s")
 
 
+BUDGET_MB = 2048   # exercise 3: the RocksDB memory a container leaves to the app
+STORE_NAME_SUFFIX = f"{changelog_api.STORE_NAME}-changelog"   # the explicit variant's changelog ends so
+STORE_NUMBER = re.compile(r"STATE-STORE-(\d{10})-changelog$")    # an auto-generated store's changelog
+
+
+def _default_per_instance_mb(result: StateResult) -> float:
+    """RocksDB memory per store instance of the default config at its most partitions (the memory table's
+    `rocksdb_mb / store_instances`)."""
+    rows = [r for r in result.lesson("memory").rows if r["config"] == "default"]
+    if not rows:
+        raise LabError(f"Kafka's default RocksDB options were not run in this run (MEMORY_CONFIGS="
+                       f"{result.params['memory_configs']}): add 'default' and run the lesson again")
+    top = max(rows, key=lambda r: r["store_instances"])
+    return top["rocksdb_mb"] / top["store_instances"]
+
+
+def _partitions_in_budget(result: StateResult) -> int:
+    """Exercise 3: the most partitions whose store instances fit BUDGET_MB at the measured memory per instance."""
+    return int(BUDGET_MB // (result.params["memory_stores"] * _default_per_instance_mb(result)))
+
+
+def _check_partitions_in_budget(result: StateResult, answer) -> None:
+    given, right = count(answer, "partitions"), _partitions_in_budget(result)
+    if abs(given - right) <= max(1, 0.1 * right):
+        return
+    per_instance, stores = _default_per_instance_mb(result), result.params["memory_stores"]
+    expect(abs(given - BUDGET_MB // per_instance) > max(1, 0.1 * right),
+           f"each partition opens one instance of every store: {stores} of them, each about {per_instance:.0f} MB")
+    expect(False, f"{given} partitions x {stores} stores x {per_instance:.1f} MB is "
+           f"{given * stores * per_instance:,.0f} MB, not about {BUDGET_MB:,} MB")
+
+
+def _changelog_row(result: StateResult) -> dict:
+    """The changelog lesson's row exercise 4 is about: the internal variant if it ran."""
+    rows = result.lesson("changelog").rows
+    return next((r for r in rows if r["variant"] == "internal"), rows[0])
+
+
+def _changelog_v3(result: StateResult) -> str:
+    """Exercise 4: the changelog a version 3 with one more step before the aggregation would write to: the
+    auto-generated store's number one up from version 2's; a named store's changelog does not move."""
+    row = _changelog_row(result)
+    numbered = STORE_NUMBER.search(row["changelog_v2"])
+    if not row["store_renamed"] or numbered is None:
+        return row["changelog_v2"]
+    return STORE_NUMBER.sub(f"STATE-STORE-{int(numbered.group(1)) + 1:010d}-changelog", row["changelog_v2"])
+
+
+def _check_changelog_v3(result: StateResult, answer) -> None:
+    expect(isinstance(answer, str), "give the topic's name as a string")
+    row, given = _changelog_row(result), answer.strip()
+    if given == _changelog_v3(result):
+        return
+    expect(given.endswith("-changelog"), "a store's changelog topic is `<application.id>-<store name>-changelog`")
+    expect(given not in (row["changelog_v1"], row["changelog_v2"]), "that is the changelog of version "
+           f"{1 if given == row['changelog_v1'] else 2}: version 3's added step takes a number of the topology's "
+           "too, and the auto-generated store name takes the next one")
+    expect(row["store_renamed"], "this variant's store has a name of its own (`Materialized.as`): its changelog "
+           "does not move")
+    expect(False, f"{given!r} is not version 2's changelog with the store's number moved once more")
+
+
+def _changelog_v3_wrong(result: StateResult) -> str:
+    """A tempting wrong answer to exercise 4: version 2's changelog, as if nothing moved again; for the explicit
+    variant, a numbered name, as if its store were auto-named."""
+    row = _changelog_row(result)
+    if row["store_renamed"]:
+        return row["changelog_v2"]
+    return row["changelog_v2"].replace(STORE_NAME_SUFFIX, "KSTREAM-AGGREGATE-STATE-STORE-0000000003-changelog")
+
+
 StateResult.exercises = {
     1: Exercise(
         check=_check_ttl_steady_keys,
@@ -108,5 +180,29 @@ StateResult.exercises = {
         # 10 GiB read as 10 MB; when nothing was replayed, the time back to processing taken for a restore
         wrong=lambda r: _restore_10gib_s(r) / 1024 if _restore_10gib_s(r) else max(
             r.lesson("restore").of("eos")[-1]["down_s"], 1.0),
+    ),
+    3: Exercise(
+        check=_check_partitions_in_budget,
+        solution=_partitions_in_budget,
+        why="With Kafka's default options every store instance has its own block cache and write buffers, and "
+            "there is one instance per store per partition (per task). The memory table gives the default "
+            f"config's RocksDB memory and its `store_instances`: divided, the memory of one instance. {BUDGET_MB:,} MB "
+            "divided by (`MEMORY_STORES` x that) is the most partitions the app can take on; one more and it goes "
+            "past. Measured at this lesson's fill (`MEMORY_MB_PER_STORE`): more data per store, or reads that keep "
+            "coming, move each instance towards Kafka's cap of 98 MB. The bounded config shares one cache instead, "
+            "so its memory stays at `MEMORY_BOUND_MB` however many partitions.",
+        wrong=lambda r: int(BUDGET_MB // _default_per_instance_mb(r)),   # one store per partition, not MEMORY_STORES
+    ),
+    4: Exercise(
+        check=_check_changelog_v3,
+        solution=_changelog_v3,
+        why="Kafka Streams numbers the nodes of a topology in the order they are built, and an auto-generated store "
+            "name takes the next number of the same counter (`KSTREAM-AGGREGATE-STATE-STORE-<number>`). A step "
+            "inserted before the aggregation takes a number, so the store's number moves up by one, and with it "
+            "the changelog topic, `<application.id>-<store name>-changelog`: version 2 writes to a new topic, and "
+            "a downstream reader of the old one reads nothing new. Version 3 adds one more step in front: one "
+            "number more again, from version 2's. With a store named by `Materialized.as`, nothing moves: the "
+            "explicit variant's changelog keeps its name in every version.",
+        wrong=_changelog_v3_wrong,
     ),
 }

@@ -1,4 +1,4 @@
-"""Notebook 06 section 3 ("The restore process"), one lesson of state_in_production (PARAMS, RULES, needs,
+"""Notebook 06 section 2 ("The restore process"), one lesson of state_in_production (PARAMS, RULES, needs,
 run_lesson -> Outcome): one lab/java/RestoreApp.java per mode (eos, alos, standby) on one input the lab fills to each
 of RESTORE_SIZES_MB; eos goes down (RESTORE_SHUTDOWN) at each size, alos and standby at the largest. Where a restore
 starts depends on the version: a .checkpoint file before KIP-1035, offsets inside RocksDB in 4.3.1. This module holds

@@ -1,4 +1,4 @@
-"""Notebook 06 section 3 ("The restore process"): the lesson's outcome as the notebook shows it: verdict, table, figure
+"""Notebook 06 section 2 ("The restore process"): the lesson's outcome as the notebook shows it: verdict, table, figure
 (restore time and time back to processing, against the changelog's size) and explanation.
 """
 from __future__ import annotations

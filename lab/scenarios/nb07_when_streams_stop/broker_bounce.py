@@ -1,4 +1,4 @@
-"""Notebook 07 section 7 ("Streams may die, a lot: broker bounces"), one lesson of streams_stop (PARAMS, RULES, needs,
+"""Notebook 07 section 4 ("Streams may die, a lot: broker bounces"), one lesson of streams_stop (PARAMS, RULES, needs,
 run_lesson -> Outcome): on 3 embedded brokers, one pass-through lab/java/BounceApp.java per BOUNCE_APPS variant writes
 to output partitions led by the broker BOUNCE_BROKERS takes down (or restarts without the apps' own listener, APPS);
 the input stays on the others. Measured on 4.3.1: an expired send makes the task TaskCorrupted and revives it from its

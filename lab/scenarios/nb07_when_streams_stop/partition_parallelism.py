@@ -1,4 +1,4 @@
-"""Notebook 07 section 5 ("Partitions bound parallelism"), one lesson of streams_stop (PARAMS, RULES, needs,
+"""Notebook 07 section 2 ("Partitions bound parallelism"), one lesson of streams_stop (PARAMS, RULES, needs,
 run_lesson -> Outcome): for each partition count, one app per instance count of lab/java/ThroughputApp.java (one
 thread each, PAR_WORK_MS per record, its own application.id) reads the same backlog; once every app has settled
 (throughput.start_and_settle), a window measures each instance's records per second and its tasks.

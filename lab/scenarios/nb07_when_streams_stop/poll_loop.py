@@ -1,4 +1,4 @@
-"""Notebook 07 sections 2-4 ("The poll-interval loop", "Audit verdict (Spark)", "Why: the clients' own words"), one
+"""Notebook 07 section 1 ("The poll-interval loop": observed, audited by Spark, explained in the clients' words), one
 lesson of streams_stop (PARAMS, RULES, needs, run_lesson -> Outcome): consumers of one topic, each in its own group,
 per client (lab/java/PollLoopConsumer.java, lab/apps/consumer_app.py, lab/java/SlowRecordApp.java) and fix; what
 each read and committed is a lab.history History, and the Spark audit's non_monotonic check counts the

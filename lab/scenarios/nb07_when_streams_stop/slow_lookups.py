@@ -1,4 +1,4 @@
-"""Notebook 07 section 6 ("Slow lookups"), one lesson of streams_stop (PARAMS, RULES, needs, run_lesson -> Outcome):
+"""Notebook 07 section 3 ("Slow lookups"), one lesson of streams_stop (PARAMS, RULES, needs, run_lesson -> Outcome):
 a local HTTP service (lab/apps/lookup_service.py) answers after LOOKUP_LATENCY_MS; input arrives at LOOKUP_RATE on
 LOOKUP_THREADS partitions and one lab/java/ThroughputApp.java per mode (plain, cache, batch, threads) reads it while
 its lag is sampled. A mode keeps up when its lag grows by no more than a quarter of the window's input.

@@ -1,8 +1,8 @@
-"""Notebook 07's scenario ("07 · When streams stop moving"): SPEC, needs() and run() from lab.experiment.lessons, one
-run of the chosen LESSONS, each its own module: poll_loop (sections 2-4), partitions (partition_parallelism, section
-5), lookups (slow_lookups, section 6) and bounce (broker_bounce, section 7). StreamsStopResult shows section 1 ("The
-runs") and checks the exercises. The bounce lesson needs 3 brokers, so a run that chooses it puts every lesson on a
-3-node cluster.
+"""Notebook 07's scenario ("07 · When streams stop moving"), on lab.experiment.lessons: four lessons, each its own
+module and its own notebook section: poll_loop (section 1), partitions (partition_parallelism, section 2), lookups
+(slow_lookups, section 3) and bounce (broker_bounce, section 4). The notebook runs each alone (run_lesson) on one
+cluster; StreamsStopResult shows a lesson and checks the exercises. The bounce lesson needs 3 brokers, so a
+notebook that chooses it runs every lesson on a 3-node cluster.
 """
 from __future__ import annotations
 
@@ -122,6 +122,51 @@ def _check_interval(result: StreamsStopResult, answer) -> None:
            "between two polls (POLL_BATCH x POLL_WORK_MS) outlasted the interval")
 
 
+def _most_records_per_s(result: StreamsStopResult) -> float:
+    """Exercise 4: the most the app can do on the largest partition count, however many instances: one task per
+    partition, one thread per task, 1000 / PAR_WORK_MS records/s each."""
+    result.lesson("partitions").rows   # a lesson that did not run asks to be run first (LabError)
+    p = result.params
+    return max(p["par_partitions"]) * 1000 / p["par_work_ms"]
+
+
+def _check_most_records_per_s(result: StreamsStopResult, answer) -> None:
+    given, right, p = number(answer, "the records per second"), _most_records_per_s(result), result.params
+    per_thread, partitions = 1000 / p["par_work_ms"], max(p["par_partitions"])
+    if abs(given - right) <= 0.1 * right:
+        return
+    expect(given < right, f"{given:g} records/s needs more than {partitions} thread(s) at work: an instance beyond "
+           "the partitions gets no task, and a partition is one task, on one thread")
+    expect(abs(given - per_thread) > 0.1 * per_thread, f"{per_thread:g} records/s is one thread's: each of the "
+           f"{partitions} partitions can have a thread of its own")
+    expect(False, f"{given:g} is not the partitions times one thread's {per_thread:g} records/s (1000 / PAR_WORK_MS)")
+
+
+def _bounce_limit_s(result: StreamsStopResult) -> float:
+    """Exercise 5: the seconds a Kafka Streams app before 2.8 survives without a reachable output leader."""
+    result.lesson("bounce").rows   # a lesson that did not run asks to be run first (LabError)
+    return result.params["bounce_delivery_timeout_ms"] / 1000
+
+
+def _check_bounce_limit_s(result: StreamsStopResult, answer) -> None:
+    given, right, p = number(answer, "the seconds"), _bounce_limit_s(result), result.params
+    if abs(given - right) <= 0.1 * right:
+        return
+    expect(abs(given - right * 1000) > 100 * right, "in seconds, not milliseconds")
+    expect(abs(given - p["bounce_task_timeout_ms"] / 1000) > 0.1 * right,
+           "task.timeout.ms is a config since 2.7, but only 2.8 retries a task whose client call timed out (KIP-572): "
+           "before 2.8 the first send that expires kills the thread")
+    expect(False, f"{given:g} s is not the producer's timeout for a send that finds no leader, in seconds")
+
+
+def _bounce_limit_wrong(result: StreamsStopResult) -> float:
+    """A tempting wrong answer to exercise 5: task.timeout.ms, as if 2.7 retried the task (or, when both timeouts
+    are the same, milliseconds for seconds)."""
+    p = result.params
+    wrong = p["bounce_task_timeout_ms"] / 1000
+    return wrong if abs(wrong - _bounce_limit_s(result)) > 0.1 * _bounce_limit_s(result) else wrong * 1000
+
+
 StreamsStopResult.exercises = {
     1: Exercise(
         check=_check_looped,
@@ -153,5 +198,26 @@ StreamsStopResult.exercises = {
             "about that many records per second (its `records_per_s` in the lookup table). One that keeps up "
             "processes only what comes in, which says nothing of its limit.",
         wrong=lambda r: _lookup_capacity(r) / 1000,   # 1 / LOOKUP_LATENCY_MS: milliseconds taken for seconds
+    ),
+    4: Exercise(
+        check=_check_most_records_per_s,
+        solution=_most_records_per_s,
+        why="A partition is one task, and a task runs on one thread of one instance. However many instances you "
+            "add, at most as many threads as the topic has partitions have work, each doing `1000 / PAR_WORK_MS` "
+            "records a second: the topic's partitions times that is the ceiling. The parallelism table shows it: "
+            "with more instances than partitions, `records_per_s` stops growing and the extra instances are idle. "
+            "To go past it, the input topic needs more partitions (and the app a reset of its state).",
+        wrong=lambda r: _most_records_per_s(r) + 1000 / r.params["par_work_ms"],   # one more instance counted
+    ),
+    5: Exercise(
+        check=_check_bounce_limit_s,
+        solution=_bounce_limit_s,
+        why="Before 2.8 a Kafka Streams thread dies on the first send its producer gives up on, and the producer "
+            "gives up `delivery.timeout.ms` after the send (`BOUNCE_DELIVERY_TIMEOUT_MS`), leader or not. A leader "
+            "back within that time gets every waiting record; one away for longer kills the thread, and with one "
+            "thread the instance (`ERROR`). `task.timeout.ms` only matters from 2.8 on, where a timed-out task is "
+            "retried that long before the KIP-671 handler decides (KIP-572). The bounce table's `died_after_s` "
+            "shows when each app died.",
+        wrong=_bounce_limit_wrong,
     ),
 }
