@@ -290,3 +290,65 @@ def test_markers_not_read_stay_unknown():
     r.params = {"streams_version": "4.3.1"}
     assert r.record_fields()["eos_aborts_after"] is None and r.record_fields()["alos_markers"] is None
     assert r.crashes["during_processing · EOS v2"].summary()["aborts_after"] is None
+
+
+def test_each_lesson_has_its_question_and_the_run_answers_it(no_maven):
+    p = s.SPEC.validate(handlers=["replace_thread", "continue"], schema_modes=["shutdown_client", "tolerant"])
+    guess = s.predict("handlers", p, {"handlers": "it goes on without the record"}, show=False)
+    assert guess.lesson == "handlers" and "REPLACE_THREAD" in guess.question and guess.choices == s.FATES
+    assert "(SHUTDOWN_CLIENT)" in s.predict("schema", p, show=False).question
+    with pytest.raises(LabError, match="PREDICTIONS names no lesson \\['handler'\\]"):
+        s.predict("crashes", p, {"handler": "x"})
+    loops = {"replace_thread": failing("handler replace_thread", uncaught=4, responses=["REPLACE_THREAD"]),
+             "continue": failing("handler continue", lost=1)}
+    r = s.EosCrashResult("eos_crashes", p, "run", Timeline(T0), handlers=loops,
+                         schema={"shutdown_client": failing("schema shutdown_client", deaths=2),
+                                 "tolerant": failing("schema tolerant")})
+    assert r.measured_answer() == r.measured_answer("handlers") == "it loops: the same record fails again and again"
+    assert r.measured_answer("schema") == "it stops (and again after each restart)"
+    assert r.measured_answer("crashes") is None
+    from lab.scenarios.nb05_exactly_once_under_crashes.report import fate
+    assert [fate(o) for o in ("records dropped", "clean: the poison record is in the dead-letter topic",
+                              "clean")] == list(s.FATES[2:])
+
+
+def test_a_lesson_left_out_does_not_run_and_together_joins_the_sections(no_maven):
+    p = s.SPEC.validate(handlers=[], schema_modes=["tolerant"])
+    skipped = s.run_lesson("handlers", cluster=None, **p)   # HANDLERS empty: nothing starts
+    assert skipped.run_id == "" and skipped.verdict() == "nothing ran" and skipped.measured_answer() is None
+    with pytest.raises(LabError, match="no lesson 'crash'"):
+        s.run_lesson("crash", **p)
+    crashes = s.EosCrashResult("eos_crashes", {**p, "handlers": [], "schema_modes": []}, "run-a", Timeline(T0),
+                               crashes={"none · EOS v2": crash("none", "exactly_once_v2")}, peak_rss_mb={"apps": 500})
+    schema = s.EosCrashResult("eos_crashes", {**p, "crash_points": [], "handlers": []}, "run-b", Timeline(T0 + 60),
+                              schema={"tolerant": failing("schema tolerant")}, peak_rss_mb={"apps": 700})
+    schema.timeline.add("app", "start", T0 + 61)
+    both = s.together(crashes, skipped, schema)
+    assert list(both.crashes) == ["none · EOS v2"] and list(both.schema) == ["tolerant"] and not both.handlers
+    assert both.params["crash_points"] == p["crash_points"] and both.params["schema_modes"] == ["tolerant"]
+    assert both.params["handlers"] == [] and both.run_id == "run-a" and both.peak_rss_mb == {"apps": 700}
+    assert [(e.t, e.kind) for e in both.timeline.events] == [(61.0, "start")]
+
+
+def test_exercises_3_and_4_are_judged_by_what_ran_else_by_the_mechanism(capsys):
+    three, four = s.EosCrashResult.exercises[3], s.EosCrashResult.exercises[4]
+    r = s.EosCrashResult("eos_crashes", {}, "run", Timeline(T0),
+                         handlers={"continue": failing("handler continue", lost=1),
+                                   "dead_letter": failing("handler dead_letter", lost=1, lost_all={"a-5"},
+                                                          dead_letters=[{"id": "a-5", "exception": "x"}])},
+                         schema={"replace_thread": failing("schema replace_thread", uncaught=3,
+                                                           responses=["REPLACE_THREAD"])})
+    assert three.solution(r) == "dead_letter" and r.check(3, "dead_letter")
+    assert "Measured in this run: `dead_letter` ended as: clean" in capsys.readouterr().out
+    assert four.solution(r) == "tolerant" and r.check(4, "tolerant")     # not run here: the mechanism, said so
+    assert "did not run in this run: add it to SCHEMA_MODES" in capsys.readouterr().out
+    for number, answer, hint in [(3, three.wrong(r), "`continue` ended as: records dropped"),
+                                 (3, "shutdown_client", "stops the app"), (3, "poison", "one name of HANDLERS"),
+                                 (4, four.wrong(r), "`replace_thread` ended as: crash loop"),
+                                 (4, "continue", "only the dropped-records metric")]:
+        with pytest.raises(AssertionError, match=f"^Not quite: .*{re.escape(hint)}"):
+            r.check(number, answer)
+    broken = s.EosCrashResult("eos_crashes", {}, "run", Timeline(T0),
+                              handlers={"dead_letter": failing("handler dead_letter", lost=2, lost_all={"a", "b"})})
+    with pytest.raises(AssertionError, match="`dead_letter` ended as: records dropped: see its row"):
+        broken.check(3, "dead_letter")   # the right name, but this run measured otherwise: not accepted

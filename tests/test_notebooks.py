@@ -240,10 +240,12 @@ def test_solutions_stay_hidden_until_the_learner_asks(name: str):
 
 
 def _lessons(name: str) -> list[str]:
-    """The lessons of a notebook made of lessons (its scenario is lab.experiment.lessons.Lessons), else []."""
+    """The lessons of a notebook made of lessons (its scenario is lab.experiment.lessons.Lessons, or has LESSONS
+    beside its own run_lesson, as 05's), else []."""
     from lab.experiment.lessons import Lessons
-    scenario = getattr(next(e for e in COURSE if e.name == name).module(), "SCENARIO", None)
-    return list(scenario.modules) if isinstance(scenario, Lessons) else []
+    module = next(e for e in COURSE if e.name == name).module()
+    scenario = getattr(module, "SCENARIO", None)
+    return list(scenario.modules) if isinstance(scenario, Lessons) else list(getattr(module, "LESSONS", []))
 
 
 @pytest.mark.parametrize("name", NAMES)

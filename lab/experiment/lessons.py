@@ -23,14 +23,14 @@ A notebook gives each lesson its own section (predict, run that lesson alone, ob
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from ..config import KAFKA_VERSION
 from ..audit import warm_up
 from ..errors import LabError
-from .memory import child_pids, peak_rss
+from .memory import child_pids, largest, peak_rss
 from .params import Param, Spec
-from .predict import Prediction, predict
+from .predict import Prediction, predict_lesson
 from .result import Result
 from .run import Run
 from .timeline import Timeline
@@ -76,13 +76,7 @@ class Lessons:
 
     def predict(self, lesson: str, p: dict, given: dict | None = None, show: bool = True) -> Prediction:
         """The lesson's Predict step; `given` maps lessons to predictions (a notebook's PREDICTIONS, headless)."""
-        given = given or {}
-        unknown = sorted(set(given) - set(self.modules))
-        if unknown:
-            raise LabError(f"PREDICTIONS names no lesson {unknown}: the lessons are {list(self.modules)}.")
-        guess = predict(*self.question(p, lesson), given=given.get(lesson), show=show)
-        guess.lesson = lesson
-        return guess
+        return predict_lesson(lesson, self.question(p, lesson), given, list(self.modules), show)
 
     def run_lesson(self, lesson: str, cluster=None, progress: bool = True, **params) -> "LessonsResult":
         """One lesson alone, as its notebook section runs it. A lesson left out of LESSONS does not run: its
@@ -100,14 +94,9 @@ class Lessons:
         Its timeline puts every section's events on one clock."""
         ran = [r for r in results if r.outcomes]
         first = ran[0] if ran else results[0]
-        t0 = min((r.timeline.t0 for r in ran), default=0)
-        timeline = Timeline(t0)
-        for r in ran:
-            shift = r.timeline.t0 - t0
-            timeline.events += [shifted(e, shift) for e in r.timeline.events]
-            timeline.bands += [shifted(b, shift) for b in r.timeline.bands]
+        timeline = Timeline.joined(*(r.timeline for r in ran))
         outcomes = {name: o for r in ran for name, o in r.outcomes.items()}
-        peak = {k: max(r.peak_rss_mb.get(k) or 0 for r in ran) for k in {k for r in ran for k in r.peak_rss_mb}}
+        peak = largest(*(r.peak_rss_mb for r in ran))
         return self.result(self.scenario.replace("-", "_"), {**first.params, "lessons": list(outcomes)},
                            first.run_id, timeline, notes=[n for r in ran for n in r.notes], outcomes=outcomes,
                            titles=self.titles, peak_rss_mb=peak,
@@ -143,11 +132,6 @@ class Lessons:
                    if hasattr(self.modules[name], "measured_answer")}
         return self.result(self.scenario.replace("-", "_"), p, lab.id, lab.timeline, outcomes=outcomes,
                            titles=self.titles, peak_rss_mb=peak, answers=answers)
-
-
-def shifted(event, by: float):
-    """The event `by` seconds later (onto an earlier t0)."""
-    return replace(event, t=round(event.t + by, 3), end=None if event.end is None else round(event.end + by, 3))
 
 
 class NotRun:

@@ -41,3 +41,9 @@ def peak_rss(stop: threading.Event, groups: Callable[[], dict], every: float = 0
         for name, pids in groups().items():
             peak[name] = round(max(peak.get(name) or 0.0, rss_mb(pids)), 1) if pids else peak.get(name)
     return peak
+
+
+def largest(*peaks: dict) -> dict:
+    """Several runs' peak_rss() as one: the largest of each group (runs one after the other never overlap)."""
+    names = {name for peak in peaks for name in peak}
+    return {name: max((peak.get(name) or 0 for peak in peaks), default=0) for name in names}

@@ -89,6 +89,17 @@ def predict(question: str, choices=None, *, given=None, tolerance: float = 0.25,
     return Prediction(question, choices, given, tolerance, widget)
 
 
+def predict_lesson(lesson: str, question: tuple, given: dict | None, lessons: list, show: bool = True) -> Prediction:
+    """One lesson's Predict step in a notebook of lessons: `question` is (text, choices), `given` the notebook's
+    PREDICTIONS (lesson -> answer), checked against its `lessons`."""
+    unknown = sorted(set(given or {}) - set(lessons))
+    if unknown:
+        raise LabError(f"PREDICTIONS names no lesson {unknown}: the lessons are {list(lessons)}.")
+    guess = predict(*question, given=(given or {}).get(lesson), show=show)
+    guess.lesson = lesson
+    return guess
+
+
 def predictions(*guesses: Prediction) -> dict:
     """Every lesson's prediction for record(): {"predictions": {lesson: as_record()}}."""
     return {"predictions": {g.lesson: g.as_record() for g in guesses}}

@@ -7,7 +7,7 @@ down). Every scenario's figure is `Timeline.figure()`, maybe with extra traces.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 # One colour vocabulary for every figure of the course.
 TONES = {
@@ -59,6 +59,17 @@ class Timeline:
         band = Event(round(start - self.t0, 3), "", label, "", tone, round(end - self.t0, 3))
         self.bands.append(band)
         return band
+
+    @classmethod
+    def joined(cls, *timelines: "Timeline") -> "Timeline":
+        """Several runs' timelines on one clock, from the earliest t0 (a notebook's lessons, each run alone)."""
+        joined = cls(min((t.t0 for t in timelines), default=0))
+        for t in timelines:
+            by = t.t0 - joined.t0
+            joined.events += [replace(e, t=round(e.t + by, 3), end=None if e.end is None else round(e.end + by, 3))
+                              for e in t.events]
+            joined.bands += [replace(b, t=round(b.t + by, 3), end=round(b.end + by, 3)) for b in t.bands]
+        return joined
 
     def rows(self, lane: str | None = None, kind: str | None = None) -> list[Event]:
         return [e for e in self.events if (lane is None or e.lane == lane) and (kind is None or e.kind == kind)]

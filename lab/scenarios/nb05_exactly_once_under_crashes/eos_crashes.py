@@ -9,20 +9,22 @@ import threading
 
 from ...cluster import parse_version
 from ...config import KAFKA_VERSION
-from ...experiment import Param, Run, Spec
+from ...errors import LabError
+from ...experiment import Param, Run, Spec, Timeline
 from ...experiment.checks import check_streams_program
-from ...experiment.memory import child_pids, peak_rss
+from ...experiment.memory import child_pids, largest, peak_rss
+from ...experiment.predict import predict_lesson
 from .analysis import app_events, loop_rate, measure
 from .crash_points import _crash_run, _markers
 from .exception_handlers import KIP_1034, _handler_run, handler_props
-from .report import OUTPUT_ANSWERS, Crash, EosCrashResult, Failing, asked_point
+from .report import FATES, OUTPUT_ANSWERS, Crash, EosCrashResult, Failing, asked_point
 from .schema_change import _schema_run, schema_version
 from .streams_app import (CONTINUE_HANDLER, CRASH_POINTS, DESER_CONTINUE, GUARANTEES, HANDLERS, MAIN,
                           SCHEMA_MODES, SHORT, SOURCES)
 
-__all__ = ["SPEC", "needs", "run", "EosCrashResult", "Crash", "Failing", "check_streams_version", "has_kip_1033",
-           "schema_version", "handler_props", "measure", "app_events", "loop_rate", "CRASH_POINTS", "GUARANTEES",
-           "HANDLERS", "SCHEMA_MODES", "CONTINUE_HANDLER", "DESER_CONTINUE", "SHORT"]
+__all__ = ["SPEC", "needs", "run", "LESSONS", "predict", "run_lesson", "together", "EosCrashResult", "Crash",
+           "Failing", "check_streams_version", "has_kip_1033", "schema_version", "handler_props", "measure",
+           "app_events", "loop_rate", "CRASH_POINTS", "GUARANTEES", "HANDLERS", "SCHEMA_MODES", "CONTINUE_HANDLER", "DESER_CONTINUE", "SHORT"]
 
 OLDEST_SUPPORTED = (3, 0, 0)   # exactly_once_v2, the uncaught exception handler, the processor API
 KIP_1033 = (3, 9, 0)           # ProcessingExceptionHandler (processing.exception.handler)
@@ -96,11 +98,80 @@ def needs(p: dict) -> dict:
 
 
 def question(p: dict) -> tuple:
-    """The Predict step: what exactly-once leaves in the output after a crash at the asked point."""
+    """The crash lesson's Predict step: what exactly-once leaves in the output after a crash at the asked point."""
     point = asked_point(p["crash_points"]) if p["crash_points"] else "none"
     when = ("runs without a crash" if point == "none" else
             f"is killed (kill -9) at the point `{point}` of its {p['crash_at']}th record, then restarted")
     return (f"Under exactly_once_v2 the app {when}. What does the read_committed output hold?", OUTPUT_ANSWERS)
+
+
+HOW_HANDLED = {
+    "shutdown_client": "Kafka's default uncaught exception handler (SHUTDOWN_CLIENT), with a restart from outside "
+                       "after each stop",
+    "replace_thread": "the uncaught exception handler answering REPLACE_THREAD",
+    "continue": "a ProcessingExceptionHandler answering CONTINUE (KIP-1033)",
+    "dead_letter": "a ProcessingExceptionHandler answering CONTINUE with a dead-letter topic (KIP-1034)",
+    "deserialization": "the DeserializationExceptionHandler answering CONTINUE",
+    "tolerant": "a reader that also understands version 1's format",
+}
+
+
+def handler_question(p: dict) -> tuple:
+    """The handler lesson's Predict step: what becomes of the app and of the poison record."""
+    handler = "shutdown_client" if "shutdown_client" in p["handlers"] else (p["handlers"] or ["shutdown_client"])[0]
+    what = "a malformed input it cannot deserialize" if handler == "deserialization" else \
+        "a poison record: the processor throws on it, on every attempt"
+    return f"The app meets {what}, under {HOW_HANDLED[handler]}. What happens?", FATES
+
+
+def schema_question(p: dict) -> tuple:
+    """The schema lesson's Predict step: version 2 meets version 1's state."""
+    mode = "shutdown_client" if "shutdown_client" in p["schema_modes"] else \
+        (p["schema_modes"] or ["shutdown_client"])[0]
+    return ("Version 2 of the app expects a new format in its state store and is deployed with the same "
+            f"application.id while input keeps coming, under {HOW_HANDLED[mode]}. What happens?", FATES)
+
+
+# The notebook's lessons, each its own section: the parameters that are that lesson's runs (run_lesson empties the
+# others'), and its Predict question.
+LESSONS = {"crashes": (("crash_points",), question), "handlers": (("handlers",), handler_question),
+           "schema": (("schema_modes",), schema_question)}
+
+
+def predict(lesson: str, p: dict, given: dict | None = None, show: bool = True):
+    """The lesson's Predict step; `given` maps lessons to predictions (the notebook's PREDICTIONS)."""
+    return predict_lesson(lesson, _lesson(lesson)[1](p), given, list(LESSONS), show)
+
+
+def run_lesson(lesson: str, cluster=None, progress: bool = True, **params) -> "EosCrashResult":
+    """One lesson alone, as its notebook section runs it: only its runs, on the notebook's broker. A lesson whose
+    runs were left out (an empty CRASH_POINTS, HANDLERS or SCHEMA_MODES) does not run, and its result says so."""
+    p = SPEC.validate(**params)
+    keys = _lesson(lesson)[0]
+    others = {k: [] for name, (ks, _) in LESSONS.items() if name != lesson for k in ks}
+    if not all(p[k] for k in keys) or (lesson == "crashes" and not p["guarantees"]):
+        return EosCrashResult("eos_crashes", {**p, **others, **{k: [] for k in keys}}, "", Timeline(0))
+    return run(cluster=cluster, progress=progress, **{**p, **others})
+
+
+def together(*results: "EosCrashResult") -> "EosCrashResult":
+    """The sections' results as one, as if one run had run them all: the exercises and record() read it."""
+    ran = [r for r in results if r.run_id] or list(results[:1])
+    params = dict(ran[0].params)
+    for r in ran:
+        params.update({k: r.params[k] for ks, _ in LESSONS.values() for k in ks if r.params[k]})
+    return EosCrashResult("eos_crashes", params, ran[0].run_id, Timeline.joined(*(r.timeline for r in ran)),
+                          crashes={k: c for r in ran for k, c in r.crashes.items()},
+                          handlers={k: f for r in ran for k, f in r.handlers.items()},
+                          schema={k: f for r in ran for k, f in r.schema.items()},
+                          bootstrap=ran[0].bootstrap, broker_log=ran[0].broker_log,
+                          peak_rss_mb=largest(*(r.peak_rss_mb for r in ran)))
+
+
+def _lesson(lesson: str) -> tuple:
+    if lesson not in LESSONS:
+        raise LabError(f"There is no lesson {lesson!r} (lessons: {list(LESSONS)}).")
+    return LESSONS[lesson]
 
 
 def run(cluster=None, progress: bool = True, **params) -> "EosCrashResult":

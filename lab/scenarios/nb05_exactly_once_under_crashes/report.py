@@ -1,6 +1,7 @@
 """What notebook 05 shows of a run: a Crash per crash run and a Failing per handler or schema run (summary,
-why, outcome), and EosCrashResult: verdict and tables (section 2), figures (3, 6), the Spark audit (4), the
-broker's, the markers' and the app's lines (5), the closing note (8), the exercises and the recorded fields.
+why, outcome), and EosCrashResult: verdict, tables, figures, the Spark audit, the broker's, the markers' and the
+app's lines (section 1, the crashes), the handler and schema tables (sections 2 and 3), each lesson's Predict
+answer, the closing note (section 4), the exercises and the recorded fields.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from ...experiment.result import Exercise, expect, names, number
 from ...experiment.evidence import short_line
 from ...experiment.markers import describe
 from ...history import History
-from .streams_app import EPOCH_LINE, GUARANTEES, SHORT, WIPE_LINE
+from .streams_app import EPOCH_LINE, GUARANTEES, HANDLERS, SCHEMA_MODES, SHORT, WIPE_LINE
 
 # What the broker's transaction markers say about a crash run (lab.experiment.markers.around).
 MARKER_COUNTS = ("markers", "commit_markers", "abort_markers", "commits_before", "aborts_after", "aborted_by_markers",
@@ -122,6 +123,26 @@ class Failing:
 OUTPUT_ANSWERS = ("every input exactly once", "some inputs twice", "some inputs missing")   # the Predict question
 
 
+# What becomes of an app and its poison record (the handler and schema lessons' Predict questions), by Failing.outcome.
+FATES = ("it stops (and again after each restart)", "it loops: the same record fails again and again",
+         "it goes on without the record", "it goes on, and the record is kept aside",
+         "nothing is lost: every input comes out")
+
+
+def fate(outcome: str) -> str:
+    """A Failing.outcome in the Predict question's words."""
+    for start, answer in (("app stopped", FATES[0]), ("crash loop", FATES[1]), ("records dropped", FATES[2]),
+                          ("clean: the poison record", FATES[3]), ("clean", FATES[4])):
+        if outcome.startswith(start):
+            return answer
+    raise ValueError(outcome)
+
+
+def asked(runs: dict) -> str | None:
+    """The run the handler and schema questions are about: Kafka's default, shutdown_client, if it ran."""
+    return "shutdown_client" if "shutdown_client" in runs else next(iter(runs), None)
+
+
 def asked_point(points: list) -> str:
     """The crash point the Predict question is about: after the send, before the commit, if it runs."""
     return "after_send_before_commit" if "after_send_before_commit" in points else points[0]
@@ -144,8 +165,15 @@ class EosCrashResult(Result):
         return (any(c.anomalies for c in self.crashes.values())
                 or any(not f.outcome.startswith("clean") for f in [*self.handlers.values(), *self.schema.values()]))
 
-    def measured_answer(self) -> str | None:
-        """What the read_committed output held after the exactly-once run at the asked crash point."""
+    def measured_answer(self, lesson: str | None = None) -> str | None:
+        """This run's answer to a lesson's Predict question (default: the first lesson that ran). Crashes: what the
+        read_committed output held after the exactly-once run at the asked crash point; handlers and schema: what
+        became of the asked run's app."""
+        lesson = lesson or next((name for name, runs in (("crashes", self.crashes), ("handlers", self.handlers),
+                                                         ("schema", self.schema)) if runs), None)
+        if lesson in ("handlers", "schema"):
+            runs = self.handlers if lesson == "handlers" else self.schema
+            return fate(runs[asked(runs)].outcome) if runs else None
         point = asked_point(self.params["crash_points"]) if self.params["crash_points"] else None
         run = next((c for c in self.eos().values() if c.point == point), None)
         if run is None:
@@ -285,6 +313,8 @@ class EosCrashResult(Result):
         for f in [*self.handlers.values(), *self.schema.values()]:
             jobs[f.label] = (f, dict(expect="clean" if f.outcome == "clean" else "anomalies",
                                      kinds=["duplicate", "lost"], allow_empty=True))
+        if not jobs:
+            return {}
         spark = spark_session()   # one session, several small audits at once: each is mostly waiting on Kafka
         with ThreadPoolExecutor(4) as pool:
             futures = {k: pool.submit(audit, run.history, bootstrap=self.bootstrap, output_topic=run.topics[1],
@@ -367,6 +397,35 @@ def _check_aborted_seen(result: EosCrashResult, answer) -> None:
            "exactly-once rows")
 
 
+# What each handler or schema mode does with a record it cannot process: the mechanism, for answers not run here.
+DOES = {"shutdown_client": "stops the app, and a restart meets the same record at the same offset again",
+        "replace_thread": "starts a new thread, which meets the same record again: a crash loop",
+        "continue": "goes on, and the record (or its update) is gone: only the dropped-records metric counts it",
+        "deserialization": "skips an input that cannot be deserialized at all: it is not a poison record",
+        "tolerant": None, "dead_letter": None}
+
+
+def _judged(runs: dict, answer, right: str, kind: str, known: tuple) -> None:
+    """The learner's choice among `known`: judged by what it did in this run when it ran, else by the mechanism."""
+    expect(isinstance(answer, str) and answer in known, f"answer one name of {kind}: {', '.join(known)}")
+    if answer in runs:
+        outcome = runs[answer].outcome
+        print(f"Measured in this run: `{answer}` ended as: {outcome}.")
+        expect(answer == right, f"in this run `{answer}` ended as: {outcome}; it {DOES[answer]}")
+        expect(outcome.startswith("clean"), f"in this run `{answer}` ended as: {outcome}: see its row and why")
+        return
+    expect(answer == right, f"`{answer}` {DOES[answer]}")
+    print(f"`{answer}` did not run in this run: add it to {kind} and run the lesson to see it measured.")
+
+
+def _check_keep_aside(result: EosCrashResult, answer) -> None:
+    _judged(result.handlers, answer, "dead_letter", "HANDLERS", HANDLERS)
+
+
+def _check_carry_on(result: EosCrashResult, answer) -> None:
+    _judged(result.schema, answer, "tolerant", "SCHEMA_MODES", SCHEMA_MODES)
+
+
 EosCrashResult.exercises = {
     1: Exercise(
         check=_check_duplicated_points,
@@ -391,5 +450,27 @@ EosCrashResult.exercises = {
         # what read_committed saw (0) when there were some; otherwise everything read_uncommitted read
         wrong=lambda r: 0 if _aborted_seen(r) else max(
             sum(c.m["outputs"] for c in r.eos().values()), 1),
+    ),
+    3: Exercise(
+        check=_check_keep_aside,
+        solution=lambda r: "dead_letter",
+        why="A poison record fails on every attempt, so every answer that tries it again fails again: "
+            "`shutdown_client` stops the app, and a restart from outside meets the same record at the same offset; "
+            "`replace_thread` starts a new thread that meets it too, a crash loop. `continue` (KIP-1033) goes on, but "
+            "the record is gone, counted only by the dropped-records metric. `dead_letter` (KIP-1034, Kafka Streams "
+            "4.2+) goes on and writes the record, with its exception, to a dead-letter topic, where someone can look "
+            "at it and replay it. The handler table's `outcome` and `dead-letter topic` columns show it measured.",
+        wrong=lambda r: "continue",   # the app goes on: it looks like the fix, but the record is gone
+    ),
+    4: Exercise(
+        check=_check_carry_on,
+        solution=lambda r: "tolerant",
+        why="Version 2's state is restored byte for byte from the changelog, in version 1's format, so the first "
+            "`get()` of an old key fails, and it fails the same way on every attempt: like a poison record, but one "
+            "per key. Handlers only choose how to fail: `shutdown_client` stops, `replace_thread` loops, and "
+            "`continue` (KIP-1033) drops the record whose state cannot be read. Only a reader that understands "
+            "version 1's format (`tolerant`: it reads the old format and rewrites it in the new one) carries on "
+            "from the old counts. The schema table's `migrated on read` column counts the keys it converted.",
+        wrong=lambda r: next((m for m, f in r.schema.items() if not f.outcome.startswith("clean")), "continue"),
     ),
 }
