@@ -217,7 +217,7 @@ def test_exercises_check_against_the_measurements(capsys):
                 crash("after_commit", "at_least_once"), crash("before_read", "exactly_once_v2", aborted_visible=7)])
     assert one.solution(r) == ["after_send_before_commit"] and two.solution(r) == 7
     assert r.check(1, one.solution(r)) and r.check(2, two.solution(r)) and r.check(2, 7.0)
-    assert not r.check(1, None) and "`result.solution(1)` shows a solution" in capsys.readouterr().out
+    assert not r.check(1, None) and "`.solution(1)` on the same result" in capsys.readouterr().out
     for number, answer, hint in [
             (1, one.wrong(r), "also duplicated records at 'after_send_before_commit'"),   # "we're fine": []
             (1, ["after_send_before_commit", "after_commit"], "'after_commit' produced no duplicate"),

@@ -522,3 +522,11 @@ def test_a_notebook_of_lessons_predicts_and_runs_each_lesson_in_its_own_section(
     assert predictions(guess) == {"predictions": {"partitions": {"prediction": 3, "prediction_measured": 2,
                                                                  "prediction_right": False}}}
 
+
+
+def test_the_prediction_line_is_shown_once_in_a_cell(capsys):
+    from lab.experiment.predict import predict
+    line = predict("Which way?", ["up", "down"], given="up", show=False).against("up")
+    assert line == "You said: up. This run measured: up. As you predicted." and capsys.readouterr().out == line + "\n"
+    line._ipython_display_()   # what Jupyter calls for a cell's value: nothing more to show
+    assert capsys.readouterr().out == ""

@@ -116,7 +116,7 @@ def test_exercise_1_the_ttl_stores_keys_from_the_arithmetic_and_the_table(capsys
     assert r.lesson("growth").by_kind()["ttl"]["keys_end"] == 3_300
     one = StateResult.exercises[1]
     assert one.solution(r) == 3_000 and r.check(1, 3_000) and r.check(1, 3_400)
-    assert not r.check(1, None) and "result.solution(1)" in capsys.readouterr().out
+    assert not r.check(1, None) and "`.solution(1)` on the same result" in capsys.readouterr().out
     for answer, hint in [(one.wrong(r), "GROWTH_TTL_S is in seconds"), (15_000, "every key fed"),
                          (5_000, "not about GROWTH_TTL_S / GROWTH_STEP_MS"), (0, "not about"),
                          (2_300, "held 3,300 keys at the end"),   # within the arithmetic's 25 %, far from the table

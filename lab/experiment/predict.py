@@ -17,6 +17,13 @@ from __future__ import annotations
 from ..errors import LabError
 
 
+class Printed(str):
+    """A line already printed: a str that Jupyter does not display again as a cell's value."""
+
+    def _ipython_display_(self) -> None:
+        pass
+
+
 class Prediction:
     """One question, the learner's answer (given, or read from the widget when compared), and the comparison."""
 
@@ -48,7 +55,8 @@ class Prediction:
         return abs(float(self.answer) - float(self.measured)) <= self.tolerance * max(abs(float(self.measured)), 1)
 
     def against(self, measured) -> str:
-        """Print (and return) the prediction beside what this run measured."""
+        """Print (and return) the prediction beside what this run measured. The line is returned as Printed: a
+        notebook cell that ends with this call shows it once, not again as the cell's value."""
         self.measured = measured
         shown = f"{measured:g}" if isinstance(measured, (int, float)) and not isinstance(measured, bool) else measured
         if measured is None:
@@ -60,7 +68,7 @@ class Prediction:
             line = (f"You said: {said}. This run measured: {shown}. "
                     + ("As you predicted." if self.right() else "Not what you predicted: the cells below show why."))
         print(line)
-        return line
+        return Printed(line)
 
     def as_record(self) -> dict:
         """The prediction's fields for record(): what was predicted, what was measured, whether they matched."""

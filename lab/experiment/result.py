@@ -70,7 +70,8 @@ class Result:
         """Raise AssertionError with a hint when `answer` is wrong; say so when it is right."""
         exercise = self._exercise(number)
         if answer is None:
-            print(f"Exercise {number}: not answered yet. Stuck? `result.solution({number})` shows a solution and why.")
+            print(f"Exercise {number}: not answered yet. Stuck? `.solution({number})` on the same result shows a "
+                  "solution and why.")
             return Checked(False)
         exercise.check(self, answer)
         print(f"Exercise {number}: correct.")
