@@ -30,13 +30,14 @@ def lesson_times(number: str) -> list[tuple[str, float, str]]:
     from lab.scenarios import notebook
     scenario = notebook(number).module()
     params = scenario.SPEC.validate()
-    lessons = getattr(scenario, "SCENARIO", None)
+    lessons = scenario.SCENARIO.modules if isinstance(getattr(scenario, "SCENARIO", None), Lessons) else \
+        getattr(scenario, "LESSONS", None)   # 06, 07: on lab.experiment.lessons; 05: its own LESSONS
     cluster, started = timed(lambda: kafka_cluster(**scenario.needs(params), name=f"times-{number}").start())
     rows = [("(broker start)", started, "")]
     try:
-        if isinstance(lessons, Lessons):
-            for lesson in params["lessons"]:
-                result, seconds = timed(lambda: lessons.run_lesson(lesson, cluster=cluster, progress=False, **params))
+        if lessons:
+            for lesson in lessons:
+                result, seconds = timed(lambda: scenario.run_lesson(lesson, cluster=cluster, progress=False, **params))
                 rows.append((lesson, seconds, result.verdict()))
         else:
             result, seconds = timed(lambda: scenario.run(cluster=cluster, progress=False, **params))
