@@ -352,3 +352,6 @@ def test_exercises_3_and_4_are_judged_by_what_ran_else_by_the_mechanism(capsys):
                               handlers={"dead_letter": failing("handler dead_letter", lost=2, lost_all={"a", "b"})})
     with pytest.raises(AssertionError, match="`dead_letter` ended as: records dropped: see its row"):
         broken.check(3, "dead_letter")   # the right name, but this run measured otherwise: not accepted
+    with pytest.raises(LabError, match="not run in this run \\(SCHEMA_MODES is empty\\)"):
+        broken.check(4, "tolerant")   # no schema run at all: run the lesson first
+

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ...errors import LabError
 from ...experiment import Result, Timeline, grep
 from ...experiment.result import Exercise, expect, names, number
 from ...experiment.evidence import short_line
@@ -407,6 +408,9 @@ DOES = {"shutdown_client": "stops the app, and a restart meets the same record a
 
 def _judged(runs: dict, answer, right: str, kind: str, known: tuple) -> None:
     """The learner's choice among `known`: judged by what it did in this run when it ran, else by the mechanism."""
+    if not runs:
+        raise LabError(f"this lesson was not run in this run ({kind} is empty): add some of {', '.join(known)} and "
+                       "run the lesson again")
     expect(isinstance(answer, str) and answer in known, f"answer one name of {kind}: {', '.join(known)}")
     if answer in runs:
         outcome = runs[answer].outcome
