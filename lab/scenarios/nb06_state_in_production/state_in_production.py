@@ -190,7 +190,7 @@ StateResult.exercises = {
             "divided by (`MEMORY_STORES` x that) is the most partitions the app can take on; one more and it goes "
             "past. Measured at this lesson's fill (`MEMORY_MB_PER_STORE`): more data per store, or reads that keep "
             "coming, move each instance towards Kafka's cap of 98 MB. The bounded config shares one cache instead, "
-            "so its memory stays at `MEMORY_BOUND_MB` however many partitions.",
+            "so its memory stays near `MEMORY_BOUND_MB` however many partitions.",
         wrong=lambda r: int(BUDGET_MB // _default_per_instance_mb(r)),   # one store per partition, not MEMORY_STORES
     ),
     4: Exercise(

@@ -206,7 +206,8 @@ StreamsStopResult.exercises = {
             "add, at most as many threads as the topic has partitions have work, each doing `1000 / PAR_WORK_MS` "
             "records a second: the topic's partitions times that is the ceiling. The parallelism table shows it: "
             "with more instances than partitions, `records_per_s` stops growing and the extra instances are idle. "
-            "To go past it, the input topic needs more partitions (and the app a reset of its state).",
+            "To go past it, the input topic needs more partitions (a stateful app's keys then move to other "
+            "partitions: its state has to be rebuilt).",
         wrong=lambda r: _most_records_per_s(r) + 1000 / r.params["par_work_ms"],   # one more instance counted
     ),
     5: Exercise(
