@@ -530,3 +530,24 @@ def test_the_prediction_line_is_shown_once_in_a_cell(capsys):
     assert line == "You said: up. This run measured: up. As you predicted." and capsys.readouterr().out == line + "\n"
     line._ipython_display_()   # what Jupyter calls for a cell's value: nothing more to show
     assert capsys.readouterr().out == ""
+
+
+def test_an_exercise_tried_in_the_failure_run_only_is_recorded_as_skipped_and_only_it():
+    from lab.experiment.result import Exercise, expect
+    from tests.expectations import exercises, try_exercises
+
+    class Tiny(Result):
+        failed = False
+
+        def verdict(self):
+            return "tiny"
+    Tiny.exercises = {1: Exercise(check=lambda r, a: expect(a == 2, "two"), solution=lambda r: 2, why="",
+                                  wrong=lambda r: 3),
+                      2: Exercise(check=lambda r, a: expect(False, "never"), solution=lambda r: 0, why="",
+                                  wrong=lambda r: 1)}
+    tried = try_exercises(Tiny("tiny", {}, "run", Timeline(0.0)), skip=(2,))
+    assert tried[2] == {"skipped": True} and tried[1]["right"] == "correct"
+    record = {"exercises": {str(k): v for k, v in tried.items()}}
+    assert exercises(record, [1, 2], skipped=(2,)) == {1: 2, 2: None}
+    with pytest.raises(AssertionError):
+        exercises(record, [1, 2])   # a skipped exercise is only allowed where the expectations say so

@@ -91,18 +91,20 @@ def with_panel_clicks(notebook: Path, panel_values: dict, into: Path) -> Path:
 
 # Appended to every run: each exercise tried with no answer, its solution and its tempting wrong answer
 # (tests.expectations.try_exercises), recorded as `exercises` (asserted by tests.expectations.exercises).
-TRY_EXERCISES = f"""\
+# An expectations module's TRIED_IN_FAILURE_ONLY names experiment exercises whose run does not depend on what
+# CONTROL changes: tried once, in the failure run.
+TRY_EXERCISES = """\
 # added by tests/test_notebooks.py
 import sys
-sys.path.insert(0, {str(ROOT)!r})
+sys.path.insert(0, {root!r})
 from tests.expectations import try_exercises
-record(exercises=try_exercises(result))
+record(exercises=try_exercises(result, skip={skip!r}))
 """
 
 
-def with_exercises_tried(notebook: Path, into: Path) -> Path:
+def with_exercises_tried(notebook: Path, into: Path, skip: tuple = ()) -> Path:
     nb = nbformat.read(notebook, as_version=4)
-    nb.cells.append(nbformat.v4.new_code_cell(TRY_EXERCISES))
+    nb.cells.append(nbformat.v4.new_code_cell(TRY_EXERCISES.format(root=str(ROOT), skip=tuple(skip))))
     nbformat.write(nb, into)
     return into
 
@@ -119,7 +121,8 @@ def test_notebook(name: str, variant: str, tmp_path: Path):
     if interactive(expect, variant):
         parameters = {**parameters, "INTERACTIVE": True}
         notebook = with_panel_clicks(notebook, expect.PANEL, tmp_path / f"input-{notebook.name}")
-    notebook = with_exercises_tried(notebook, tmp_path / f"tried-{notebook.name}")
+    notebook = with_exercises_tried(notebook, tmp_path / f"tried-{notebook.name}",
+                                    skip=getattr(expect, "TRIED_IN_FAILURE_ONLY", ()) if variant == "control" else ())
     output = tmp_path / f"{name}.ipynb"
     papermill.execute_notebook(
         str(notebook), str(output), parameters=parameters, kernel_name="python3",

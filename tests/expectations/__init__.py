@@ -10,12 +10,15 @@ def prediction(r: dict, given, measured, lesson: str | None = None) -> None:
     assert r["prediction_right"] == (None if given is None else given == measured), r
 
 
-def try_exercises(result) -> dict:
+def try_exercises(result, skip: tuple = ()) -> dict:
     """Each exercise of a run tried as a learner could: no answer, the solution, the tempting wrong answer. By
     number: what the check said of each ("correct", "not answered", or its hint or error), and the solution's
-    answer (None for a function)."""
+    answer (None for a function). `skip`: exercises recorded as {"skipped": True}, not tried."""
     out = {}
     for number, exercise in type(result).exercises.items():
+        if number in skip:
+            out[number] = {"skipped": True}
+            continue
         tried = {}
         for case, answer in (("none", lambda r: None), ("right", exercise.solution), ("wrong", exercise.wrong)):
             try:
@@ -33,16 +36,20 @@ def try_exercises(result) -> dict:
     return out
 
 
-def exercises(r: dict, numbers: list[int], not_run: tuple = ()) -> dict:
+def exercises(r: dict, numbers: list[int], not_run: tuple = (), skipped: tuple = ()) -> dict:
     """Every exercise tried on the run (try_exercises, in a cell tests/test_notebooks.py adds): no answer is
     "not answered", the solution is correct, the tempting wrong answer is refused with a hint. An exercise whose
-    lesson this run left out (`not_run`) asks for the lesson instead. Returns the solutions' answers, by exercise number."""
+    lesson this run left out (`not_run`) asks for the lesson instead; one tried in the failure run only (`skipped`)
+    is recorded as skipped, and only it. Returns the solutions' answers, by exercise number."""
     tried = r["exercises"]
     assert sorted(map(int, tried)) == numbers, tried
+    assert sorted(int(n) for n, t in tried.items() if t.get("skipped")) == sorted(skipped), tried
     for number, t in tried.items():
+        if int(number) in skipped:
+            continue
         if int(number) in not_run:
             assert all("not run in this run" in t[case] for case in ("right", "wrong")), t
             continue
         assert t["none"] == "not answered" and t["right"] == "correct", (number, t)
         assert t["wrong"].startswith("Not quite:"), (number, t)   # expect()'s hint, not a crash of the check
-    return {int(n): t["answer"] for n, t in tried.items()}
+    return {int(n): t.get("answer") for n, t in tried.items()}

@@ -47,6 +47,11 @@ CONTROL = {**PARAMETERS, "POLL_FIXES": ["longer_interval", "pause_resume"], "PAR
            "BOUNCE_APPS": ["2.7.2", "4.3.1/shutdown_client", "4.3.1/replace_thread"], "BOUNCE_REPLICATION": 3,
            "BOUNCE_ACKS": "all", "PREDICTIONS": {}}
 
+# Exercise 2's experiment runs the poll lesson again with the learner's interval, the Java consumer without a fix:
+# CONTROL changes only POLL_FIXES, which the experiment sets itself, so it is the same run. Tried once, in the
+# failure run.
+TRIED_IN_FAILURE_ONLY = (2,)
+
 # The panel, clicked in the CONTROL run: the lookup lesson with a cache.
 PANEL = {"lessons": ["lookups"], "lookup_modes": ["cache"]}
 PANEL_FAILS = False
@@ -163,7 +168,6 @@ def check_control(results):
         assert row["died"] is False and row["audit_lost"] == 0 and row["lag_end"] == 0, (app, row)
         assert row["listener_not_found_lines"] == 0 and row["acks"] == "all", (app, row)
     # The exercises: nothing looped; the budget is the same arithmetic, whatever the input rate.
-    answers = exercises(results, [1, 2, 3, 4, 5])
+    answers = exercises(results, [1, 2, 3, 4, 5], skipped=TRIED_IN_FAILURE_ONLY)
     assert answers[1] == [] and answers[3] == 1000 / CONTROL["LOOKUP_LATENCY_MS"], answers
     assert answers[4] == 200 and answers[5] == 10, answers   # the same arithmetic: no idle instance needed
-    _interval_experiment(results, answers)   # the same experiment: the Java consumer without a fix
