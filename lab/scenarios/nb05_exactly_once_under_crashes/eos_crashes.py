@@ -24,7 +24,8 @@ from .streams_app import (CONTINUE_HANDLER, CRASH_POINTS, DESER_CONTINUE, GUARAN
 
 __all__ = ["SPEC", "needs", "run", "LESSONS", "predict", "run_lesson", "together", "EosCrashResult", "Crash",
            "Failing", "check_streams_version", "has_kip_1033", "schema_version", "handler_props", "measure",
-           "app_events", "loop_rate", "CRASH_POINTS", "GUARANTEES", "HANDLERS", "SCHEMA_MODES", "CONTINUE_HANDLER", "DESER_CONTINUE", "SHORT"]
+           "app_events", "loop_rate", "CRASH_POINTS", "GUARANTEES", "HANDLERS", "SCHEMA_MODES", "CONTINUE_HANDLER",
+           "DESER_CONTINUE", "SHORT"]
 
 OLDEST_SUPPORTED = (3, 0, 0)   # exactly_once_v2, the uncaught exception handler, the processor API
 KIP_1033 = (3, 9, 0)           # ProcessingExceptionHandler (processing.exception.handler)
