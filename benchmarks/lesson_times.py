@@ -1,6 +1,7 @@
 """How long each lesson takes at its notebook's default parameters, run as the notebook runs it: one cell per
-lesson on the notebook's broker (06, 07: `run_lesson`), or the notebook's one run (the others). The broker's start
-is timed apart.
+lesson on the notebook's broker (02, 05, 06, 07: `run_lesson`), or the notebook's one run (the others), then its
+Mitigate step with the notebook's default FIX (02, 04: `mitigate`, on the first lesson's result). The broker's
+start is timed apart.
 
     python benchmarks/lesson_times.py 06 07        # default: every notebook
 
@@ -23,6 +24,16 @@ def timed(fn):
     return value, round(time.perf_counter() - t, 1)
 
 
+def default_fix(number: str) -> dict:
+    """FIX as the notebook's parameters cell sets it."""
+    import ast
+
+    import papermill
+    from lab.scenarios import notebook
+    path = ROOT / "notebooks" / f"{notebook(number).name}.ipynb"
+    return ast.literal_eval(papermill.inspect_notebook(str(path))["FIX"]["default"])
+
+
 def lesson_times(number: str) -> list[tuple[str, float, str]]:
     """(lesson, seconds, verdict) for each lesson of notebook `number` at its defaults, and its broker's start."""
     from lab.cluster import kafka_cluster
@@ -31,17 +42,24 @@ def lesson_times(number: str) -> list[tuple[str, float, str]]:
     scenario = notebook(number).module()
     params = scenario.SPEC.validate()
     lessons = scenario.SCENARIO.modules if isinstance(getattr(scenario, "SCENARIO", None), Lessons) else \
-        getattr(scenario, "LESSONS", None)   # 06, 07: on lab.experiment.lessons; 05: its own LESSONS
+        getattr(scenario, "LESSONS", None)   # 06, 07: on lab.experiment.lessons; 02, 05: lab.experiment.parts
     cluster, started = timed(lambda: kafka_cluster(**scenario.needs(params), name=f"times-{number}").start())
     rows = [("(broker start)", started, "")]
     try:
+        results = []
         if lessons:
             for lesson in lessons:
                 result, seconds = timed(lambda: scenario.run_lesson(lesson, cluster=cluster, progress=False, **params))
                 rows.append((lesson, seconds, result.verdict()))
+                results.append(result)
         else:
             result, seconds = timed(lambda: scenario.run(cluster=cluster, progress=False, **params))
             rows.append(("the run", seconds, result.verdict()))
+            results.append(result)
+        if hasattr(scenario, "mitigate"):
+            fix = default_fix(number)
+            fixed, seconds = timed(lambda: scenario.mitigate(results[0], cluster=cluster, progress=False, **fix))
+            rows.append((f"Mitigate {fix}", seconds, fixed.verdict()))
     finally:
         cluster.stop()
     return rows

@@ -551,3 +551,50 @@ def test_an_exercise_tried_in_the_failure_run_only_is_recorded_as_skipped_and_on
     assert exercises(record, [1, 2], skipped=(2,)) == {1: 2, 2: None}
     with pytest.raises(AssertionError):
         exercises(record, [1, 2])   # a skipped exercise is only allowed where the expectations say so
+
+
+def test_the_mitigate_step_reruns_the_failure_with_the_fix_and_refuses_a_fix_that_changes_nothing():
+    from lab.experiment.mitigate import Mitigate
+
+    @dataclass
+    class Fake(Result):
+        @property
+        def failed(self):
+            return self.params["caching"]
+
+        def verdict(self):
+            return f"caching {self.params['caching']}: {'stale' if self.failed else 'clean'}"
+
+    spec = Spec(Param("caching", True, "the cache"), Param("side_by_side", False, "the fixes beside it"),
+                Param("steps", 3, "steps", lo=1, hi=9))
+    runs = []
+
+    def run(cluster=None, progress=True, **params):
+        runs.append(params)
+        return Fake("fake", spec.validate(**params), "x", Timeline(0))
+
+    mitigate = Mitigate(run, spec, base={"side_by_side": False})
+    before = run(**spec.validate(side_by_side=True))
+    fixed = mitigate(before, caching=False)
+    assert runs[-1] == {"caching": False, "side_by_side": False, "steps": 3}   # the failure's own run, alone
+    assert fixed.clean and fixed.verdict().startswith("With CACHING=False: clean. caching False: clean")
+    assert "before the fix: caching True: stale" in fixed.verdict()
+    assert fixed.as_record()["mitigation"]["fix"] == {"caching": False}
+    assert fixed.as_record()["mitigation"]["param_caching"] is False and fixed.params["caching"] is False
+    # a fix that does not fix: said so, judged by the same measurement
+    again = mitigate(run(**spec.validate(caching=False)), steps=5, caching=True)
+    assert not again.clean and "the failure happened again" in again.verdict()
+    # refused before anything runs: a fix that changes nothing, an unknown name, a bad value, not a dict
+    count = len(runs)
+    for fix, words in (({"caching": True}, "CACHING=True is what the run that failed already has"),
+                       ({"cache": False}, "did you mean 'caching'"), ({"steps": 99}, "STEPS=99 is outside 1..9"),):
+        with pytest.raises(LabError, match=words):
+            mitigate(before, **fix)
+    with pytest.raises(LabError, match="FIX must be a dict"):
+        mitigate.check(before.params, "caching=False")
+    assert len(runs) == count
+    # no fix: the step is skipped, and each of its cells says so in one line
+    skipped = mitigate(before)
+    assert len(runs) == count and skipped.clean is None and skipped.as_record() == {"mitigation": None}
+    assert "did not run" in skipped.verdict() and "did not run" in skipped.table().data
+    assert mitigate.check(before.params, None) == {**before.params, "side_by_side": False}

@@ -41,7 +41,7 @@ STOP_AFTER_S = 3   # the panel's Stop is clicked this long after its Run
 NOISE = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (WARN|INFO|ERROR) |^WARNING: |Using Spark's default log4j"
                    r"|^%\d\|\d+\.\d+\|")
 SECTIONS = ["## Setup", "## Parameters", "## Try it yourself", "## Exercises", "## Recorded results"]
-# A notebook of lessons (06, 07) gives each lesson its own section, its exercises in it: no "## Exercises".
+# A notebook of lessons (04 to 07) gives each lesson its own section, its exercises in it: no "## Exercises".
 LESSON_SECTIONS = [s for s in SECTIONS if s != "## Exercises"]
 
 
@@ -223,7 +223,8 @@ def test_notebook_surface(name: str):
     titles = [h for h in headings if h.startswith("# ")]
     assert len(titles) == 1, f"{name}: exactly one level-1 heading, found {titles}"
     assert headings[0] == titles[0], f"{name}: the title comes first, before {headings[0]!r}"
-    wanted = LESSON_SECTIONS if _lessons(name) else SECTIONS
+    in_lessons = _lessons(name) or _mitigates(name)   # its exercises are in its lessons' sections
+    wanted = LESSON_SECTIONS if in_lessons else SECTIONS
     sections = [h for h in headings if h in SECTIONS]
     missing = [s for s in wanted if s not in sections]
     assert not missing, f"{name}: missing sections {missing}"
@@ -249,6 +250,30 @@ def _lessons(name: str) -> list[str]:
     module = next(e for e in COURSE if e.name == name).module()
     scenario = getattr(module, "SCENARIO", None)
     return list(scenario.modules) if isinstance(scenario, Lessons) else list(getattr(module, "LESSONS", []))
+
+
+def _mitigates(name: str) -> bool:
+    """Whether the notebook's lesson has a Mitigate step that the learner runs (lab.experiment.mitigate)."""
+    return any(re.search(r"^fixed = \w+\.mitigate\(", "".join(c["source"]), re.M) for c in _cells(name))
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if _mitigates(n)])
+def test_the_learner_runs_the_fix_after_the_failure_and_its_verdict_is_recorded(name: str):
+    """The Mitigate step: the fix is a parameter (FIX), checked before the cluster starts; the learner's cell runs
+    it after the failure's run, prints its verdict, and the record keeps it."""
+    code = ["".join(c["source"]) for c in _cells(name) if c["cell_type"] == "code"]
+    parameters = next("".join(c["source"]) for c in _cells(name) if "parameters" in c["metadata"].get("tags", []))
+    assert re.search(r"^FIX = ", parameters, re.M), f"{name}: FIX is not in the parameters cell"
+    checked = [i for i, src in enumerate(code) if re.search(r"^\w+\.mitigate\.check\(PARAMS, FIX\)", src, re.M)]
+    started = [i for i, src in enumerate(code) if "kafka_cluster(" in src or "embedded_cluster(" in src]
+    fixed = [i for i, src in enumerate(code) if re.search(r"^fixed = \w+\.mitigate\((\w+), cluster=cluster, \*\*FIX\)",
+                                                         src, re.M)]
+    assert len(checked) == 1 and checked[0] <= started[0], (name, checked, started)
+    assert len(fixed) == 1 and "print(fixed.verdict())" in code[fixed[0]], (name, fixed)
+    failed = re.search(r"^fixed = \w+\.mitigate\((\w+),", code[fixed[0]], re.M).group(1)   # the run it fixes
+    ran = [i for i, src in enumerate(code) if re.search(rf"^{failed} = \w+\.run(_lesson)?\(", src, re.M)]
+    assert len(ran) == 1 and ran[0] < fixed[0], (name, failed, ran, fixed)
+    assert any("**fixed.as_record()" in src for src in code), f"{name}: the fix's verdict is not recorded"
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -55,9 +55,9 @@ def test_an_unknown_version_is_refused_when_maven_has_none(monkeypatch):
 
 def test_variants_follow_the_parameters():
     p = dict(affected_version="3.3.1", fixed_versions=["3.5.2"], caching=True, mitigations=True)
-    assert s.variants(p) == [("failing", "3.3.1", True), ("caching off", "3.3.1", False), ("fixed 3.5.2", "3.5.2", True)]
-    assert s.variants({**p, "mitigations": False}) == [("failing", "3.3.1", True)]
-    assert s.variants({**p, "caching": False}) == [("failing", "3.3.1", False), ("fixed 3.5.2", "3.5.2", True)]
+    assert s.variants(p) == [("main", "3.3.1", True), ("caching off", "3.3.1", False), ("fixed 3.5.2", "3.5.2", True)]
+    assert s.variants({**p, "mitigations": False}) == [("main", "3.3.1", True)]
+    assert s.variants({**p, "caching": False}) == [("main", "3.3.1", False), ("fixed 3.5.2", "3.5.2", True)]
 
 
 def test_assignments_and_a_round_trip():
@@ -122,7 +122,7 @@ def analysed(tmp_path, stale: bool = True, version: str = "3.3.1"):
     records = [rec("a", 1, None, 1, T0 + 2, 0), rec("b", 2, 1, 1, T0 + 5, 1), rec("c", 3, 2, 2, T0 + 15, 2),
                rec("d", 3, 2, 1, T0 + 20.05, 3) if stale   # read before its return is logged (the worker polls)
                else rec("d", 4, 3, 1, T0 + 20.05, 3)]
-    return s._analyse("failing", version, True, T0, None, "out", workers, toggles, produced, records, {})
+    return s._analyse("main", version, True, T0, None, "out", workers, toggles, produced, records, {})
 
 
 def test_analyse_a_round_trip_then_a_stale_read(tmp_path):
@@ -150,7 +150,7 @@ def test_why_names_the_branch_of_a_clean_run():
 @pytest.mark.parametrize("stale", [True, False])
 def test_the_exercises_take_the_solution_and_refuse_the_tempting_wrong_answer(tmp_path, stale):
     v = analysed(tmp_path, stale=stale, version="3.3.1" if stale else "3.5.2")
-    result = s.StaleStandbyResult("stale_standby", {"program": "1 2"}, "x", v.timeline, variants={"failing": v})
+    result = s.StaleStandbyResult("stale_standby", {"program": "1 2"}, "x", v.timeline, variants={"main": v})
     assert result.failed is stale and v.counts["round_trips"] == 1
     for number in (1, 2):
         t = try_exercises(result)[number]

@@ -25,9 +25,12 @@ def test_idle_shorter_than_the_expiration_is_a_valid_experiment():
     assert p["idle_s"] == 5.0 and p["expiration_ms"] == 10000
 
 
-def test_long_idle_is_accepted_and_the_mitigation_expiration_is_derived():
+def test_long_idle_is_accepted_and_a_fix_that_changes_the_expiration_is_checked_before_anything_starts():
     p = tx.SPEC.validate(idle_s=40, **NO_MAVEN)
-    assert tx.mitigation_expiration_ms(p["idle_s"]) == 90000 > p["idle_s"] * 1000
+    fixed = tx.mitigate.check(p, {"expiration_ms": 90000})
+    assert fixed["expiration_ms"] == 90000 and fixed["streams_versions"] == [] and fixed["old_brokers"] == []
+    with pytest.raises(LabError, match="EXPIRATION_MS=10000 is what the run that failed already has"):
+        tx.mitigate.check(p, {"expiration_ms": 10000})
 
 
 @pytest.mark.parametrize("bad, words", [({"expiration_ms": 0}, "EXPIRATION_MS"),
@@ -105,7 +108,8 @@ def _summary(**kw):
 
 
 def _result(idle_s, clients):
-    p = {"idle_s": idle_s, "expiration_ms": 10000, "cleanup_interval_ms": 1000, "streams_versions": []}
+    p = {"idle_s": idle_s, "expiration_ms": 10000, "cleanup_interval_ms": 1000, "streams_versions": [],
+         "old_brokers": [], "python_modes": ["crash"]}
     return tx.TxnExpiryResult("txn_expiry", p, "r", Timeline(0.0), clients=clients)
 
 
@@ -135,8 +139,34 @@ def test_verdict_for_the_failure():
             r.check(n, answer)
 
 
-def _each_solution_passes_and_each_wrong_answer_is_refused(r):
+def _each_solution_passes_and_each_wrong_answer_is_refused(r, lessons=(1, 2, 3)):
+    """The exercises of the lessons this result ran; the others ask for their lesson first."""
     for n, exercise in tx.TxnExpiryResult.exercises.items():
+        if n not in lessons:
+            with pytest.raises(LabError, match="not run in this run"):
+                r.check(n, exercise.solution(r))
+            continue
         assert r.check(n, exercise.solution(r))
         with pytest.raises(AssertionError, match="^Not quite: "):
             r.check(n, exercise.wrong(r))
+
+
+def test_the_streams_and_old_broker_exercises_are_judged_by_the_run_and_by_the_mechanism():
+    streams = {"streams-3.7.0": _summary(code=49, error="InvalidPidMappingException", handling="thread died",
+                                         recovered=False),
+               "streams-3.8.0": _summary(code=49, error="InvalidPidMappingException", handling="task migrated")}
+    r = tx.TxnExpiryResult("txn_expiry", {"idle_s": 15, "expiration_ms": 10000, "cleanup_interval_ms": 1000,
+                                          "streams_versions": ["3.7.0", "3.8.0"], "old_brokers": ["2.0.1"],
+                                          "python_modes": []}, "r",
+                           Timeline(0.0), clients=streams,
+                           part_c={"2.0.1": {"reproduced": True}, "4.3.1": {"reproduced": False}})
+    assert r.lessons_ran() == ["streams", "old_brokers"]
+    assert r.measured_answer("streams") == tx.STREAMS_ANSWERS[0] and r.measured_answer() is None
+    assert r.measured_answer("old_brokers") == tx.OLD_BROKER_ANSWERS[0] and r.measured_answer("clients") is None
+    _each_solution_passes_and_each_wrong_answer_is_refused(r, lessons=(4, 5))
+    for n, answer, words in [(4, lambda v: v >= "3.7", "Kafka Streams 3.7.0 went to ERROR here"),
+                             (4, lambda v: "yes", "return True or False"),
+                             (5, lambda v: v > "2.1", "a broker 2.0.1 forgot the producer in this run"),
+                             (5, lambda v: True, "a broker 4.3.1 kept the producer in this run")]:
+        with pytest.raises(AssertionError, match=words):
+            r.check(n, answer)

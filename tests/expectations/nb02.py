@@ -3,15 +3,17 @@ import re
 
 from tests.expectations import exercises, prediction
 
-# Small idle times: ids expire after 5 s, the apps idle 8 s. One old broker (2.0.1) instead of two.
-# (The mitigation's expiration is derived from the idle time: 2 x 8 s + 10 s.)
+# Small idle times: ids expire after 5 s, the apps idle 8 s. One old broker (2.0.1) instead of two. The Mitigate
+# step's expiration is twice the idle time plus 10 s. One prediction wrong, one right, one not given.
+PREDICTIONS = {"clients": "it commits normally", "streams": "the stream thread dies: the client goes to ERROR"}
 PARAMETERS = {"EXPIRATION_MS": 5000, "CLEANUP_INTERVAL_MS": 1000, "IDLE_S": 8, "OBSERVE_S": 40,
-              "OLD_BROKERS": ["2.0.1"], "PREDICTION": "it commits normally"}
+              "OLD_BROKERS": ["2.0.1"], "FIX": {"expiration_ms": 26000}, "PREDICTIONS": PREDICTIONS}
 
-# The control: the same clients idle 3 s, well short of the 10 s expiration. One round of the failure's own
-# clients (every Python mode, both Java producers); no Streams round, no part C, no mitigation broker.
+# The control: the same clients idle 3 s, well short of the 10 s expiration. Lesson 1 alone, with the failure's
+# own clients (every Python mode, both Java producers); lessons 2 and 3 left out, no fix to run.
 CONTROL = {"EXPIRATION_MS": 10000, "CLEANUP_INTERVAL_MS": 1000, "IDLE_S": 3, "OBSERVE_S": 30,
-           "STREAMS_VERSIONS": [], "OLD_BROKERS": [], "CHECK_PINNED_ZOOKEEPER": False, "MITIGATE": False}
+           "STREAMS_VERSIONS": [], "OLD_BROKERS": [], "CHECK_PINNED_ZOOKEEPER": False, "FIX": {},
+           "PREDICTIONS": {"clients": "it commits normally"}}
 
 SOURCE_MESSAGE = "The producer attempted to use a producer id which is not currently assigned to its transactional id"
 
@@ -31,7 +33,7 @@ def check(r):
     # the seed's app: crashed, restarted, read the input twice, committed it once
     crash = a["python-crash"]
     assert crash["restarts"] == 1 and crash["recovered"] and crash["reads_per_input"] >= 2, crash
-    prediction(r, PARAMETERS["PREDICTION"], "it fails; after its restart the input is processed again")
+    prediction(r, PREDICTIONS["clients"], "it fails; after its restart the input is processed again", "clients")
     assert a["python-recreate"]["recovered"], a["python-recreate"]
     assert not a["python-naive"]["recovered"], a["python-naive"]
     audit = r["part_a_audit"]
@@ -48,6 +50,7 @@ def check(r):
     assert b["streams-3.7.0"]["error"] == "InvalidPidMappingException", b["streams-3.7.0"]
     assert b["streams-3.7.0"]["handling"] == "thread died", b["streams-3.7.0"]
     assert b["streams-3.8.0"]["handling"] == "task migrated" and b["streams-3.8.0"]["recovered"], b["streams-3.8.0"]
+    prediction(r, PREDICTIONS["streams"], "the stream thread dies: the client goes to ERROR", "streams")
     for name, counts in {**r["part_a_audit"], **r["part_b_audit"]}.items():
         if name.startswith("streams"):
             assert counts["duplicate"] == 0 and counts["lost"] == 0, (name, counts)
@@ -58,6 +61,7 @@ def check(r):
     # Part C: the seed's UnknownProducerIdException message on 2.0.1 only
     c = r["part_c"]
     assert c["2.0.1"]["reproduced"], c["2.0.1"]
+    prediction(r, None, "the broker has forgotten the producer: UNKNOWN_PRODUCER_ID", "old_brokers")
     assert re.match(r"Found no record of producerId=\d+ on the broker\. It is possible that the last message "
                     r"with the producerId=\d+ has been removed due to hitting the retention limit\.",
                     c["2.0.1"]["broker_message"]), c["2.0.1"]
@@ -67,22 +71,33 @@ def check(r):
     pinned = r["pinned_zookeeper"]
     assert pinned and pinned["started"] is False and any("UnresolvedAddress" in l for l in pinned["lines"]), pinned
 
-    # Mitigations: a long expiration and the heartbeat prevent the error; recreate and Streams 3.8 recover
-    for name, m in r["mitigation_run"].items():
+    # The Mitigate step: the same clients with an expiration longer than the idle time, on a broker of its own:
+    # no id expired, no client met an error, every one committed its input, and the audit found the data whole.
+    fixed = r["mitigation"]
+    assert fixed["fix"] == {"expiration_ms": 26000} and fixed["clean"] is True, fixed
+    assert fixed["param_expiration_ms"] == 26000 and fixed["param_idle_s"] == 8 and fixed["param_old_brokers"] == []
+    lesson_1 = {n for n in r["part_a"] if not n.startswith("streams")}   # lesson 1's clients: the ones it fixes
+    assert set(fixed["part_a"]) == lesson_1, (sorted(fixed["part_a"]), sorted(lesson_1))
+    for name, m in fixed["part_a"].items():
         assert m["errors"] == 0 and not m["expired"] and m["recovered"], (name, m)
-    assert r["mitigation_audit"]["python-crash"] == {"duplicate": 0, "lost": 0, "aborted_read": 0}
+    for name, counts in fixed["part_a_audit"].items():
+        assert counts == {"duplicate": 0, "lost": 0, "aborted_read": 0}, (name, counts)
+    # The fixes beside the failure: the heartbeat prevents the error; recreate and Streams 3.8 recover
     rows = {m["client"]: m for m in r["mitigations"]}
     assert rows["python-heartbeat"]["errors"] == 0 and not rows["python-heartbeat"]["expired"], rows
     assert rows["python-heartbeat"]["duplicate"] == 0 and rows["python-heartbeat"]["lost"] == 0, rows
     assert rows["python-recreate"]["recovered"] and rows["python-recreate"]["lost"] == 0, rows
     assert rows["streams-3.8.0"]["recovered"], rows
-    assert r["failure_reproduced"] and r["mitigation_failed"] is False, (r["verdict"], r["mitigation_verdict"])
-    exercises(r, [1, 2, 3])   # each asks for a function
+    assert r["failure_reproduced"] and fixed["failure_reproduced"] is False, (r["verdict"], fixed["verdict"])
+    exercises(r, [1, 2, 3, 4, 5])   # each asks for a function
 
 
 def check_control(r):
     assert r["failure_reproduced"] is False, r["verdict"]
-    prediction(r, None, "it commits normally")
+    prediction(r, "it commits normally", "it commits normally", "clients")
+    prediction(r, None, None, "streams")         # lessons 2 and 3 left out: nothing measured
+    prediction(r, None, None, "old_brokers")
+    assert r["mitigation"] is None and r["part_c"] == {} and r["pinned_zookeeper"] is None, r["mitigation"]
     assert r["param_idle_s"] < r["param_expiration_ms"] / 1000, r["verdict"]
     a = r["part_a"]
     # the run really happened: every client of the failing run, each with its post-idle input
@@ -99,4 +114,5 @@ def check_control(r):
     for name, counts in r["part_a_audit"].items():
         assert counts == {"duplicate": 0, "lost": 0, "aborted_read": 0}, (name, counts)
     assert not r["source_message_seen"] and r["idle_when_expired_s"] == [], r
-    exercises(r, [1, 2, 3])   # no client needed a new producer: the right answer to 3 is the empty set
+    # no client needed a new producer: the right answer to 3 is the empty set; 4 and 5 ask for their lessons
+    exercises(r, [1, 2, 3, 4, 5], not_run=(4, 5))

@@ -1,11 +1,12 @@
 """Notebook 04: stale reads from a cached store after standby -> active (KAFKA-14624)."""
 from tests.expectations import exercises, prediction
 
-# Short steps and one fixed version (the newest) keep the run near 3 minutes; "1 2 3" on 6 tasks
-# still sends a task active -> standby -> active on instance 1 (round-robin over three clients).
+# Short steps keep the lesson and its Mitigate step near a minute each; "1 2 3" on 6 tasks still sends a task
+# active -> standby -> active on instance 1 (round-robin over three clients). The Mitigate step runs caching off;
+# the other fix, a fixed release with caching on, is the CONTROL.
 PARAMETERS = {
     "AFFECTED_VERSION": "3.3.1",
-    "FIXED_VERSIONS": ["4.3.1"],
+    "FIX": {"caching": False},
     "PROGRAM": "1 2 3",
     "STEP_SECONDS": 6,
     "SETTLE_SECONDS": 6,
@@ -17,8 +18,8 @@ PARAMETERS = {
 }
 
 # The control: a fixed version (PR #13369 is in 3.4.1 and 3.5.0) in the affected slot, caching on, the
-# same program. The mitigation runs are skipped: the control is the one run, kept short.
-CONTROL = {**PARAMETERS, "AFFECTED_VERSION": "3.5.2", "MITIGATIONS": False, "PREDICTION": None}
+# same program. No fix to run (FIX empty): the control is the one run, kept short.
+CONTROL = {**PARAMETERS, "AFFECTED_VERSION": "3.5.2", "FIX": {}, "PREDICTION": None}
 
 # The panel, clicked in the CONTROL run: the fixed version, 3 s steps, no mitigation runs.
 PANEL = {"program": "1 2 3", "step_seconds": 3, "mitigations": False}
@@ -26,13 +27,13 @@ PANEL_FAILS = False
 
 
 def check(results):
-    failing = results["failing_counts"]
+    failing = results["main_counts"]
     # The bug: the affected version with a cached store read stale values, seen by the Spark audit too.
     assert failing["stale_reads"] > 0, f"no stale read on the affected version: {failing}"
     prediction(results, PARAMETERS["PREDICTION"], "yes, it serves a stale value")
     assert failing["wrong_values"] >= failing["stale_reads"], failing
-    assert results["failing_audit"]["counts"]["stale_value"] > 0, results["failing_audit"]
-    assert results["failing_audit"]["passed"], results["failing_audit"]
+    assert results["main_audit"]["counts"]["stale_value"] > 0, results["main_audit"]
+    assert results["main_audit"]["passed"], results["main_audit"]
     # Exactly-once held: the values are wrong, nothing is lost or duplicated.
     assert failing["missing"] == 0 and failing["duplicates"] == 0, failing
     # The mechanism: the stale value is the instance's own last write, right after a round trip.
@@ -41,14 +42,18 @@ def check(results):
     assert first["found"] != first["expected"], first
     assert first["after_round_trip"], first
 
-    mitigations = results["mitigations"]
-    assert "caching off" in mitigations and any(k.startswith("fixed") for k in mitigations), list(mitigations)
-    for label, run in mitigations.items():
-        # Clean, and clean for a reason: the same active -> standby -> active movement happened.
-        assert run["stale_reads"] == 0 and run["wrong_values"] == 0, (label, run)
-        assert run["audit"]["counts"]["stale_value"] == 0 and run["audit"]["passed"], (label, run["audit"])
-        assert run["missing"] == 0 and run["duplicates"] == 0, (label, run)
-        assert run["round_trips"] > 0, (label, "no task came back to an instance: the run proves nothing", run)
+    assert results["mitigations"] == {}, list(results["mitigations"])   # the lesson ran alone
+    # The Mitigate step: the same program with caching off, alone, clean, and clean for a reason: the same
+    # active -> standby -> active movement happened.
+    fixed = results["mitigation"]
+    assert fixed["fix"] == {"caching": False} and fixed["clean"] is True and fixed["failure_reproduced"] is False, fixed
+    assert fixed["param_caching"] is False and fixed["affected_version"] == "3.3.1", fixed
+    run = fixed["main_counts"]
+    assert run["stale_reads"] == 0 and run["wrong_values"] == 0, run
+    assert fixed["main_audit"]["counts"]["stale_value"] == 0 and fixed["main_audit"]["passed"], fixed["main_audit"]
+    assert run["missing"] == 0 and run["duplicates"] == 0, run
+    assert run["round_trips"] > 0, ("no task came back to an instance: the fix proves nothing", run)
+    assert run["produced"] > 0 and run["outputs"] == run["produced"], run
 
     # The exercises: each solution passes its check, each tempting wrong answer is refused with a hint.
     answers = exercises(results, [1, 2])
@@ -56,19 +61,19 @@ def check(results):
 
 
 def check_control(results):
-    failing = results["failing_counts"]
+    failing = results["main_counts"]
     assert results["failure_reproduced"] is False, results["verdict"]
     assert results["affected_version"] == "3.5.2", results["affected_version"]
     prediction(results, None, "no, every value is right")
     # Clean: no read went stale, no value wrong, the Spark audit agrees; exactly-once held.
     assert failing["stale_reads"] == 0 and failing["wrong_values"] == 0 and failing["backwards"] == 0, failing
-    assert results["failing_audit"]["counts"]["stale_value"] == 0 and results["failing_audit"]["passed"], \
-        results["failing_audit"]
+    assert results["main_audit"]["counts"]["stale_value"] == 0 and results["main_audit"]["passed"], \
+        results["main_audit"]
     assert failing["missing"] == 0 and failing["duplicates"] == 0, failing
     assert results["first_stale"] is None, results["first_stale"]
     # And it really tested the conditions: records flowed, and tasks made the same
     # active -> standby -> active round trip on one instance that breaks the affected version.
     assert failing["produced"] > 0 and failing["outputs"] == failing["produced"], failing
     assert failing["round_trips"] > 0, ("no task came back to an instance: the control proves nothing", failing)
-    assert results["mitigations"] == {}, list(results["mitigations"])
+    assert results["mitigations"] == {} and results["mitigation"] is None, results["mitigation"]
     assert exercises(results, [1, 2]) == {1: "none", 2: "none"}   # no stale read: "none" is each answer

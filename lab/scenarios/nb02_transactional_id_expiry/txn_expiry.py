@@ -1,7 +1,8 @@
 """Notebook 02's scenario ("02 · An idle exactly-once app loses its transactional id"): SPEC, needs() and run(), which
-runs the idle rounds of the clients (txn_clients) on a KRaft broker with a short transactional.id.expiration.ms,
-part C on old brokers (txn_unknown_producer) and the mitigation run. TxnExpiryResult shows sections 1-7 and checks
-the exercises. The default versions straddle the behaviours the notebook compares: kafka-clients 3.9 (the error is
+runs the idle rounds of the clients (txn_clients) on a KRaft broker with a short transactional.id.expiration.ms and
+part C on old brokers (txn_unknown_producer). Three lessons (LESSONS: clients, streams, old_brokers), each run alone
+in its section; mitigate() reruns the clients with the learner's fix. TxnExpiryResult shows a lesson and checks the
+exercises. The default versions straddle the behaviours the notebook compares: kafka-clients 3.9 (the error is
 abortable) and 4.x (fatal), Kafka Streams 3.7 (the thread dies) and 3.8 (TaskMigratedException).
 """
 from __future__ import annotations
@@ -15,9 +16,11 @@ from typing import ClassVar
 from ...cluster import is_zookeeper_version, parse_version
 from ...config import KAFKA_VERSION
 from ...errors import LabError
-from ...experiment import Param, Result, Run, Spec, grep
+from ...experiment import Param, Result, Run, Spec, Timeline, grep
 from ...experiment.admin import expired_at
 from ...experiment.consume import read_to_end
+from ...experiment.mitigate import Mitigate
+from ...experiment.parts import Parts
 from ...experiment.result import Exercise, expect, is_number
 from ...programs import clients_classpath
 from . import txn_unknown_producer as part_c
@@ -48,8 +51,6 @@ SPEC = Spec(
     Param("streams_versions", ["3.7.0", "3.8.0"], "Kafka Streams versions (WordCountDemo, exactly-once), one "
           "idle round each (its topics are fixed)", check=lambda vs: [streams_examples(v) for v in vs]),
     *part_c.PARAMS,
-    Param("mitigate", True, "also run python-crash and the Java clients on a broker whose expiration is derived "
-          "from the idle time (2 x idle + 10 s)"),
     rules=(lambda p: None if len(p["python_modes"]) + len(p["java_clients"]) <= 8 else
            "At most 8 Python and Java clients in one round (2 cores).",),
 )
@@ -70,14 +71,12 @@ def needs(p: dict) -> dict:
     return {"nodes": 1, "version": p["broker_version"], "broker_config": broker_config(p)}
 
 
-def mitigation_expiration_ms(idle_s: float) -> int:
-    """Derived, not demanded: twice the idle period plus 10 s, so no sweep can catch the idle id."""
-    return int(2 * idle_s * 1000) + 10000
+PLAIN_CLIENTS = {"streams_versions": [], "old_brokers": [], "check_pinned_zookeeper": False}
 
 
 def quick(p: dict) -> dict:
-    """One round of plain clients: no Kafka Streams, no part C, no mitigation (the panel)."""
-    return {**p, "streams_versions": [], "old_brokers": [], "check_pinned_zookeeper": False, "mitigate": False}
+    """One round of plain clients: no Kafka Streams, no part C (the panel)."""
+    return {**p, **PLAIN_CLIENTS}
 
 
 def rounds(p: dict) -> list[list[str]]:
@@ -91,11 +90,31 @@ IDLE_ANSWERS = ("it commits normally", "it fails; after its restart the input is
                 "it fails and the input is lost")
 
 
+STREAMS_ANSWERS = ("the stream thread dies: the client goes to ERROR", "the task migrates: the thread carries on",
+                   "no error: the id was still there")
+OLD_BROKER_ANSWERS = ("the broker has forgotten the producer: UNKNOWN_PRODUCER_ID",
+                      "no error: the broker still knows the producer")
+
+
 def question(p: dict) -> tuple:
-    """The Predict step: the `crash` client's first transaction after the idle period."""
+    """The clients lesson's Predict step: the `crash` client's first transaction after the idle period."""
     return (f"The `crash` client (a supervisor restarts it) sits idle {p['idle_s']:g} s; its transactional id "
             f"expires after {p['expiration_ms'] / 1000:g} s of idleness. What happens to its first transaction when "
             "the next input arrives?", IDLE_ANSWERS)
+
+
+def streams_question(p: dict) -> tuple:
+    """The streams lesson's Predict step: the first Kafka Streams version of the lesson, idle as long."""
+    version = (p["streams_versions"] or ["3.7.0"])[0]
+    return (f"A Kafka Streams {version} app under exactly-once sits idle {p['idle_s']:g} s (ids expire after "
+            f"{p['expiration_ms'] / 1000:g} s), then one input arrives. What happens to it?", STREAMS_ANSWERS)
+
+
+def old_broker_question(p: dict) -> tuple:
+    """The old-broker lesson's Predict step: the first broker of OLD_BROKERS."""
+    version = (p["old_brokers"] or ["2.0.1"])[0]
+    return (f"On a broker {version}, retention deletes every record of an idle transactional producer. Then it "
+            "commits again. What does the broker answer?", OLD_BROKER_ANSWERS)
 
 
 def run(cluster=None, progress: bool = True, **params) -> "TxnExpiryResult":
@@ -115,10 +134,31 @@ def run(cluster=None, progress: bool = True, **params) -> "TxnExpiryResult":
                                                                                  clients.items()}, audits=audits,
                                  part_c={v: r for v, r in upid.items() if v != "pinned"}, pinned=upid.get("pinned"),
                                  logs={n: c.log for n, c in clients.items()})
-    if p["mitigate"]:
-        mp = {**quick(p), "python_modes": ["crash"], "expiration_ms": mitigation_expiration_ms(p["idle_s"])}
-        result.mitigation = run(None, progress, **mp)
     return result
+
+
+# The Mitigate step: the clients' round again, alone, with the learner's fix (a longer expiration, a heartbeat).
+mitigate = Mitigate(run, SPEC, base=PLAIN_CLIENTS)
+
+
+def _merged(ran: list, params: dict) -> "TxnExpiryResult":
+    """The results of the sections that ran, as one (none: a lesson that did not run)."""
+    first = ran[0] if ran else None
+    pinned = next((r.pinned for r in ran if r.pinned), None)
+    return TxnExpiryResult("txn_expiry", params, first.run_id if first else "",
+                           Timeline.joined(*(r.timeline for r in ran)) if ran else Timeline(0),
+                           clients={n: c for r in ran for n, c in r.clients.items()},
+                           audits={n: a for r in ran for n, a in r.audits.items()},
+                           part_c={v: c for r in ran for v, c in r.part_c.items()}, pinned=pinned,
+                           logs={n: log for r in ran for n, log in r.logs.items()})
+
+
+# The notebook's lessons, each its own section: the parameters that are its runs, and its Predict question.
+LESSONS = Parts(SPEC, run, {"clients": (("python_modes", "java_clients"), question),
+                            "streams": (("streams_versions",), streams_question),
+                            "old_brokers": (("old_brokers", "check_pinned_zookeeper"), old_broker_question)},
+                merge=_merged)
+predict, run_lesson, together = LESSONS.predict, LESSONS.run_lesson, LESSONS.together
 
 
 def _round(lab: Run, p: dict, clients: list) -> dict:
@@ -177,7 +217,6 @@ class TxnExpiryResult(Result):
     part_c: dict = field(default_factory=dict)       # broker version -> part C record
     pinned: dict | None = None
     logs: dict = field(default_factory=dict)
-    mitigation: "TxnExpiryResult | None" = None
     title: ClassVar[str] = "Clients idle, then one input each"
 
     @property
@@ -189,17 +228,39 @@ class TxnExpiryResult(Result):
             self.params["cleanup_interval_ms"] / 1000
         return f"idle {idle:g} s {'<' if idle < exp + sweep else '>='} expiration {exp:g} s + one sweep"
 
-    def measured_answer(self) -> str | None:
-        """What the `crash` client's first transaction after the idle period met (None: it did not run)."""
-        c = self.clients.get("python-crash")
-        if c is None:
-            return None
-        if not c["error"]:
-            return IDLE_ANSWERS[0]
-        return IDLE_ANSWERS[1] if c["recovered"] else IDLE_ANSWERS[2]
+    def lessons_ran(self) -> list[str]:
+        ran = {"clients": any(n.startswith(("python", "java")) for n in self.clients),
+               "streams": any(n.startswith("streams") for n in self.clients),
+               "old_brokers": bool(self.part_c or self.pinned)}
+        return [name for name, yes in ran.items() if yes]
+
+    def measured_answer(self, lesson: str | None = None) -> str | None:
+        """This run's answer to a lesson's Predict question (default: the one lesson that ran); None when that
+        lesson did not run or did not measure it."""
+        if lesson is None:
+            ran = self.lessons_ran()
+            lesson = ran[0] if len(ran) == 1 else None
+        if lesson == "clients":
+            c = self.clients.get("python-crash")
+            return None if c is None else IDLE_ANSWERS[0] if not c["error"] else \
+                IDLE_ANSWERS[1] if c["recovered"] else IDLE_ANSWERS[2]
+        if lesson == "streams":
+            c = self.clients.get(f"streams-{(self.params['streams_versions'] or [''])[0]}")
+            return None if c is None else STREAMS_ANSWERS[2] if not c["error"] else \
+                STREAMS_ANSWERS[0] if c["handling"] == "thread died" else STREAMS_ANSWERS[1]
+        if lesson == "old_brokers":
+            c = self.part_c.get((self.params["old_brokers"] or [""])[0])
+            return None if c is None else OLD_BROKER_ANSWERS[0] if c["reproduced"] else OLD_BROKER_ANSWERS[1]
+        return None
 
     def verdict(self) -> str:
         cs = self.clients
+        if not cs and not self.part_c:
+            return "nothing ran in this section (its parameters are empty)"
+        if not cs:   # the old brokers alone
+            return "; ".join(f"broker {v}: " + ("UNKNOWN_PRODUCER_ID once retention deleted the producer's records"
+                             if r["reproduced"] else "no error, the producer committed again") for v, r in
+                             self.part_c.items())
         expired, stuck = [n for n in cs if cs[n]["expired"]], [n for n in cs if not cs[n]["recovered"]]
         hit = [n for n in cs if cs[n]["code"] == ERROR_CODE]
         if not expired and not hit:
@@ -241,6 +302,7 @@ class TxnExpiryResult(Result):
                         "input read (times)": self.clients[n]["reads_per_input"], **a} for n, a in self.audits.items()])
 
     def mitigation_table(self):
+        """The fixes this run had beside the failure, each measured."""
         return _frame(self.mitigations())
 
     def part_c_table(self):
@@ -259,9 +321,7 @@ class TxnExpiryResult(Result):
         return [re.sub(r"\[[^\]]{40,}\] ?", "", line)[:300] for _, line in grep(Path(self.logs[client]), pattern)][:limit]
 
     def mitigations(self) -> list[dict]:
-        m = self.mitigation
-        rows = [(f"expiration {m.params['expiration_ms'] // 1000} s = 2 x idle + 10 s", m, "python-crash")] if m else []
-        rows += [("heartbeat transaction every expiration/3", self, "python-heartbeat"),
+        rows = [("heartbeat transaction every expiration/3", self, "python-heartbeat"),
                  ("new producer on INVALID_PRODUCER_ID_MAPPING", self, "python-recreate"),
                  *[(f"Kafka Streams {v}", self, f"streams-{v}") for v in self.params["streams_versions"]
                    if parse_version(v) >= (3, 8)]]
@@ -270,7 +330,7 @@ class TxnExpiryResult(Result):
                 for label, r, n in rows if n in r.clients]
 
     def record_fields(self) -> dict:
-        cs, m = self.clients, self.mitigation
+        cs = self.clients
 
         def keep(names, *keys):
             return {n: {k: cs[n][k] for k in keys} for n in names}
@@ -285,9 +345,6 @@ class TxnExpiryResult(Result):
             ["python-abort-offsets-first"] if "python-abort-offsets-first" in cs else None,
             "part_c": {v: {k: x for k, x in r.items() if k != "evidence"} for v, r in self.part_c.items()},
             "pinned_zookeeper": self.pinned, "mitigations": self.mitigations(),
-            "mitigation_run": m and {n: {k: c[k] for k in ("error", "errors", "expired", "recovered")}
-                                     for n, c in m.clients.items()},
-            "mitigation_audit": m and m.audits, "mitigation_verdict": m and m.verdict(), "mitigation_failed": m and m.failed,
             "time_to_error_s": {n: c["error_after_idle_s"] for n, c in cs.items() if c["error"]},
             "source_message_seen": any(SOURCE_MESSAGE in (c["message"] or "") for c in cs.values()),
             "idle_when_expired_s": self.expiry()["idle when expired (s)"].dropna().tolist()}
@@ -328,6 +385,7 @@ def _called(fn, call: str, *args):
 
 
 def _check_idle_bounds(r: TxnExpiryResult, fn) -> None:
+    _ran(r, "clients", "python_modes")
     for expiration_ms, cleanup_ms in [(r.params["expiration_ms"], r.params["cleanup_interval_ms"]), PRODUCTION]:
         exp, sweep = expiration_ms / 1000, cleanup_ms / 1000
         call = f"idle_bounds({expiration_ms}, {cleanup_ms})"
@@ -348,6 +406,7 @@ def _expiration_alone(expiration_ms, cleanup_ms):
 
 
 def _check_heartbeat(r: TxnExpiryResult, fn) -> None:
+    _ran(r, "clients", "python_modes")
     for expiration_ms, cleanup_ms in [(r.params["expiration_ms"], r.params["cleanup_interval_ms"]), PRODUCTION,
                                       (60000, 5000)]:
         call = f"heartbeat_ms({expiration_ms}, {cleanup_ms})"
@@ -372,6 +431,7 @@ def _needed_new_producer(r: TxnExpiryResult) -> set:
 
 
 def _check_needed_new_producer(r: TxnExpiryResult, fn) -> None:
+    _ran(r, "clients", "python_modes")
     answer = _called(fn, "needed_new_producer(result.table())", r.table())
     try:
         names = None if isinstance(answer, (str, dict)) else set(answer)
@@ -394,6 +454,65 @@ def _every_client(r: TxnExpiryResult):
     return lambda table: wrong
 
 
+def _ran(r: TxnExpiryResult, lesson: str, key: str) -> None:
+    """An exercise of a lesson this run left out asks for the lesson first."""
+    if lesson not in r.lessons_ran():
+        raise LabError(f"The lesson {lesson!r} was not run in this run ({key.upper()}={r.params[key]!r}): run its "
+                       "section first.")
+
+
+def _judged(fn, name: str, versions: dict, why: str) -> None:
+    """fn(version) against the truth for each version: a hint naming the first version it gets wrong."""
+    for version, truth in versions.items():
+        answer = _called(fn, f"{name}({version!r})", version)
+        expect(isinstance(answer, bool), f"{name}({version!r}) returned {answer!r}: return True or False")
+        expect(answer == truth, f"{name}({version!r}) returned {answer}, but {why(version, truth)}")
+
+
+def survives(version):
+    # from 3.8.0 (KAFKA-16699) Streams handles the error like a fencing: the task migrates, the thread goes on
+    major, minor = (int(x) for x in version.split(".")[:2])
+    return (major, minor) >= (3, 8)
+
+
+def _streams_truth(r: TxnExpiryResult) -> dict:
+    """Measured: each Streams version of this run that met the error; then releases on either side of 3.8.0."""
+    measured = {n.split("-", 1)[1]: c["handling"] == "task migrated" for n, c in r.clients.items()
+                if n.startswith("streams") and c["error"]}
+    return {**measured, **{v: parse_version(v) >= (3, 8) for v in ("2.8.2", "3.6.2", "3.8.1", "3.9.1", "4.1.0")}}
+
+
+def _check_survives(r: TxnExpiryResult, fn) -> None:
+    _ran(r, "streams", "streams_versions")
+    measured = {n for n, c in r.clients.items() if n.startswith("streams") and c["error"]}
+    _judged(fn, "survives", _streams_truth(r), lambda v, truth: (
+        f"Kafka Streams {v} " + ("carried on here (the `handling` column: task migrated)" if truth and f"streams-{v}"
+                                 in measured else "went to ERROR here (the thread died)" if f"streams-{v}" in measured
+                                 else "handles the error like a fencing (task migrated)" if truth
+                                 else "lets the exception kill the stream thread") + "; which release changed it?"))
+
+
+def _old_broker_truth(r: TxnExpiryResult) -> dict:
+    """Measured: each broker of this run's part C; then releases on either side of 2.4.0."""
+    return {**{v: c["reproduced"] for v, c in r.part_c.items()},
+            **{v: parse_version(v) < (2, 4) for v in ("1.1.1", "2.3.1", "2.4.1", "2.8.2", "3.9.1")}}
+
+
+def forgets(version):
+    # brokers before 2.4 drop a producer's state with its last records (KAFKA-7190, fixed in 2.4.0)
+    major, minor = (int(x) for x in version.split(".")[:2])
+    return (major, minor) < (2, 4)
+
+
+def _check_forgets(r: TxnExpiryResult, fn) -> None:
+    _ran(r, "old_brokers", "old_brokers")
+    expect(r.part_c, "this run's old-broker lesson ran no broker (OLD_BROKERS is empty): add one and run it again")
+    _judged(fn, "forgets", _old_broker_truth(r), lambda v, truth: (
+        f"a broker {v} " + ((("forgot" if truth else "kept") + " the producer in this run") if v in r.part_c else
+                            ("forgets" if truth else "keeps") + " the producer") + ": see `log_start_offset`, and "
+        "which release stopped dropping producer state with the records"))
+
+
 TxnExpiryResult.exercises = {
     1: Exercise(
         check=_check_idle_bounds, solution=lambda r: idle_bounds, wrong=lambda r: _expiration_alone,
@@ -414,4 +533,16 @@ TxnExpiryResult.exercises = {
             "error was fatal (the Java producer from 4.0), where the Streams thread died (before 3.8), or where the "
             "app itself recreated its producer or exited: the `handling` and `then` columns of `result.table()` "
             "say which."),
+    4: Exercise(
+        check=_check_survives, solution=lambda r: survives, wrong=lambda r: (lambda v: False),
+        why="Before 3.8.0 Kafka Streams let the error through to the uncaught exception handler, and the default "
+            "one stops the client: the source's app shut down. From 3.8.0 (KAFKA-16699) Streams treats it like a "
+            "fencing: it closes the task dirty, recreates the producer, rejoins the group and goes on from the "
+            "committed offsets. This run's `handling` column shows both."),
+    5: Exercise(
+        check=_check_forgets, solution=lambda r: forgets, wrong=lambda r: (lambda v: parse_version(v) < (2, 5)),
+        why="A broker keeps a producer's state in its producer-state snapshots, per partition. Before 2.4 it dropped "
+            "that state as soon as retention deleted the producer's last records, so the next transaction met "
+            "UNKNOWN_PRODUCER_ID; 2.4.0 keeps it (KAFKA-7190). KIP-360 (2.5) is the client side: it lets a producer "
+            "recover from the error, it does not stop a 2.4 broker from keeping the state."),
 }

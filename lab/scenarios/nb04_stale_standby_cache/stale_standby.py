@@ -19,6 +19,7 @@ from ...experiment.apps import stop_together
 from ...experiment.checks import check_streams_program
 from ...experiment.consume import read_committed
 from ...experiment.memory import child_pids, peak_rss
+from ...experiment.mitigate import Mitigate
 from ...experiment.result import Exercise, expect, is_number
 from ...generator import generate
 from ...history import History
@@ -69,7 +70,7 @@ SPEC = Spec(
           check=check_streams_version),
     Param("fixed_versions", ["3.5.2", "4.3.1"], "versions run with caching on as mitigations (fix: 3.4.1, 3.5.0)",
           check=lambda versions: [check_streams_version(v, "FIXED_VERSIONS") for v in versions]),
-    Param("mitigations", True, "also run the mitigations: caching off, then each fixed version"),
+    Param("mitigations", False, "also run the mitigations beside it: caching off, then each fixed version"),
     Param("caching", True, "the store's cache in the main run"),
     Param("program", "1 2 3", "instance toggles, one per step (the reproducer's: 1 2 3)", check=parse_program),
     Param("step_seconds", 10.0, "time between toggles, from when the previous one took effect", lo=3, hi=300,
@@ -92,7 +93,7 @@ def variants(p: dict) -> list[tuple[str, str, bool]]:
     """(label, Kafka Streams version, caching): the main run, then the mitigations."""
     rest = [("caching off", p["affected_version"], False)] if p["caching"] else []
     rest += [(f"fixed {v}", v, True) for v in p["fixed_versions"]]
-    return [("failing", p["affected_version"], p["caching"])] + (rest if p["mitigations"] else [])
+    return [("main", p["affected_version"], p["caching"])] + (rest if p["mitigations"] else [])
 
 
 # ------------------------------------------------------------------ the scenario
@@ -102,8 +103,9 @@ STALE_ANSWERS = ("yes, it serves a stale value", "no, every value is right")
 
 def question(p: dict) -> tuple:
     """The Predict step: does the cached store serve a stale value during the program?"""
-    return (f"Kafka Streams {p['affected_version']}, one standby replica, a cache-enabled store, instances toggled "
-            f"by the program '{p['program']}': does the store answer with a stale value?", STALE_ANSWERS)
+    store = "a cache-enabled store" if p["caching"] else "a store without cache"
+    return (f"Kafka Streams {p['affected_version']}, {p['standby_replicas']} standby replica(s), {store}, instances "
+            f"toggled by the program '{p['program']}': does the store answer with a stale value?", STALE_ANSWERS)
 
 
 def run(cluster=None, progress: bool = True, **params) -> "StaleStandbyResult":
@@ -112,8 +114,12 @@ def run(cluster=None, progress: bool = True, **params) -> "StaleStandbyResult":
     with Run("stale-standby", cluster=cluster, progress=progress, **needs(p)) as lab:
         measured = {label: _variant(lab, label, version, caching, p) for label, version, caching in variants(p)}
         bootstrap = lab.bootstrap
-    return StaleStandbyResult("stale_standby", p, lab.id, measured["failing"].timeline, variants=measured,
+    return StaleStandbyResult("stale_standby", p, lab.id, measured["main"].timeline, variants=measured,
                               bootstrap=bootstrap)
+
+
+# The Mitigate step: the same program again, alone, with the fix (caching=False, or a fixed affected_version).
+mitigate = Mitigate(run, SPEC, base={"mitigations": False})
 
 
 def _variant(lab: Run, label: str, version: str, caching: bool, p: dict) -> "Variant":
@@ -341,13 +347,13 @@ class Variant:
 
 @dataclass
 class StaleStandbyResult(Result):
-    variants: dict = field(default_factory=dict)   # label -> Variant, "failing" first
+    variants: dict = field(default_factory=dict)   # label -> Variant, "main" first
     bootstrap: str = ""
     title = "Instances, task roles, stale reads"
 
     @property
     def main(self) -> Variant:
-        return self.variants["failing"]
+        return self.variants["main"]
 
     @property
     def failed(self) -> bool:
@@ -355,7 +361,7 @@ class StaleStandbyResult(Result):
 
     @property
     def mitigations(self) -> dict:
-        return {k: v for k, v in self.variants.items() if k != "failing"}
+        return {k: v for k, v in self.variants.items() if k != "main"}
 
     def measured_answer(self) -> str:
         return STALE_ANSWERS[0] if self.main.counts["stale_reads"] else STALE_ANSWERS[1]
@@ -379,13 +385,13 @@ class StaleStandbyResult(Result):
                                      "audit stale_value", "missing", "duplicates", "first_stale_s",
                                      "peak_rss_mb_instances"]]
 
-    def figure(self, label: str = "failing"):
+    def figure(self, label: str = "main"):
         v = self.variants[label]
         return v.timeline.figure(f"Kafka Streams {v.version}, caching {'on' if v.caching else 'off'}, program "
                                  f"'{self.params['program']}': {v.counts['stale_reads']} stale read(s), "
                                  f"{v.counts['wrong_values']} wrong value(s)")
 
-    def stale_rows(self, label: str = "failing"):
+    def stale_rows(self, label: str = "main"):
         out = self.variants[label].output
         return out[out["stale_read"]].sort_values("ts")
 
@@ -410,8 +416,8 @@ class StaleStandbyResult(Result):
     def record_fields(self) -> dict:
         m = self.main
         return {"affected_version": m.version, "fixed_versions": self.params["fixed_versions"],
-                "program": self.params["program"], "failing": m.summary(), "failing_counts": m.counts,
-                "first_stale": m.first_stale, "failing_audit": m.audit.as_dict() if m.audit else None,
+                "program": self.params["program"], "main": m.summary(), "main_counts": m.counts,
+                "first_stale": m.first_stale, "main_audit": m.audit.as_dict() if m.audit else None,
                 "mitigations": {k: v.summary() for k, v in self.mitigations.items()},
                 "peak_rss_mb": m.peak_rss_mb}
 

@@ -9,11 +9,10 @@ import threading
 
 from ...cluster import parse_version
 from ...config import KAFKA_VERSION
-from ...errors import LabError
 from ...experiment import Param, Run, Spec, Timeline
 from ...experiment.checks import check_streams_program
 from ...experiment.memory import child_pids, largest, peak_rss
-from ...experiment.predict import predict_lesson
+from ...experiment.parts import Parts
 from .analysis import app_events, loop_rate, measure
 from .crash_points import _crash_run, _markers
 from .exception_handlers import KIP_1034, _handler_run, handler_props
@@ -133,48 +132,6 @@ def schema_question(p: dict) -> tuple:
             f"application.id while input keeps coming, under {HOW_HANDLED[mode]}. What happens?", FATES)
 
 
-# The notebook's lessons, each its own section: the parameters that are that lesson's runs (run_lesson empties the
-# others'), and its Predict question.
-LESSONS = {"crashes": (("crash_points",), question), "handlers": (("handlers",), handler_question),
-           "schema": (("schema_modes",), schema_question)}
-
-
-def predict(lesson: str, p: dict, given: dict | None = None, show: bool = True):
-    """The lesson's Predict step; `given` maps lessons to predictions (the notebook's PREDICTIONS)."""
-    return predict_lesson(lesson, _lesson(lesson)[1](p), given, list(LESSONS), show)
-
-
-def run_lesson(lesson: str, cluster=None, progress: bool = True, **params) -> "EosCrashResult":
-    """One lesson alone, as its notebook section runs it: only its runs, on the notebook's broker. A lesson whose
-    runs were left out (an empty CRASH_POINTS, HANDLERS or SCHEMA_MODES) does not run, and its result says so."""
-    p = SPEC.validate(**params)
-    keys = _lesson(lesson)[0]
-    others = {k: [] for name, (ks, _) in LESSONS.items() if name != lesson for k in ks}
-    if not all(p[k] for k in keys) or (lesson == "crashes" and not p["guarantees"]):
-        return EosCrashResult("eos_crashes", {**p, **others, **{k: [] for k in keys}}, "", Timeline(0))
-    return run(cluster=cluster, progress=progress, **{**p, **others})
-
-
-def together(*results: "EosCrashResult") -> "EosCrashResult":
-    """The sections' results as one, as if one run had run them all: the exercises and record() read it."""
-    ran = [r for r in results if r.run_id] or list(results[:1])
-    params = dict(ran[0].params)
-    for r in ran:
-        params.update({k: r.params[k] for ks, _ in LESSONS.values() for k in ks if r.params[k]})
-    return EosCrashResult("eos_crashes", params, ran[0].run_id, Timeline.joined(*(r.timeline for r in ran)),
-                          crashes={k: c for r in ran for k, c in r.crashes.items()},
-                          handlers={k: f for r in ran for k, f in r.handlers.items()},
-                          schema={k: f for r in ran for k, f in r.schema.items()},
-                          bootstrap=ran[0].bootstrap, broker_log=ran[0].broker_log,
-                          peak_rss_mb=largest(*(r.peak_rss_mb for r in ran)))
-
-
-def _lesson(lesson: str) -> tuple:
-    if lesson not in LESSONS:
-        raise LabError(f"There is no lesson {lesson!r} (lessons: {list(LESSONS)}).")
-    return LESSONS[lesson]
-
-
 def run(cluster=None, progress: bool = True, **params) -> "EosCrashResult":
     """Every crash run, handler run and schema run on one broker; returns what each measured."""
     p = SPEC.validate(**params)
@@ -193,6 +150,27 @@ def run(cluster=None, progress: bool = True, **params) -> "EosCrashResult":
         peak = rss.result(10)
     return EosCrashResult("eos_crashes", p, lab.id, lab.timeline, crashes=crashes, handlers=handlers,
                           schema=schema, bootstrap=bootstrap, broker_log=broker_log, peak_rss_mb=peak)
+
+
+def _merged(ran: list, params: dict) -> "EosCrashResult":
+    """The results of the sections that ran, as one (none: a lesson that did not run)."""
+    first = ran[0] if ran else None
+    return EosCrashResult("eos_crashes", params, first.run_id if first else "",
+                          Timeline.joined(*(r.timeline for r in ran)) if ran else Timeline(0),
+                          crashes={k: c for r in ran for k, c in r.crashes.items()},
+                          handlers={k: f for r in ran for k, f in r.handlers.items()},
+                          schema={k: f for r in ran for k, f in r.schema.items()},
+                          bootstrap=first.bootstrap if first else "", broker_log=first.broker_log if first else None,
+                          peak_rss_mb=largest(*(r.peak_rss_mb for r in ran)))
+
+
+# The notebook's lessons, each its own section: the parameters that are that lesson's runs (run_lesson empties the
+# others'; a crash lesson also needs a guarantee), and its Predict question.
+LESSONS = Parts(SPEC, run, {"crashes": (("crash_points",), question), "handlers": (("handlers",), handler_question),
+                            "schema": (("schema_modes",), schema_question)}, merge=_merged,
+                runs=lambda lesson, p: any(p[k] for k in LESSONS.lessons[lesson][0])
+                and (lesson != "crashes" or bool(p["guarantees"])))
+predict, run_lesson, together = LESSONS.predict, LESSONS.run_lesson, LESSONS.together
 
 
 def _broker_log(lab: Run):
