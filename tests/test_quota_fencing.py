@@ -178,7 +178,7 @@ def test_the_lineup_follows_the_parameters_and_derives_the_mitigation_values(mon
     assert roles["headroom"].load_ratio == pytest.approx(1 / 1.5, rel=1e-4)
     control = qf.lineup(qf.SPEC.validate(quota=55000, compare=[], mitigations=[], sweep_ratios=[]))
     assert list(control) == ["affected"] and control["affected"].load_ratio == pytest.approx(0.698, abs=0.01)
-    assert len(qf.sweep_cells(p)) == 15 and qf.sweep_cells({**p, "sweep_ratios": []}) == []
+    assert len(qf.sweep_cells(p)) == 6 and qf.sweep_cells({**p, "sweep_ratios": []}) == []
 
 
 def test_the_spec_accepts_any_load_kafka_takes_and_refuses_what_it_cannot(monkeypatch):
@@ -208,7 +208,8 @@ def test_list_parameters_check_each_item_and_take_text():
 
 def quota_result(tmp_path, fenced_affected: bool = True, mitigations=("transaction_timeout",)):
     """The affected app (stuck 30 s and fenced, or clean) beside the mitigations asked for, each clean."""
-    p = {"send_rate": 33.0, "record_bytes": 1024, "mitigations": list(mitigations)}
+    p = {"send_rate": 33.0, "record_bytes": 1024, "mitigations": list(mitigations), "affected_run": True,
+         "sweep_ratios": [], "quota": 35000, "transaction_timeout_ms": 10000}
     roles = {"affected": qf.Variant("3.8.1 quota"),
              **{m: qf.Variant(f"3.8.1 {m}", txn_timeout_ms=60000) for m in mitigations}}
     stuck = [metrics(9, 300, 90, throttle=900), debug(10, "Enqueuing", "AddOffsetsToTxn"),
@@ -229,10 +230,13 @@ def test_the_exercises_take_the_solution_and_refuse_the_tempting_wrong_answer(tm
                                                                               mitigations):
     result = quota_result(tmp_path, fenced_affected, mitigations)
     assert result.failed is fenced_affected
+    tried = try_exercises(result)
     for number in (1, 2, 3):
-        t = try_exercises(result)[number]
+        t = tried[number]
         assert t["none"] == "not answered" and t["right"] == "correct", (number, t)
         assert t["wrong"].startswith("Not quite:"), (number, t)
+    # exercise 4 is the sweep's: this result ran lesson 1 only, so it asks for lesson 2 first
+    assert all("not run in this run" in tried[4][case] for case in ("right", "wrong")), tried[4]
     solve = {n: e.solution(result) for n, e in result.exercises.items()}
     assert solve[1] == (30.0 if fenced_affected else 0.25)
     assert solve[2] == round(1.5 * 33 * (1024 + qf.WIRE_OVERHEAD_BYTES))
@@ -248,3 +252,34 @@ def test_the_exercises_take_the_solution_and_refuse_the_tempting_wrong_answer(tm
     shown = []
     result.solution(2, display=shown.append)
     assert f"For this run: `{solve[2]}`" in shown[0].data and "1 / 1.5" in shown[0].data
+
+
+def test_the_sweep_alone_answers_its_own_question_and_exercise_and_the_fix_runs_the_affected_app_alone(tmp_path,
+                                                                                                     monkeypatch):
+    cells = [qf.Variant("3.8.1 x1.3"), qf.Variant("4.3.1 x1.3", version="4.3.1"),
+             qf.Variant("confluent-kafka x1.3", client=qf.LOOP, version="3.8.1")]
+    stuck = [metrics(9, 300, 90, throttle=900), debug(10, "Enqueuing", "AddOffsetsToTxn"),
+             debug(40, "Sending", "AddOffsetsToTxn"), fenced(40.1)]
+    clean = [metrics(1, 30, 10), debug(2, "Enqueuing", "EndTxn"), debug(2.25, "Sending", "EndTxn"), metrics(2, 60, 20)]
+    logs = {}
+    for v in cells:
+        logs[v.name] = tmp_path / f"{v.name}.log"
+        logs[v.name].write_text("\n".join(stuck if v.name.startswith("3.8.1") else clean) + "\n")
+    names = [v.name for v in cells]
+    wave = qf.Measured(cells, 45, T0, 45, {n: n for n in names}, logs, {n: [] for n in names},
+                       pd.DataFrame(columns=["variant", "t_s", "line"]))
+    p = {"affected_version": "3.8.1", "affected_run": False, "sweep_ratios": [1.3], "quota": 35000,
+         "transaction_timeout_ms": 10000, "send_rate": 33.0, "record_bytes": 1024, "mitigations": []}
+    sweep = qf.QuotaResult("quota_fencing", p, "x", None, sweep=[wave], fix_in_bytecode={"3.8.1": False, "4.3.1": True})
+    assert sweep.sweep_fenced() == ["3.8.1"] and sweep.failed
+    assert sweep.measured_answer() == sweep.measured_answer("sweep") == qf.SWEEP_ANSWERS[1]
+    assert sweep.measured_answer("fencing") is None and sweep.verdict().startswith("sweep of 3 apps: fenced at x1.3: 3.8.1")
+    assert sweep.check(4, 350_000)
+    for answer, words in ((350_000_000, "milliseconds"), (35_000, "one second"), (100_000, "not what QUOTA")):
+        with pytest.raises(AssertionError, match=words):
+            sweep.check(4, answer)
+    with pytest.raises(LabError, match="'fencing' was not run in this run"):
+        sweep.check(1, 30.0)
+    monkeypatch.setattr(checks, "build_streams_program", lambda *a, **k: None)
+    fixed = qf.mitigate.check(qf.SPEC.defaults, {"transaction_timeout_ms": 60000})
+    assert fixed["compare"] == fixed["mitigations"] == fixed["sweep_ratios"] == [] and fixed["affected_run"]

@@ -10,6 +10,9 @@ started), and the backlog that stall leaves then fences it again and again by ov
 CONTROL: the same app at ~0.7x the quota, alone (no comparisons, mitigations or sweep).
 """
 from tests.expectations import exercises, prediction
+# Lesson 1 at 75 s of load with one mitigation beside it; the Mitigate step is skipped (FIX empty): its mitigation,
+# transaction.timeout.ms 60 s on the affected client, runs beside the failure instead, asserted below, and the
+# Mitigate step itself is proven by notebooks 02 and 04. Lesson 2: one cell. One prediction right, one not given.
 PARAMETERS = {
     "DURATION_S": 75,
     "MITIGATIONS": ["transaction_timeout"],
@@ -17,7 +20,8 @@ PARAMETERS = {
     "SWEEP_VERSIONS": ["3.9.1"],
     "SWEEP_SECONDS": 45,
     "SWEEP_PARALLEL": 1,
-    "PREDICTION": "yes, it is fenced",
+    "FIX": {},
+    "PREDICTIONS": {"fencing": "yes, it is fenced"},
 }
 
 # 33 rec/s x (1024 + 140) B is ~38,400 B/s: a 55,000 B/s quota puts the load at ~0.7x.
@@ -27,6 +31,7 @@ CONTROL = {
     "COMPARE": [],
     "MITIGATIONS": [],
     "SWEEP_RATIOS": [],
+    "FIX": {},
 }
 
 # The panel, clicked in the CONTROL run: the affected app alone for 20 s at ~0.7x the quota.
@@ -38,7 +43,7 @@ def check(r):
     affected, fixed, no_quota = r["affected"], r["fixed"], r["no_quota"]
     # The affected client is fenced under the quota, and the coordinator says why (timeout abort).
     assert affected["crashes"] >= 1, f"no fencing on {r['affected_version']} under the quota: {affected}"
-    prediction(r, PARAMETERS["PREDICTION"], "yes, it is fenced")
+    prediction(r, "yes, it is fenced", "yes, it is fenced", "fencing")
     assert r["affected_coordinator_aborts"] >= 1, affected
     assert any(r["affected_events"].get(k, 0) for k in (
         "InvalidProducerEpochException", "ProducerFencedException", "TaskMigratedException",
@@ -66,8 +71,13 @@ def check(r):
     assert r["fix_in_bytecode"][r["affected_version"]] is False
     assert r["fix_in_bytecode"][r["fixed_version"]] is True
     assert len(r["sweep"]) == len(PARAMETERS["SWEEP_RATIOS"]) * len(PARAMETERS["SWEEP_VERSIONS"])
+    # Lesson 2's answer is what its one cell measured: 3.9.1 carries the fix, so fenced only by an oversized
+    # transaction if at all (not asserted: the lab's measurement, which a loaded machine moves).
+    fenced = [c["client_version"] for c in r["sweep"] if c["crashes"]]
+    prediction(r, None, "the fixed Kafka Streams versions too" if fenced else "none of them", "sweep")
+    assert r["fix_in_bytecode"]["3.9.1"] is True and r["mitigation"] is None, r["fix_in_bytecode"]
     # The exercises: each solution passes its check, each tempting wrong answer is refused with a hint.
-    answers = exercises(r, [1, 2, 3])
+    answers = exercises(r, [1, 2, 3, 4])
     assert answers[1] == affected["longest_txn_wait_s"], (answers[1], affected)   # the stuck request's wait
     assert answers[3] == [longer["variant"]], (answers[3], longer)                 # the one mitigation run, clean
 
@@ -75,7 +85,8 @@ def check(r):
 def check_control(r):
     affected = r["affected"]
     assert affected["load_ratio"] < 0.8, affected       # the control really ran under the quota
-    prediction(r, None, "no, it runs clean")
+    prediction(r, None, "no, it runs clean", "fencing")
+    prediction(r, None, None, "sweep")   # lesson 2 left out: nothing measured
     # Not fenced, not aborted, and the verdict says so.
     assert r["failure_reproduced"] is False, r["verdict"]
     assert affected["crashes"] == 0 and affected["fencing_events"] == 0, affected
@@ -88,6 +99,6 @@ def check_control(r):
     assert r["duplicates"] == {affected["variant"]: 0}, r["duplicates"]
     assert r["fix_in_bytecode"][r["affected_version"]] is False
     assert r["sweep"] == [] and r["mitigations"] == {}
-    answers = exercises(r, [1, 2, 3])
+    answers = exercises(r, [1, 2, 3, 4], not_run=(4,))
     assert answers[1] == (affected["longest_txn_wait_s"] or 0), (answers[1], affected)
     assert answers[3] == [], answers[3]                                            # no mitigation ran

@@ -1,7 +1,8 @@
 """Notebook 03's scenario ("03 · Quota-driven fencing of a Kafka Streams exactly-once app"): SPEC, needs(), lineup()
 and run(), which runs the affected app beside its comparisons and mitigations under a producer byte-rate quota
-(sections 1-5), audits the affected output on Spark, reads each client version's bytecode for the KAFKA-17455 fix
-and runs the sweep (section 6, "Sweep: load/quota x client version"). quota_fencing_analysis names which of the two
+(lesson 1), audits the affected output on Spark, reads each client version's bytecode for the KAFKA-17455 fix and
+runs the sweep (lesson 2, "load/quota x client version"). LESSONS runs each lesson alone; mitigate() reruns the
+affected app alone with the learner's fix. quota_fencing_analysis names which of the two
 fencing mechanisms hit each app, quota_fencing_report presents the result; their names stay importable from here.
 """
 from __future__ import annotations
@@ -15,20 +16,22 @@ from ...audit import audit
 from ...cluster.versions import parse_version
 from ...config import KAFKA_VERSION
 from ...errors import LabError
-from ...experiment import Param, Run, Spec, grep, lab_lines
+from ...experiment import Param, Run, Spec, Timeline, grep, lab_lines
 from ...experiment.apps import stop_together, streams_running
 from ...experiment.checks import check_streams_program
 from ...experiment.evidence import incidents, txn_waits
+from ...experiment.mitigate import Mitigate
+from ...experiment.parts import Parts
 from ...generator import generate
 from ...history import History
 from ...spark import read_topic
 from ...programs import JavaProgram, streams_classpath
-from .quota_fencing_analysis import (BASELINES, FENCING_ANSWERS, LOOP, LOOP_CRASH_KINDS, MITIGATIONS,
+from .quota_fencing_analysis import (BASELINES, FENCING_ANSWERS, LOOP, SWEEP_ANSWERS, LOOP_CRASH_KINDS, MITIGATIONS,
                                      STREAMS_CRASH_KINDS, WIRE_OVERHEAD_BYTES, Measured, Variant,
                                      awaitready_polls_delay, called_methods, quota_for, streams_metrics)
 from .quota_fencing_report import QuotaResult
 
-__all__ = ["SPEC", "needs", "run", "lineup", "sweep_cells", "measure", "has_kafka_17455_fix", "DEBUG_LOGGERS",
+__all__ = ["SPEC", "needs", "run", "lineup", "LESSONS", "predict", "run_lesson", "together", "mitigate", "sweep_cells", "measure", "has_kafka_17455_fix", "DEBUG_LOGGERS",
            # from quota_fencing_analysis and quota_fencing_report
            "Variant", "quota_for", "Measured", "streams_metrics", "awaitready_polls_delay", "called_methods",
            "txn_waits", "incidents", "QuotaResult", "WIRE_OVERHEAD_BYTES", "LOOP", "BASELINES", "MITIGATIONS",
@@ -61,7 +64,8 @@ SPEC = Spec(
     Param("record_bytes", 1024, "bytes of state written per input record", lo=16, hi=500_000, unit="B"),
     Param("transaction_timeout_ms", 10000, "the EOS producer's transaction.timeout.ms (Streams: 10000)",
           lo=1000, hi=900_000, unit="ms", why="the broker's transaction.max.timeout.ms is 900000"),
-    Param("duration_s", 90, "seconds of load in the main run", lo=20, hi=1800, unit="s"),
+    Param("affected_run", True, "run the affected app, with COMPARE and MITIGATIONS beside it (lesson 1)"),
+    Param("duration_s", 60, "seconds of load in the main run", lo=20, hi=1800, unit="s"),
     Param("compare", list(BASELINES), "apps run beside the affected one", choices=BASELINES),
     Param("mitigations", list(MITIGATIONS), "mitigations run on the affected client", choices=MITIGATIONS),
     Param("headroom", 1.5, "headroom mitigation: the quota is HEADROOM x the estimated load", lo=0.1, hi=100),
@@ -69,11 +73,11 @@ SPEC = Spec(
           hi=110_000, unit="ms", none="a fifth of the transaction timeout", why="below delivery.timeout.ms 120000"),
     Param("mitigation_transaction_timeout_ms", None, "transaction_timeout mitigation: transaction.timeout.ms",
           lo=1000, hi=900_000, unit="ms", none="60000, twice the 30 s stall", why="transaction.max.timeout.ms"),
-    Param("sweep_ratios", [0.9, 1.1, 1.3], "estimated load / quota ratios of the sweep (empty: no sweep)",
+    Param("sweep_ratios", [0.9, 1.3], "estimated load / quota ratios of the sweep (empty: no sweep)",
           lo=0.05, hi=20),
-    Param("sweep_versions", ["3.8.1", "3.9.0", "3.9.1", "4.3.1", LOOP], "client versions of the sweep",
+    Param("sweep_versions", ["3.8.1", "4.3.1", LOOP], "client versions of the sweep",
           check=lambda versions: [_streams_version(v, "SWEEP_VERSIONS") for v in versions] and None),
-    Param("sweep_seconds", 60, "seconds of load per sweep cell", lo=20, hi=1800, unit="s"),
+    Param("sweep_seconds", 45, "seconds of load per sweep cell", lo=20, hi=1800, unit="s"),
     Param("sweep_parallel", 8, "sweep cells running at once", lo=1, hi=12, why="each Streams cell is a JVM"),
 )
 
@@ -117,22 +121,54 @@ def question(p: dict) -> tuple:
             f"{p['quota']:,} B/s lets through. Is it fenced within the {p['duration_s']} s run?", FENCING_ANSWERS)
 
 
+def sweep_question(p: dict) -> tuple:
+    """The sweep lesson's Predict step: which clients are fenced at the highest ratio of the sweep."""
+    ratio = max(p["sweep_ratios"] or [1.3])
+    return (f"Every client of the sweep writes {ratio:g}x what its quota lets through, for {p['sweep_seconds']} s. "
+            "Which of them are fenced?", SWEEP_ANSWERS)
+
+
 def run(cluster=None, progress: bool = True, **params) -> "QuotaResult":
     """The main line-up side by side, the Spark audit, the bytecode check, then the sweep."""
     p = SPEC.validate(**params)
-    roles = lineup(p)
+    roles = lineup(p) if p["affected_run"] else {}
     with Run("quota-fencing", cluster=cluster, progress=progress, **needs(p)) as r:
         if not r.cluster.owns_broker:
             raise LabError("Quotas and the broker's log need the embedded broker: unset KAFKA_LAB_BOOTSTRAP.")
-        main = measure(r, list(roles.values()), p["duration_s"], audit=True)
-        aborted = audit(History(r.folder / "history", r.id), bootstrap=r.bootstrap, kinds=["aborted_read"],
-                        output_topic=f"{main.tags[roles['affected'].name]}-out", allow_empty=True)
+        main, aborted = None, 0
+        if roles:
+            main = measure(r, list(roles.values()), p["duration_s"], audit=True)
+            aborted = audit(History(r.folder / "history", r.id), bootstrap=r.bootstrap, kinds=["aborted_read"],
+                            output_topic=f"{main.tags[roles['affected'].name]}-out",
+                            allow_empty=True).counts["aborted_read"]
         versions = {v.version for v in [*roles.values(), *sweep_cells(p)] if v.client != LOOP}
         fix = {v: has_kafka_17455_fix(v) for v in sorted(versions, key=parse_version)}
         cells, n = sweep_cells(p), p["sweep_parallel"]
         sweep = [measure(r, cells[i:i + n], p["sweep_seconds"], audit=False) for i in range(0, len(cells), n)]
         return QuotaResult("quota_fencing", p, r.id, r.timeline, roles=roles, main=main, sweep=sweep,
-                           fix_in_bytecode=fix, aborted_output_records=aborted.counts["aborted_read"])
+                           fix_in_bytecode=fix, aborted_output_records=aborted)
+
+
+# The Mitigate step: the affected app again, alone, with the learner's fix (a quota with headroom, a longer
+# transaction timeout, a fixed version).
+mitigate = Mitigate(run, SPEC, base={"compare": [], "mitigations": [], "sweep_ratios": []})
+
+
+def _merged(ran: list, params: dict) -> QuotaResult:
+    """The results of the sections that ran, as one (none: a lesson that did not run)."""
+    main = next((r for r in ran if r.main is not None), None)
+    return QuotaResult("quota_fencing", params, ran[0].run_id if ran else "",
+                       Timeline.joined(*(r.timeline for r in ran)) if ran else Timeline(0),
+                       roles=main.roles if main else {}, main=main.main if main else None,
+                       sweep=[m for r in ran for m in r.sweep],
+                       fix_in_bytecode={v: f for r in ran for v, f in r.fix_in_bytecode.items()},
+                       aborted_output_records=main.aborted_output_records if main else 0)
+
+
+# The notebook's lessons, each its own section: the parameters that are its runs, and its Predict question.
+LESSONS = Parts(SPEC, run, {"fencing": (("affected_run", "compare", "mitigations"), question),
+                            "sweep": (("sweep_ratios",), sweep_question)}, merge=_merged)
+predict, run_lesson, together = LESSONS.predict, LESSONS.run_lesson, LESSONS.together
 
 
 

@@ -1,7 +1,7 @@
 """Notebook 03's analysis of a run, without a broker (tests/test_quota_fencing.py): the apps under test and their load
 against the quota (Variant, quota_for), what each app's log says and which mechanism fenced each incident
-(Measured), and whether a kafka-clients jar holds the KAFKA-17455 fix, read from its bytecode. Serves the main run
-(section 1), section 4 ("The mechanism, with evidence") and the sweep (section 6).
+(Measured), and whether a kafka-clients jar holds the KAFKA-17455 fix, read from its bytecode. Serves lesson 1 (the
+main run, its evidence) and lesson 2 (the sweep).
 """
 from __future__ import annotations
 
@@ -29,7 +29,9 @@ STREAMS_CRASH_KINDS = ("AddOffsetsToTxn timeout", "InvalidProducerEpochException
 LOOP_CRASH_KINDS = ("abort", "fatal", "error")
 
 
-FENCING_ANSWERS = ("yes, it is fenced", "no, it runs clean")   # the notebook's Predict question
+FENCING_ANSWERS = ("yes, it is fenced", "no, it runs clean")   # lesson 1's Predict question
+SWEEP_ANSWERS = ("none of them", "only the Kafka Streams versions without the fix",   # lesson 2's
+                 "the fixed Kafka Streams versions too", "some other mix")
 
 @dataclass(frozen=True)
 class Variant:

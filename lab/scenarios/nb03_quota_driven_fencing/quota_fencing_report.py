@@ -1,6 +1,6 @@
-"""What notebook 03 shows of a run (QuotaResult): the verdict and the per-app explanation of what fenced it (section 4,
-"The mechanism, with evidence"), the tables of the main run, the mitigations and the sweep (sections 1, 5 and 6), the
-timeline and sweep figures (sections 2 and 6), the recorded fields and the exercises' checks.
+"""What notebook 03 shows of a run (QuotaResult): the verdict and the per-app explanation of what fenced it, the
+tables of the main run and its mitigations (lesson 1) and of the sweep (lesson 2), the timeline and sweep figures,
+the recorded fields and the exercises' checks. A result whose lesson did not run says so instead.
 """
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from ...errors import LabError
 from ...experiment import TONES, Result
 from ...experiment.result import Exercise, expect, number
 from .quota_fencing_analysis import (BASELINES, FENCING_ANSWERS, LOOP, MITIGATIONS, STREAMS_CRASH_KINDS,
-                                     WIRE_OVERHEAD_BYTES, Measured, quota_for)
+                                     SWEEP_ANSWERS, WIRE_OVERHEAD_BYTES, Measured, quota_for)
 
 
 def _load(row: dict) -> str:
@@ -28,7 +29,18 @@ class QuotaResult(Result):
 
     title = "Quota-driven fencing: x incident (hover: its mechanism), ▼ coordinator abort, bars: waits"
 
+    def lesson_ran(self, lesson: str) -> bool:
+        return self.main is not None if lesson == "fencing" else bool(self.sweep)
+
+    def _needs(self, lesson: str) -> None:
+        """A look at a lesson this run left out asks for the lesson first."""
+        if not self.lesson_ran(lesson):
+            key = "AFFECTED_RUN" if lesson == "fencing" else "SWEEP_RATIOS"
+            raise LabError(f"The lesson {lesson!r} was not run in this run ({key}="
+                           f"{self.params[key.lower()]!r}): run its section first.")
+
     def row(self, role: str) -> dict:
+        self._needs("fencing")
         return self.main.row(self.roles[role].name)
 
     def figure(self, roles=None):
@@ -36,9 +48,26 @@ class QuotaResult(Result):
 
     @property
     def failed(self) -> bool:
+        if self.main is None:   # the sweep alone: fenced where the fix should have prevented it
+            return any(r["crashes"] for r in self.sweep_table().to_dict("records"))
         return self.row("affected")["crashes"] > 0
 
+    def sweep_fenced(self) -> list[str]:
+        """The client versions of the sweep fenced at its highest ratio."""
+        table = self.sweep_table()
+        if not len(table):
+            return []
+        top = table[table["ratio"] == table["ratio"].max()]
+        return list(top.loc[top["crashes"] > 0, "client_version"])
+
     def verdict(self) -> str:
+        if self.main is None:
+            if not self.sweep:
+                return "nothing ran in this section (its parameters are empty)"
+            table = self.sweep_table()
+            return f"sweep of {len(table)} apps: fenced at x{table['ratio'].max():g}: " + (
+                ", ".join(self.sweep_fenced()) or "none") + "; " + "; ".join(
+                f"{r['client_version']} x{r['ratio']:g}: {r['crashes']} fencing(s)" for r in table.to_dict("records"))
         rows = [self.main.row(v.name) for v in self.roles.values()]
         return "; ".join(f"{r['variant']} ({_load(r)}): " + (
             f"fenced {r['crashes']}x (first at {r['first_crash_s']:.0f} s) by {r['mechanism']}" if r["crashes"]
@@ -59,8 +88,24 @@ class QuotaResult(Result):
             out.append(f"- **{v.name}** ({role}, {_load(r)}): {why}.")
         return "\n".join(out)
 
-    def measured_answer(self) -> str:
-        return FENCING_ANSWERS[0] if self.row("affected")["crashes"] else FENCING_ANSWERS[1]
+    def measured_answer(self, lesson: str | None = None) -> str | None:
+        """This run's answer to a lesson's Predict question (default: the one lesson that ran); None when that
+        lesson did not run."""
+        ran = [name for name in ("fencing", "sweep") if self.lesson_ran(name)]
+        lesson = lesson or (ran[0] if len(ran) == 1 else None)
+        if lesson not in ran:
+            return None
+        if lesson == "fencing":
+            return FENCING_ANSWERS[0] if self.row("affected")["crashes"] else FENCING_ANSWERS[1]
+        fenced = set(self.sweep_fenced())
+        unfixed = {v for v, fix in self.fix_in_bytecode.items() if not fix} & set(self.sweep_table()["client_version"])
+        if not fenced:
+            return SWEEP_ANSWERS[0]
+        if fenced == unfixed:
+            return SWEEP_ANSWERS[1]
+        if unfixed <= fenced and LOOP not in fenced:
+            return SWEEP_ANSWERS[2]
+        return SWEEP_ANSWERS[3]
 
     def fix_summary(self) -> str:
         """Which of this run's kafka-clients jars carry the KAFKA-17455 fix, as read from their bytecode."""
@@ -71,6 +116,8 @@ class QuotaResult(Result):
         return f"The fix is in the bytecode of {', '.join(has)}" + (f"; not in {', '.join(lacks)}." if lacks else ".")
 
     def table(self, roles=None) -> pd.DataFrame:
+        if self.main is None:
+            return self.sweep_table()
         return pd.DataFrame([self.row(r) for r in roles or self.roles if r in self.roles]).set_index("variant")
 
     def sweep_table(self) -> pd.DataFrame:
@@ -85,7 +132,11 @@ class QuotaResult(Result):
                        title="Sweep: fencing incidents per minute against the estimated load / quota")
 
     def record_fields(self) -> dict:
-        p, counts = self.params, self.main.during(self.roles["affected"].name, STREAMS_CRASH_KINDS + ("rebalance",))
+        p = self.params
+        if self.main is None:
+            return {"affected_version": p["affected_version"], "fix_in_bytecode": self.fix_in_bytecode,
+                    "sweep": self.sweep_table().to_dict("records")}
+        counts = self.main.during(self.roles["affected"].name, STREAMS_CRASH_KINDS + ("rebalance",))
         base = {r: self.row(r) for r in ("affected", *BASELINES) if r in self.roles}
         return {"affected_version": p["affected_version"], "fixed_version": p["fixed_version"],
                 "quota": p["quota"], "send_rate": p["send_rate"], "record_bytes": p["record_bytes"],
@@ -109,6 +160,7 @@ def _longest_wait_s(r: QuotaResult) -> float:
 
 
 def _check_longest_wait(r: QuotaResult, answer) -> None:
+    r._needs("fencing")
     given = number(answer, "the wait in seconds")
     expect(abs(given - _longest_wait_s(r)) <= 0.01,
            f"{given:g} s is not the affected app's longest wait: take the largest `wait_s` of its rows in "
@@ -120,6 +172,7 @@ def _headroom_quota(r: QuotaResult) -> int:
 
 
 def _check_headroom_quota(r: QuotaResult, answer) -> None:
+    r._needs("fencing")
     given, rate, state = number(answer, "the quota in bytes/s"), r.params["send_rate"], r.params["record_bytes"]
     right = _headroom_quota(r)
     if abs(given - right) <= 1:
@@ -138,6 +191,7 @@ def _clean_mitigations(r: QuotaResult) -> list:
 
 
 def _check_clean_mitigations(r: QuotaResult, answer) -> None:
+    r._needs("fencing")
     expect(isinstance(answer, (list, tuple, set)) and all(isinstance(a, str) for a in answer),
            "give a list of app names (strings), like the index of the mitigation table")
     ran = [v.name for role, v in r.roles.items() if role in r.params["mitigations"]]
@@ -147,6 +201,22 @@ def _check_clean_mitigations(r: QuotaResult, answer) -> None:
     expect(sorted(answer) == sorted(_clean_mitigations(r)),
            "compare the mitigations' crashes in the mitigation table: a mitigation worked when its app was "
            "never fenced")
+
+
+def _transaction_budget(r: QuotaResult) -> float:
+    """The bytes the quota lets through within one transaction timeout: more in one transaction, and it is aborted."""
+    return r.params["quota"] * r.params["transaction_timeout_ms"] / 1000
+
+
+def _check_transaction_budget(r: QuotaResult, answer) -> None:
+    r._needs("sweep")
+    given, right, p = number(answer, "a number of bytes"), _transaction_budget(r), r.params
+    expect(abs(given - right * 1000) > 0.05 * right, "TRANSACTION_TIMEOUT_MS is in milliseconds and QUOTA in bytes "
+           "per second: convert the timeout to seconds")
+    expect(abs(given - p["quota"]) > 0.05 * right, "that is what the quota lets through in one second; a "
+           "transaction may stay open for TRANSACTION_TIMEOUT_MS")
+    expect(abs(given - right) <= 0.05 * right, f"{given:,.0f} B is not what QUOTA lets through within one "
+           "TRANSACTION_TIMEOUT_MS")
 
 
 QuotaResult.exercises = {
@@ -175,9 +245,19 @@ QuotaResult.exercises = {
     3: Exercise(
         check=_check_clean_mitigations,
         solution=_clean_mitigations,
-        why="A mitigation worked when its app was never fenced: in the mitigation table (step 5), the rows of the "
-            "mitigations this run had (`MITIGATIONS`) whose `crashes` is 0, named as the table's index names "
+        why="A mitigation worked when its app was never fenced: in the mitigation table (lesson 1's Mitigate "
+            "step), the rows of the mitigations this run had (`MITIGATIONS`) whose `crashes` is 0, named as the table's index names "
             "them. With no mitigation run, or none clean, the list is empty.",
         wrong=lambda r: list(MITIGATIONS),   # every mitigation the notebook describes, by its parameter name
+    ),
+    4: Exercise(
+        check=_check_transaction_budget,
+        solution=_transaction_budget,
+        why="The coordinator aborts a transaction still open after `transaction.timeout.ms`. Behind a quota the "
+            "producer cannot send faster than the quota, so a transaction whose bytes take longer than the timeout "
+            "to get through is aborted, whatever the client version: QUOTA x TRANSACTION_TIMEOUT_MS / 1000 bytes. "
+            "A backlog (after a stall, or at a high load / quota ratio) packs more than that into one transaction: "
+            "that is the oversized transaction that fences fixed clients in the sweep.",
+        wrong=lambda r: r.params["quota"] * r.params["transaction_timeout_ms"],   # milliseconds as seconds
     ),
 }
