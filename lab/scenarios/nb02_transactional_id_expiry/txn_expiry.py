@@ -528,11 +528,11 @@ TxnExpiryResult.exercises = {
             "margin."),
     3: Exercise(
         check=_check_needed_new_producer, solution=lambda r: needed_new_producer, wrong=_every_client,
-        why="Error 49 is abortable for most of librdkafka's transaction calls (section 4) and for the Java producer "
-            "before 4.0: abort, and the same producer goes on. A new producer (or a new process) was needed where the "
-            "error was fatal (the Java producer from 4.0), where the Streams thread died (before 3.8), or where the "
-            "app itself recreated its producer or exited: the `handling` and `then` columns of `result.table()` "
-            "say which."),
+        why="Error 49 is abortable for most of librdkafka's transaction calls (the table of requests in lesson 1) "
+            "and for the Java producer before 4.0: abort, and the same producer goes on. A new producer (or a new "
+            "process) was needed where the error was fatal (the Java producer from 4.0), where the Streams thread "
+            "died (before 3.8), or where the app itself recreated its producer or exited: the `handling` and `then` "
+            "columns of `clients.table()` say which."),
     4: Exercise(
         check=_check_survives, solution=lambda r: survives, wrong=lambda r: (lambda v: False),
         why="Before 3.8.0 Kafka Streams let the error through to the uncaught exception handler, and the default "

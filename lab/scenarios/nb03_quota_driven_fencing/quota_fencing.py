@@ -31,7 +31,8 @@ from .quota_fencing_analysis import (BASELINES, FENCING_ANSWERS, LOOP, SWEEP_ANS
                                      awaitready_polls_delay, called_methods, quota_for, streams_metrics)
 from .quota_fencing_report import QuotaResult
 
-__all__ = ["SPEC", "needs", "run", "lineup", "LESSONS", "predict", "run_lesson", "together", "mitigate", "sweep_cells", "measure", "has_kafka_17455_fix", "DEBUG_LOGGERS",
+__all__ = ["SPEC", "needs", "run", "lineup", "LESSONS", "predict", "run_lesson", "together", "mitigate", "sweep_cells",
+           "measure", "has_kafka_17455_fix", "DEBUG_LOGGERS",
            # from quota_fencing_analysis and quota_fencing_report
            "Variant", "quota_for", "Measured", "streams_metrics", "awaitready_polls_delay", "called_methods",
            "txn_waits", "incidents", "QuotaResult", "WIRE_OVERHEAD_BYTES", "LOOP", "BASELINES", "MITIGATIONS",

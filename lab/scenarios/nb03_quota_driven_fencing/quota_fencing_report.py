@@ -246,8 +246,8 @@ QuotaResult.exercises = {
         check=_check_clean_mitigations,
         solution=_clean_mitigations,
         why="A mitigation worked when its app was never fenced: in the mitigation table (lesson 1's Mitigate "
-            "step), the rows of the mitigations this run had (`MITIGATIONS`) whose `crashes` is 0, named as the table's index names "
-            "them. With no mitigation run, or none clean, the list is empty.",
+            "step), the rows of the mitigations this run had (`MITIGATIONS`) whose `crashes` is 0, named as the "
+            "table's index names them. With no mitigation run, or none clean, the list is empty.",
         wrong=lambda r: list(MITIGATIONS),   # every mitigation the notebook describes, by its parameter name
     ),
     4: Exercise(

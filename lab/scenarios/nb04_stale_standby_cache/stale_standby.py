@@ -1,7 +1,8 @@
 """Notebook 04's scenario ("04 · Stale values from a cached store after a task comes back"): SPEC, needs() and run(),
 which plays PROGRAM's instance toggles on real Kafka Streams JVMs (lab/java/StaleStandbyWorker.java: a per-key count,
 cached or not, with standbys and exactly-once) while the generator logs each key's true count, once per variant (the
-main run, then caching off and each fixed version). StaleStandbyResult shows sections 1-5 and checks the exercises.
+main run, then, when asked, caching off and each fixed version); mitigate() reruns it with the learner's fix.
+StaleStandbyResult shows the lesson and checks the exercises.
 Affected versions are 2.6.0 - 3.4.0 (fixed in 3.4.1 and 3.5.0); the worker needs Kafka Streams 3.0.0 or later.
 """
 from __future__ import annotations
