@@ -38,14 +38,17 @@ PARAMS = (
 
 
 def old_brokers(parent: Run, p: dict) -> dict:
-    """Part C on each old broker, one after the other (in a background task: each its own Run)."""
+    """Part C on each old broker, one after the other (in a background task: each its own Run); the pinned
+    ZooKeeper's try meanwhile, in a task of its own (it waits for a start that does not come)."""
+    pinned = parent.background(pinned_zookeeper, (p["old_brokers"] or ["2.0.1"])[0], parent) \
+        if p["check_pinned_zookeeper"] else None
     found = {}
     for version in p["old_brokers"]:
         with Run(f"txn-upid-{version}", version=version, broker_config={"log.retention.check.interval.ms": "1000"},
                  progress=False) as run:
             found[version] = unknown_producer(run, p, parent.timeline, parent)
-    if p["check_pinned_zookeeper"]:
-        found["pinned"] = pinned_zookeeper((p["old_brokers"] or ["2.0.1"])[0], parent)
+    if pinned is not None:
+        found["pinned"] = pinned.result(120)
     return found
 
 
