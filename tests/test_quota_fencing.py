@@ -169,7 +169,8 @@ def test_quota_arithmetic_round_trips():
 
 def test_the_lineup_follows_the_parameters_and_derives_the_mitigation_values(monkeypatch):
     monkeypatch.setattr(checks, "build_streams_program", lambda *a, **k: None)   # no jars, no compiler here
-    p = qf.SPEC.validate(transaction_timeout_ms=20000)
+    assert list(qf.lineup(qf.SPEC.validate())) == ["affected", "fixed", "no_quota", "headroom", "request_timeout"]
+    p = qf.SPEC.validate(transaction_timeout_ms=20000, compare=list(qf.BASELINES), mitigations=list(qf.MITIGATIONS))
     roles = qf.lineup(p)
     assert list(roles) == ["affected", "fixed", "no_quota", "librdkafka", "headroom", "request_timeout",
                            "transaction_timeout"]

@@ -15,6 +15,7 @@ from tests.expectations import exercises, prediction
 # Mitigate step itself is proven by notebooks 02 and 04. Lesson 2: one cell. One prediction right, one not given.
 PARAMETERS = {
     "DURATION_S": 75,
+    "COMPARE": ["fixed", "no_quota", "librdkafka"],
     "MITIGATIONS": ["transaction_timeout"],
     "SWEEP_RATIOS": [1.3],
     "SWEEP_VERSIONS": ["3.9.1"],
