@@ -1,6 +1,7 @@
 """The experiment toolbox (lab.experiment): pure parts without a broker, then Run against a real one."""
 import calendar
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -368,6 +369,27 @@ def test_prune_keeps_the_newest_and_never_one_in_use(tmp_path, monkeypatch):
         holder.wait()
     assert sorted(p.name for p in removed) == ["run-1", "run-3"]
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["run-0", "run-2", "run-4", "run-5"]
+
+
+def test_prune_takes_a_folder_that_another_process_pruned_meanwhile(tmp_path, monkeypatch):
+    """Two notebooks at once each prune when a run ends: a folder listed by one can be gone before it looks."""
+    monkeypatch.setattr(run_module, "WORK_DIR", tmp_path)
+    monkeypatch.setattr(run_module, "PRUNE_AFTER_S", 0)
+    for i in range(4):
+        folder = tmp_path / "runs" / f"run-{i}"
+        folder.mkdir(parents=True)
+        os.utime(folder, (time.time() - 1000 + i,) * 2)
+    last_write = run_module._last_write
+
+    def the_other_process_prunes_first(path):
+        if path.name == "run-0":
+            shutil.rmtree(path, ignore_errors=True)
+        return last_write(path)
+    monkeypatch.setattr(run_module, "_last_write", the_other_process_prunes_first)
+    removed = run_module.prune(keep=2)
+    assert sorted(p.name for p in removed) == ["run-1"]
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["run-2", "run-3"]
+    assert last_write(tmp_path / "runs" / "gone") == 0.0
 
 
 def test_prune_command(tmp_path, monkeypatch, capsys):

@@ -342,7 +342,7 @@ def prune(keep: int = KEEP_RUNS) -> list[Path]:
     entries.sort(key=_last_write, reverse=True)
     removed = []
     for path in entries[keep:]:
-        if path in in_use or time.time() - _last_write(path) < PRUNE_AFTER_S:
+        if path in in_use or time.time() - _last_write(path) < PRUNE_AFTER_S or not path.exists():
             continue
         shutil.rmtree(path, ignore_errors=True)
         removed.append(path)
@@ -367,7 +367,12 @@ def _named_by_live_processes() -> set[Path]:
 
 
 def _last_write(path: Path) -> float:
-    newest = path.stat().st_mtime
+    """The newest modification time in the folder; 0 for one that is already gone (another process pruned it
+    meanwhile: two notebooks at once each prune when a run ends)."""
+    try:
+        newest = path.stat().st_mtime
+    except FileNotFoundError:
+        return 0.0
     for root, _, files in os.walk(path):
         for f in files:
             try:
