@@ -2,6 +2,8 @@
 #   make lab    set everything up (venv, packages, Kafka + Spark jars), start an embedded broker and JupyterLab
 #   make test   set everything up, then run the whole suite (unit tests + every notebook under papermill)
 #   make lab KAFKA_LAB_IP=0.0.0.0   JupyterLab on another interface (a container, a cloud workspace), token kept
+#   make lab KIT=DIR                 install from an offline kit, with no network at all (make kit, below)
+#   make kit KIT_DIR=DIR [KIT_PLATFORMS=all]   write that kit (a teacher, once, with the network)
 ifeq ($(OS),Windows_NT)
 $(error The lab runs on Linux, macOS, or Windows through WSL2 (or the dev container in .devcontainer/): open a WSL2 terminal and run make there)
 endif
@@ -11,22 +13,25 @@ PYTHON := $(firstword $(foreach p,python3.13 python3.12 python3.11 python3,$(she
 endif
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
+# KIT=DIR: every package from the kit's wheels, never from the network (lab/kit.py)
+PIP_FROM = $(if $(KIT),--no-index --find-links $(abspath $(KIT))/wheels)
 
-.PHONY: lab test install jars tools bench clean-notebooks
+.PHONY: lab test install jars tools bench kit clean-notebooks
 
 $(VENV)/.installed: pyproject.toml
 	@test -n "$(PYTHON)" || { echo "No Python 3.11 to 3.13 found: install one (python.org, Homebrew, apt, pyenv) or give PYTHON=..."; exit 1; }
 	@$(PYTHON) -c 'import sys; v = sys.version_info[:2]; sys.exit(0 if (3, 11) <= v <= (3, 13) else f"$(PYTHON) is Python {v[0]}.{v[1]}: the lab needs 3.11 to 3.13 (give PYTHON=...)")'
+	$(if $(KIT),$(PYTHON) lab/kit.py verify $(KIT))
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet $(PIP_FROM) --upgrade pip
+	$(PY) -m pip install --quiet $(PIP_FROM) -e '.[dev]'
 	$(PY) -m ipykernel install --prefix $(VENV) --name python3 --display-name "Python 3 (Kafka Failure Lab)"
 	touch $@
 
 install: $(VENV)/.installed
 
 jars: install
-	$(PY) -m lab fetch
+	$(PY) -m lab fetch $(if $(KIT),--kit $(KIT))
 
 lab: jars
 	$(PY) -m lab start $(if $(KAFKA_LAB_IP),--ip $(KAFKA_LAB_IP))
@@ -48,6 +53,14 @@ tools:
 JOBS ?= 2
 test: jars tools
 	$(PY) -m pytest -n $(JOBS) $(PYTEST_ARGS)
+
+# The offline kit: wheels for this machine and Python (KIT_PLATFORMS=all: Linux and macOS, x86_64 and arm64, Python
+# 3.11 to 3.13), every jar of lab/jars.lock, checksums. uv resolves each platform's packages for that platform.
+KIT_PLATFORMS ?= current
+kit: jars
+	@test -n "$(KIT_DIR)" || { echo "give the kit's folder: make kit KIT_DIR=/media/usb/kafka-lab-kit"; exit 1; }
+	$(PY) -m pip install --quiet 'uv==0.13.9'
+	$(PY) -m lab kit $(KIT_DIR) --platform $(KIT_PLATFORMS)
 
 bench: jars
 	$(PY) benchmarks/run.py

@@ -1,4 +1,4 @@
-"""`python -m lab fetch | start | prune [--keep N] | params | doctor | clean-notebooks NB...`"""
+"""`python -m lab fetch [--kit DIR] [--all] | check | start | prune [--keep N] | params | doctor | kit DIR | clean-notebooks NB...`"""
 from __future__ import annotations
 
 import argparse
@@ -13,14 +13,20 @@ from .ports import free_port
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def fetch(_args) -> None:
-    """Check Java and cache every jar the default lab needs (broker, Spark connector)."""
+def fetch(args) -> None:
+    """Check Java and cache every jar the default lab needs (broker, Spark connector); with --kit, every jar of
+    the offline kit first (then nothing needs the network)."""
     from .cluster import kafka_classpath, known_broker_configs
     from .config import KAFKA_VERSION
     from . import maven
     from .jvm import current
     from .programs import ECJ
     from .spark import connector_jars
+    if args.kit:
+        from .kit import install_jars
+        print(f"Jars from the kit: {install_jars(args.kit)} copied into the lab's cache ({maven.REPOSITORY})")
+    if args.all:
+        print(f"Every jar of the course: {maven.cache_all()} cached in {maven.REPOSITORY}")
     java = current()
     print(f"Java {java.version} ({java.source}: {java.home})")
     maven.classpath([ECJ], label="ecj")   # the compiler of the lab's Java programs
@@ -182,6 +188,19 @@ def doctor(args) -> None:
     print(json.dumps(d.as_record(), indent=1) if args.json else d.text(), end="" if not args.json else "\n")
 
 
+def check(_args) -> None:
+    """The pre-flight (lab.preflight): exit 1 when something the course needs is missing."""
+    from .preflight import run
+    if not all(c.ok for c in run()):
+        sys.exit(1)
+
+
+def kit(args) -> None:
+    """The offline kit for a workshop (lab.kit): wheels for each platform asked for, every jar, checksums."""
+    from .kit import build
+    build(Path(args.dir), args.platform, ROOT)
+
+
 def clean_notebooks(args) -> None:
     """Strip outputs, execution counts and widget state; keep cell tags (the parameters tag)."""
     for path in args.notebooks:
@@ -198,9 +217,14 @@ def clean_notebooks(args) -> None:
 
 
 def main() -> None:
+    from .kit import PLATFORMS
     parser = argparse.ArgumentParser(prog="python -m lab")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("fetch", help="check Java, cache the Kafka and Spark jars").set_defaults(run=fetch)
+    p = sub.add_parser("fetch", help="check Java, cache the Kafka and Spark jars")
+    p.add_argument("--kit", help="an offline kit (`make kit`): its jars go into the lab's cache first")
+    p.add_argument("--all", action="store_true", help="every jar of every lesson, not only the default broker's and "
+                                                      "Spark's (before a workshop without network)")
+    p.set_defaults(run=fetch)
     p = sub.add_parser("start", help="playground broker + JupyterLab")
     p.add_argument("--port", type=int, default=8888, help="JupyterLab's port (default 8888; a free one if taken)")
     p.add_argument("--ip", default=os.environ.get("KAFKA_LAB_IP", "127.0.0.1"),
@@ -220,14 +244,22 @@ def main() -> None:
     p.add_argument("--timeout", type=float, default=20, help="seconds per read (default 20)")
     p.add_argument("--json", action="store_true", help="print the diagnosis as JSON")
     p.set_defaults(run=doctor)
+    sub.add_parser("check", help="the pre-flight: Python, Java, memory, disk, jars, ports, a broker (offline)"
+                   ).set_defaults(run=check)
+    p = sub.add_parser("kit", help="write an offline kit for a workshop: wheels, jars, checksums")
+    p.add_argument("dir", help="the kit's folder (created, or completed)")
+    p.add_argument("--platform", nargs="*", default=["current"],
+                   help="current (default: this machine and Python), all, or names: " + ", ".join(PLATFORMS))
+    p.set_defaults(run=kit)
     p = sub.add_parser("clean-notebooks", help="strip outputs before committing")
     p.add_argument("notebooks", nargs="+")
     p.set_defaults(run=clean_notebooks)
     args = parser.parse_args()
     from .errors import LabError
+    from .kit import KitError
     try:
         args.run(args)
-    except LabError as exc:
+    except (LabError, KitError) as exc:
         sys.exit(f"error: {exc}")
 
 

@@ -46,7 +46,7 @@ def classpath(coordinates: list[str], *, label: str = "classpath") -> list[Path]
     if jars is None:
         jars = _resolve(coordinates, label)
         _record(key, jars)
-    missing = [jar for jar, sha in jars.items() if not _matches(path_of(jar), sha)]
+    missing = not_cached(jars)
     if missing:
         _fetch(missing, label)
         for jar in missing:
@@ -72,6 +72,24 @@ def locked(key: str) -> dict[str, str] | None:
         if key in data["sets"]:
             return {jar: data["jars"][jar] for jar in data["sets"][key]}
     return None
+
+
+def committed() -> dict:
+    """lab/jars.lock: {"jars": {coordinate: sha256}, "sets": {set key: [coordinates]}} (the sets the course uses)."""
+    return _read(LOCK)
+
+
+def not_cached(jars: dict[str, str]) -> list[str]:
+    """The jars of {coordinate: sha256} that the cache lacks, or holds with another checksum."""
+    return [jar for jar, sha in jars.items() if not _matches(path_of(jar), sha)]
+
+
+def cache_all() -> int:
+    """Every set the course uses (lab/jars.lock) in the cache, fetching what is missing; returns the jars' count."""
+    sets = committed()["sets"]
+    for key in sets:
+        classpath(key.split(" "), label="the course's")
+    return len(committed()["jars"])
 
 
 def path_of(jar: str) -> Path:

@@ -9,22 +9,62 @@ SUITE_MARK = "KAFKA_LAB_SUITE"
 
 NOTEBOOK_RUNS = ("tests/test_notebooks.py::test_notebook[", "tests/test_notebooks.py::test_a_notebook_runs")
 
+# The order the two workers take the units in (scheduling only, never an assertion): the longest first, so that
+# the suite ends on short ones, and never two heavy units queued side by side, since each worker holds the next
+# unit while it runs one, so neighbours in the order mostly run together. Seconds as measured two at a time
+# (benchmarks/RESULTS.md, 2026-11-26); a unit not listed counts as short. Heavy: the units whose JVMs peak highest
+# (notebook 07's three-node cluster with its apps, notebook 03's five Streams apps): their two runs side by side
+# took 5.1 GB.
+MEASURED_S = {
+    "tests/test_browser.py": 255,
+    "07_when_streams_stop[control]": 235, "07_when_streams_stop[failure]": 231,
+    "03_quota_driven_fencing[failure]": 200, "02_transactional_id_expiry[failure]": 193,
+    "06_state_in_production[failure]": 191, "05_exactly_once_under_crashes[failure]": 175,
+    "06_state_in_production[control]": 162, "03_quota_driven_fencing[control]": 139,
+    "08_diagnose_your_cluster[control]": 132, "02_transactional_id_expiry[control]": 123,
+    "05_exactly_once_under_crashes[control]": 122, "01_offset_expiry_reprocessing[control]": 120,
+    "04_stale_standby_cache[control]": 120, "01_offset_expiry_reprocessing[failure]": 116,
+    "04_stale_standby_cache[failure]": 103, "08_diagnose_your_cluster[failure]": 98, "00_setup_check[failure]": 88,
+    "test_a_notebook_runs": 30,
+}
+HEAVY = ("07_when_streams_stop", "03_quota_driven_fencing", "test_a_notebook_runs")
+
+
+def unit_of(nodeid: str) -> str:
+    """The unit a test runs in: each notebook run alone, every other module whole (its fixtures start once)."""
+    return nodeid if nodeid.startswith(NOTEBOOK_RUNS) else nodeid.split("::")[0]
+
+
+def _measured(unit: str) -> float:
+    return next((s for name, s in MEASURED_S.items() if name in unit), 0)
+
+
+def unit_order(units: list[str]) -> list[str]:
+    """Longest first; a heavy unit never right after another heavy one while a light one is left."""
+    heavy = lambda unit: any(name in unit for name in HEAVY)   # noqa: E731
+    pending, order = sorted(units, key=lambda u: -_measured(u)), []
+    while pending:
+        pick = next((u for u in pending if not (order and heavy(order[-1]) and heavy(u))), pending[0])
+        order.append(pick)
+        pending.remove(pick)
+    return order
+
 
 def pytest_collection_modifyitems(config, items):
-    """The notebook runs and the browser tests first: the long ones start early, and two workers pair them."""
-    items.sort(key=lambda item: not (item.get_closest_marker("notebook") or item.get_closest_marker("browser")))
+    """Items grouped by unit, the units in unit_order: xdist hands them out in this order."""
+    rank = {unit: i for i, unit in enumerate(unit_order(list(dict.fromkeys(unit_of(i.nodeid) for i in items))))}
+    items.sort(key=lambda item: rank[unit_of(item.nodeid)])
 
 
 @pytest.hookimpl(optionalhook=True)   # pytest-xdist's hook: `make test` runs two workers (JOBS=2)
 def pytest_xdist_make_scheduler(config, log):
-    """Units of work for the workers: each notebook run alone, so that two run side by side (they mostly wait on
-    Kafka's clocks); every other test module whole, so that its module fixtures start once. In the collection's
-    order, notebook runs first."""
+    """Units of work for the workers (unit_of): each notebook run alone, so that two run side by side (they mostly
+    wait on Kafka's clocks); every other test module whole. In the collection's order (unit_order)."""
     from xdist.scheduler import LoadScopeScheduling
 
     class ByUnit(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return nodeid if nodeid.startswith(NOTEBOOK_RUNS) else nodeid.split("::")[0]
+            return unit_of(nodeid)
 
     config.option.loadscopereorder = False
     return ByUnit(config, log)
