@@ -4,6 +4,7 @@
 #   make lab KAFKA_LAB_IP=0.0.0.0   JupyterLab on another interface (a container, a cloud workspace), token kept
 #   make lab KIT=DIR                 install from an offline kit, with no network at all (make kit, below)
 #   make kit KIT_DIR=DIR [KIT_PLATFORMS=all]   write that kit (a teacher, once, with the network)
+#   make site [SITE_DIR=site] [NOTEBOOKS="00 04"]   every notebook executed at its defaults, as a static site
 ifeq ($(OS),Windows_NT)
 $(error The lab runs on Linux, macOS, or Windows through WSL2 (or the dev container in .devcontainer/): open a WSL2 terminal and run make there)
 endif
@@ -16,7 +17,7 @@ PY      = $(VENV)/bin/python
 # KIT=DIR: every package from the kit's wheels, never from the network (lab/kit.py)
 PIP_FROM = $(if $(KIT),--no-index --find-links $(abspath $(KIT))/wheels)
 
-.PHONY: lab test install jars tools bench kit clean-notebooks
+.PHONY: lab test install jars tools bench kit site clean-notebooks
 
 $(VENV)/.installed: pyproject.toml
 	@test -n "$(PYTHON)" || { echo "No Python 3.11 to 3.13 found: install one (python.org, Homebrew, apt, pyenv) or give PYTHON=..."; exit 1; }
@@ -61,6 +62,12 @@ kit: jars
 	@test -n "$(KIT_DIR)" || { echo "give the kit's folder: make kit KIT_DIR=/media/usb/kafka-lab-kit"; exit 1; }
 	$(PY) -m pip install --quiet 'uv==0.13.9'
 	$(PY) -m lab kit $(KIT_DIR) --platform $(KIT_PLATFORMS)
+
+# The course as a static site (lab/site.py): each notebook run at its defaults, one at a time, then rendered to
+# HTML with nbconvert; open $(SITE_DIR)/index.html. The whole course takes about 20 minutes.
+SITE_DIR ?= site
+site: jars
+	$(PY) -m lab site $(SITE_DIR) $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS))
 
 bench: jars
 	$(PY) benchmarks/run.py

@@ -1,4 +1,4 @@
-"""`python -m lab fetch [--kit DIR] [--all] | check | start | prune [--keep N] | params | doctor | kit DIR | clean-notebooks NB...`"""
+"""`python -m lab fetch [--kit DIR] [--all] | check | site DIR | start | prune [--keep N] | params | doctor | kit DIR | clean-notebooks NB...`"""
 from __future__ import annotations
 
 import argparse
@@ -195,6 +195,12 @@ def check(_args) -> None:
         sys.exit(1)
 
 
+def site(args) -> None:
+    """The course as a static site (lab.site): every notebook executed at its defaults, rendered to HTML."""
+    from .site import build
+    build(Path(args.dir), args.notebooks)
+
+
 def kit(args) -> None:
     """The offline kit for a workshop (lab.kit): wheels for each platform asked for, every jar, checksums."""
     from .kit import build
@@ -246,6 +252,10 @@ def main() -> None:
     p.set_defaults(run=doctor)
     sub.add_parser("check", help="the pre-flight: Python, Java, memory, disk, jars, ports, a broker (offline)"
                    ).set_defaults(run=check)
+    p = sub.add_parser("site", help="the course as a static site: every notebook executed, rendered to HTML")
+    p.add_argument("dir", help="the site's folder (created; index.html at its top)")
+    p.add_argument("--notebooks", nargs="*", help="only these notebooks, by number (default: the whole course)")
+    p.set_defaults(run=site)
     p = sub.add_parser("kit", help="write an offline kit for a workshop: wheels, jars, checksums")
     p.add_argument("dir", help="the kit's folder (created, or completed)")
     p.add_argument("--platform", nargs="*", default=["current"],

@@ -38,14 +38,15 @@ def _manylinux(arch: str, glibc_minor: int = 28) -> list[str]:
 
 
 # platform -> (uv's --python-platform, pip's --platform tags). Linux: glibc 2.28 or newer (Debian 10, Ubuntu 20.04,
-# WSL2's Ubuntu); macOS 12 or newer (MACOSX_DEPLOYMENT_TARGET below, pip expands the older tags itself).
+# WSL2's Ubuntu); macOS 13 or newer (MACOSX_DEPLOYMENT_TARGET below, pip expands the older tags itself): on Apple
+# Silicon, confluent-kafka 2.16.1's wheel for Python 3.13 is built for macOS 13 (3.11 and 3.12: for 11).
 PLATFORMS = {
     "linux-x86_64": ("x86_64-manylinux_2_28", _manylinux("x86_64")),
     "linux-arm64": ("aarch64-manylinux_2_28", _manylinux("aarch64")),
-    "macos-arm64": ("aarch64-apple-darwin", ["macosx_12_0_arm64"]),
-    "macos-x86_64": ("x86_64-apple-darwin", ["macosx_12_0_x86_64"]),
+    "macos-arm64": ("aarch64-apple-darwin", ["macosx_13_0_arm64"]),
+    "macos-x86_64": ("x86_64-apple-darwin", ["macosx_13_0_x86_64"]),
 }
-MACOS_MINIMUM = "12.0"
+MACOS_MINIMUM = "13.0"
 README = """\
 Kafka Failure Lab: offline kit
 ==============================
@@ -75,11 +76,8 @@ class KitError(Exception):
 # ------------------------------------------------------------------ checking (standard library only)
 
 def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def verify(kit: Path) -> int:
@@ -159,22 +157,33 @@ def _uv() -> str:
     return find_uv_bin()
 
 
-def _wheels(root: Path, wheels: Path, platform: str, python: str, tmp: Path) -> None:
-    """Resolve the lab's packages for one platform and Python, and download them as binary wheels."""
+def _wheels(root: Path, wheels: Path, platform: str, python: str, tmp: Path) -> dict[str, int]:
+    """Resolve the lab's packages for one platform and Python, download them as binary wheels into `wheels`;
+    returns that target's wheels, {file name: bytes}."""
     uv_platform, pip_platforms = PLATFORMS[platform]
     spec, pinned = tmp / "requirements.in", tmp / f"{platform}-{python}.txt"
     spec.write_text("\n".join(requirements(root)) + "\n")
     _run([_uv(), "pip", "compile", str(spec), "--python-version", python, "--python-platform", uv_platform,
+          # versions that have a wheel for this target (pyspark has only its source, built once below)
+          "--only-binary", ":all:", "--no-binary", "pyspark",
           "--no-header", "--no-annotate", "--quiet", "-o", str(pinned)],
          f"resolving the packages for {platform}, Python {python}", env={"MACOSX_DEPLOYMENT_TARGET": MACOS_MINIMUM})
     binary = tmp / f"{platform}-{python}-binary.txt"   # pyspark's wheel is built once, beside them
     binary.write_text("".join(line + "\n" for line in pinned.read_text().splitlines()
                               if line.strip() and not line.startswith("pyspark==")))
+    own = tmp / f"{platform}-{python}"   # this target's wheels alone (pip's cache serves the ones shared)
     abi = "cp" + python.replace(".", "")
     _run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
           *[f"--platform={tag}" for tag in pip_platforms], "--python-version", python, "--implementation", "cp",
-          "--abi", abi, "-d", str(wheels), "-r", str(binary)],
+          "--abi", abi, "-d", str(own), "-r", str(binary)],
          f"downloading the wheels for {platform}, Python {python}")
+    found = {}
+    for wheel in own.iterdir():
+        found[wheel.name] = wheel.stat().st_size
+        if not (wheels / wheel.name).exists():
+            shutil.move(str(wheel), wheels / wheel.name)
+    shutil.rmtree(own)
+    return found
 
 
 def _pyspark_wheel(wheels: Path) -> None:
@@ -238,14 +247,14 @@ def build(kit: Path, asked: list[str], root: Path) -> dict:
     wheels = kit / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
     print(f"Kit for {', '.join(f'{p} Python {v}' for p, v in pairs)} in {kit}", flush=True)
-    per_target = {}
+    per_platform: dict[str, dict[str, int]] = {}
     with tempfile.TemporaryDirectory(prefix="kit-") as tmp:
         _pyspark_wheel(wheels)
+        shared = {w.name: w.stat().st_size for w in wheels.glob("pyspark-*.whl")}
         for platform, python in pairs:
-            before = set(wheels.iterdir())
-            _wheels(root, wheels, platform, python, Path(tmp))
-            per_target[f"{platform} {python}"] = len(set(wheels.iterdir()) - before)
-            print(f"  {platform}, Python {python}: wheels downloaded", flush=True)
+            found = _wheels(root, wheels, platform, python, Path(tmp))
+            per_platform.setdefault(platform, dict(shared)).update(found)
+            print(f"  {platform}, Python {python}: {len(found)} wheels", flush=True)
     if (root / ".git").exists():
         _run(["git", "-C", str(root), "archive", "--format=tar.gz", "--prefix=kafka-failure-lab/",
               "-o", str(kit / SOURCE), "HEAD"], "archiving the lab's source")
@@ -255,13 +264,15 @@ def build(kit: Path, asked: list[str], root: Path) -> dict:
     files = _write_sums(kit)
     sizes = {"wheels": size(wheels), "maven": size(kit / "maven")}
     total = sum(sizes.values())
+    # what one platform needs of it, every Python asked for: its wheels, pyspark's, the jars
+    platforms = {p: sum(w.values()) + sizes["maven"] for p, w in per_platform.items()}
+    summary = (f"{total / 1e6:.0f} MB (wheels {sizes['wheels'] / 1e6:.0f} MB, jars {sizes['maven'] / 1e6:.0f} MB); "
+               + "; ".join(f"{p} alone {b / 1e6:.0f} MB" for p, b in platforms.items()))
     (kit / "README.txt").write_text(README.format(
-        built=_today(), targets=", ".join(f"{p} with Python {v}" for p, v in pairs),
-        size=f"{total / 1e6:.0f} MB (wheels {sizes['wheels'] / 1e6:.0f} MB, jars {sizes['maven'] / 1e6:.0f} MB)",
+        built=_today(), targets=", ".join(f"{p} with Python {v}" for p, v in pairs), size=summary,
         path_hint=kit, source=SOURCE))
-    print(f"Kit ready: {files} files, {jars} jars, {total / 1e6:.0f} MB "
-          f"(wheels {sizes['wheels'] / 1e6:.0f} MB, jars {sizes['maven'] / 1e6:.0f} MB)", flush=True)
-    return {"targets": pairs, "files": files, "jars": jars, "bytes": sizes, "new_wheels": per_target}
+    print(f"Kit ready: {files} files, {jars} jars, {summary}", flush=True)
+    return {"targets": pairs, "files": files, "jars": jars, "bytes": sizes, "platform_bytes": platforms}
 
 
 def _today() -> str:

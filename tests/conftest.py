@@ -25,7 +25,7 @@ MEASURED_S = {
     "05_exactly_once_under_crashes[control]": 122, "01_offset_expiry_reprocessing[control]": 120,
     "04_stale_standby_cache[control]": 120, "01_offset_expiry_reprocessing[failure]": 116,
     "04_stale_standby_cache[failure]": 103, "08_diagnose_your_cluster[failure]": 98, "00_setup_check[failure]": 88,
-    "test_a_notebook_runs": 30,
+    "test_a_notebook_runs": 30, "tests/test_site.py": 40,
 }
 HEAVY = ("07_when_streams_stop", "03_quota_driven_fencing", "test_a_notebook_runs")
 
