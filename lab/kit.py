@@ -6,7 +6,8 @@
     DIR/wheels/      the lab's Python packages (its tests' too) as wheels, for each platform and Python asked for;
                      pyspark's wheel is built once (PyPI has only its source, and it is the same everywhere)
     DIR/maven/       every jar of lab/jars.lock, in the Maven layout of the lab's jar cache
-    DIR/kafka-failure-lab.tar.gz   the lab itself, as committed (git archive of HEAD)
+    DIR/kafka-failure-lab.tar.gz   the lab itself: its last commit (git archive), or the folder without its
+                     environments and caches when it is not a git checkout
     DIR/SHA256SUMS   every file's checksum: a copy damaged on its way to a laptop is named before anything installs
     DIR/README.txt   what an attendee types
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -236,6 +238,20 @@ def install_jars(kit: Path) -> int:
 
 # ------------------------------------------------------------------ the kit
 
+LEFT_OUT = re.compile(r"^(\.venv.*|\.git|__pycache__|.*\.egg-info|\.pytest_cache|\.ipynb_checkpoints|site)$")
+
+
+def _source(root: Path, archive: Path) -> None:
+    """The lab itself, for attendees who have no clone: the last commit, or the folder as it is."""
+    if (root / ".git").exists():
+        _run(["git", "-C", str(root), "archive", "--format=tar.gz", "--prefix=kafka-failure-lab/",
+              "-o", str(archive), "HEAD"], "archiving the lab's source")
+        return
+    import tarfile
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(root, arcname="kafka-failure-lab",
+                filter=lambda info: None if any(LEFT_OUT.match(part) for part in Path(info.name).parts) else info)
+
 def size(path: Path) -> int:
     return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())
 
@@ -255,9 +271,7 @@ def build(kit: Path, asked: list[str], root: Path) -> dict:
             found = _wheels(root, wheels, platform, python, Path(tmp))
             per_platform.setdefault(platform, dict(shared)).update(found)
             print(f"  {platform}, Python {python}: {len(found)} wheels", flush=True)
-    if (root / ".git").exists():
-        _run(["git", "-C", str(root), "archive", "--format=tar.gz", "--prefix=kafka-failure-lab/",
-              "-o", str(kit / SOURCE), "HEAD"], "archiving the lab's source")
+    _source(root, kit / SOURCE)
     from . import maven
     jars = maven.cache_all()
     copy_jars(maven.REPOSITORY, kit / "maven", _lock_jars())

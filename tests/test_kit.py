@@ -97,3 +97,16 @@ def test_make_installs_from_the_kit_and_never_from_the_network(tmp_path):
     installs = [line for line in lines if "pip install" in line]
     assert installs and all("--no-index --find-links /media/usb/kit/wheels" in line for line in installs), installs
     assert any(line.endswith("-m lab fetch --kit /media/usb/kit") for line in lines), run.stdout
+
+
+def test_the_lab_travels_in_the_kit_without_its_environments(tmp_path):
+    """A folder that is not a git checkout goes in as it is, less its environments and caches."""
+    import tarfile
+    root = tmp_path / "lab"
+    for name in ("Makefile", "lab/kit.py", ".venv/bin/python", ".venv-3.11/x", "lab/__pycache__/kit.pyc", "site/a.html"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("x")
+    kit._source(root, tmp_path / kit.SOURCE)
+    names = set(tarfile.open(tmp_path / kit.SOURCE).getnames())
+    assert {"kafka-failure-lab/Makefile", "kafka-failure-lab/lab/kit.py"} <= names
+    assert not [n for n in names if ".venv" in n or "__pycache__" in n or "/site" in n], sorted(names)
