@@ -64,7 +64,7 @@ kit: jars
 	$(PY) -m lab kit $(KIT_DIR) --platform $(KIT_PLATFORMS)
 
 # The course as a static site (lab/site.py): each notebook run at its defaults, one at a time, then rendered to
-# HTML with nbconvert; open $(SITE_DIR)/index.html. The whole course takes about 20 minutes.
+# HTML with nbconvert; open $(SITE_DIR)/index.html. The whole course takes about 26 minutes.
 SITE_DIR ?= site
 site: jars
 	$(PY) -m lab site $(SITE_DIR) $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS))
