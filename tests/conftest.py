@@ -12,9 +12,9 @@ NOTEBOOK_RUNS = ("tests/test_notebooks.py::test_notebook[", "tests/test_notebook
 # The order the two workers take the units in (scheduling only, never an assertion): the longest first, so that
 # the suite ends on short ones, and never two heavy units queued side by side, since each worker holds the next
 # unit while it runs one, so neighbours in the order mostly run together. Seconds as measured two at a time
-# (benchmarks/RESULTS.md, 2026-11-26); a unit not listed counts as short. Heavy: the units whose JVMs peak highest
-# (notebook 07's three-node cluster with its apps, notebook 03's five Streams apps): their two runs side by side
-# took 5.1 GB.
+# (benchmarks/RESULTS.md, 2026-11-26); a unit not listed counts as short. Heavy: the units that peak highest
+# (notebook 07's three-node cluster with its apps, notebook 03's five Streams apps, the browser tests' chromium and
+# JupyterLab): 07's two runs side by side took 5.1 GB, the browser tests beside 07's CONTROL 5.5 GB.
 MEASURED_S = {
     "tests/test_browser.py": 255,
     "07_when_streams_stop[control]": 235, "07_when_streams_stop[failure]": 231,
@@ -27,7 +27,7 @@ MEASURED_S = {
     "04_stale_standby_cache[failure]": 103, "08_diagnose_your_cluster[failure]": 98, "00_setup_check[failure]": 88,
     "test_a_notebook_runs": 30, "tests/test_site.py": 40,
 }
-HEAVY = ("07_when_streams_stop", "03_quota_driven_fencing", "test_a_notebook_runs")
+HEAVY = ("07_when_streams_stop", "03_quota_driven_fencing", "test_a_notebook_runs", "tests/test_browser.py")
 
 
 def unit_of(nodeid: str) -> str:
