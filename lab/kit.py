@@ -252,6 +252,7 @@ def _source(root: Path, archive: Path) -> None:
         tar.add(root, arcname="kafka-failure-lab",
                 filter=lambda info: None if any(LEFT_OUT.match(part) for part in Path(info.name).parts) else info)
 
+
 def size(path: Path) -> int:
     return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())
 

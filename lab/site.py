@@ -37,7 +37,7 @@ code{{background:#f3f3f3;padding:0 3px}}</style></head>
 def names(numbers: list[str] | None = None) -> list[str]:
     """The course's notebooks, or those whose number is in `numbers` ("00", "4", "04_stale..." all work)."""
     from .errors import LabError
-    from .notebook import COURSE
+    from .scenarios import COURSE
     course = [e.name for e in COURSE]
     if not numbers:
         return course
@@ -98,7 +98,7 @@ def _markdown(text: str) -> str:
 
 def index(site: Path, built: dict[str, dict]) -> Path:
     """index.html: the course table, each notebook linked to its page (or marked not built), and the guide."""
-    from .notebook import COURSE
+    from .scenarios import COURSE
     rows = []
     for entry in COURSE:
         b = built.get(entry.name)
