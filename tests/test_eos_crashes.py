@@ -38,7 +38,8 @@ def test_defaults_and_the_control_validate(no_maven):
     (dict(crash_points=["none", "none"]), "twice"),
     (dict(commit_interval_ms=20000), "COMMIT_INTERVAL_MS"),
     (dict(records=0), "RECORDS"),
-    (dict(crash_points=[], handlers=[], schema_modes=[]), "Nothing to run"),
+    (dict(crash_points=[], handlers=[], schema_modes=[], production_handlers=[], production_compare=[]),
+     "Nothing to run"),
     (dict(streams_version="2.8.2"), "STREAMS_VERSION.*older"),
     (dict(streams_version="four"), "STREAMS_VERSION"),
     (dict(crash_point=["none"]), "did you mean"),
@@ -355,3 +356,75 @@ def test_exercises_3_and_4_are_judged_by_what_ran_else_by_the_mechanism(capsys):
     with pytest.raises(LabError, match="not run in this run \\(SCHEMA_MODES is empty\\)"):
         broken.check(4, "tolerant")   # no schema run at all: run the lesson first
 
+
+
+def test_production_errors_are_configured_by_version_and_refused_before_anything_starts(no_maven):
+    props = s.production_props("continue", "4.3.1", "app-75", 20_000)
+    assert props == {"lab_refuse_id": "app-75", "lab_refuse_bytes": 20_000,
+                     "production.exception.handler": "EosCrashApp$ContinueTooLarge"}
+    assert s.production_props("route", "3.8.1", "app-75", 1, "app")["default.production.exception.handler"] == \
+        "EosCrashApp$RouteTooLarge"
+    assert s.production_props("route", "3.8.1", "app-75", 1, "app")["lab_refused_topic"] == "app-refused"
+    assert "production.exception.handler" not in s.production_props("fail", "4.3.1", "a", 1)   # Kafka's default
+    with pytest.raises(LabError, match="PRODUCTION_HANDLERS"):
+        s.SPEC.validate(production_handlers=["retry"])
+    with pytest.raises(LabError, match="max.request.size"):
+        s.SPEC.validate(production_handlers=["fail"], refuse_bytes=1_048_400)
+    # the control: a topic large enough for the record
+    assert s.SPEC.validate(production_handlers=["fail"], production_compare=[], output_max_bytes=65_536)
+    # this lesson alone is something to run
+    assert s.SPEC.validate(crash_points=[], handlers=[], schema_modes=[], production_handlers=[],
+                           production_compare=["continue"])
+
+
+def refused_run(label, guarantee="at_least_once", output_bytes=20_187, **m):
+    base = dict(refused=[], wrappers=[], errors=[], duplicates=0, outputs=149, produced=150, dropped_records=0,
+                failures_per_min=None, migrated=0)
+    f = failing(f"refused {label}", guarantee=guarantee, output_bytes=output_bytes, **{**base, **m})
+    f.aside = "the refused record is noted in its own topic"
+    return f
+
+
+def test_the_production_error_lesson_asks_and_answers(no_maven, capsys):
+    p = s.SPEC.validate()
+    guess = s.predict("refused", p, show=False)
+    assert "Kafka's default production exception handler (FAIL)" in guess.question and "8,192" in guess.question
+    notes = [{"id": "a-75", "exception": "org.apache.kafka.common.errors.RecordTooLargeException", "message": "",
+              "from": "out, 20187 bytes"}]
+    runs = {"fail": refused_run("fail", deaths=3, uncaught=3, lost=1, duplicates=142,
+                                errors=["RecordTooLargeException: too large"]),
+            "continue": refused_run("continue", lost=1, lost_all={"a-75"}, dropped_records=1,
+                                    refused=[{"id": "a-75", "bytes": 20_193, "error": "RecordTooLargeException: x",
+                                              "response": "CONTINUE"}]),
+            "route": refused_run("route", lost=1, lost_all={"a-75"}, dead_letters=notes),
+            "continue · EOS v2": refused_run("continue · EOS v2", "exactly_once_v2", deaths=2, uncaught=3, lost=113,
+                                             wrappers=["Cannot execute transactional method because we are in an "
+                                                       "error state"])}
+    r = s.EosCrashResult("eos_crashes", p, "run", Timeline(T0), refused=runs)
+    assert r.measured_answer() == r.measured_answer("refused") == "it stops (and again after each restart)"
+    assert [f.outcome for f in runs.values()] == ["app stopped (restarted, died again)", "records dropped",
+                                                  "clean: the refused record is noted in its own topic",
+                                                  "app stopped (restarted, died again)"]
+    table = r.handler_table("refused")
+    assert table["output bytes"].tolist() == [20_187] * 4 and table["duplicates"].tolist() == [142, 0, 0, 0]
+    assert "in an error state" in r.refused_evidence() and "→ CONTINUE" in r.refused_evidence()
+    assert "refused route: clean" in r.verdict() and r.failed
+
+    five = s.EosCrashResult.exercises[5]
+    assert five.solution(r) == 20_187 + 61 + 40 and r.check(5, five.solution(r))
+    assert "FIX_REFUSED = {'output_max_bytes': 20288}" in capsys.readouterr().out
+    for answer, hint in [(five.wrong(r), "not even the record's value"), (20_200, "the batch's header (61 bytes)"),
+                         (1_000_000, "not near the smallest"), ("big", "a number")]:
+        with pytest.raises(AssertionError, match=f"^Not quite: .*{re.escape(hint)}"):
+            r.check(5, answer)
+    with pytest.raises(LabError, match="not run in this run"):
+        s.EosCrashResult("eos_crashes", p, "run", Timeline(T0)).check(5, 20_300)
+
+
+def test_the_production_error_fix_runs_kafkas_default_handler_again(no_maven):
+    p = s.SPEC.validate()
+    fixed = s.mitigate_refused.check(p, {"output_max_bytes": 32_768})
+    assert fixed["production_handlers"] == ["fail"] and fixed["production_compare"] == []
+    assert fixed["crash_points"] == fixed["handlers"] == fixed["schema_modes"] == []
+    with pytest.raises(LabError, match="already has"):
+        s.mitigate_refused.check(p, {"output_max_bytes": 8192})

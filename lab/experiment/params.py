@@ -89,14 +89,19 @@ class Param:
 
     def range_text(self) -> str:
         unit = f" {self.unit}" if self.unit else ""
+        # whole numbers in full (2,147,483,647 ms, not 2.14748e+09 ms; 3600 s), fractions as short as they go
+        def n(x) -> str:
+            if not float(x).is_integer():
+                return f"{x:g}"
+            return f"{int(x):,}" if abs(x) >= 10_000 else str(int(x))
         if self.choices:
             return ", ".join(map(str, self.choices))
         if self.lo is not None and self.hi is not None:
-            return f"{self.lo:g}..{self.hi:g}{unit}"
+            return f"{n(self.lo)}..{n(self.hi)}{unit}"
         if self.lo is not None:
-            return f">= {self.lo:g}{unit}"
+            return f">= {n(self.lo)}{unit}"
         if self.hi is not None:
-            return f"<= {self.hi:g}{unit}"
+            return f"<= {n(self.hi)}{unit}"
         return ""
 
 

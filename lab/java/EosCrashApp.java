@@ -13,17 +13,21 @@ import java.util.regex.Pattern;
 import org.apache.kafka.clients.consumer.ConsumerInterceptor;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerInterceptor;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.RecordTooLargeException;
 import org.apache.kafka.common.errors.SerializationException;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.errors.ProductionExceptionHandler;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.processor.StateRestoreListener;
 import org.apache.kafka.streams.processor.api.Processor;
@@ -50,7 +54,10 @@ import org.slf4j.LoggerFactory;
  *   after_send_before_commit  a producer interceptor, when the broker acknowledged the record's output
  *   after_commit              the first record after a commit that covered the crash-at-th record
  * A poison record (lab.poison.id) makes the processor throw; lab.handler picks the uncaught exception
- * handler (shutdown_client / replace_thread). lab.mode v1 / v2 / v2-tolerant store the state as JSON in
+ * handler (shutdown_client / replace_thread). The output of the record lab.refuse.id carries lab.refuse.bytes of
+ * padding, for an output topic whose max.message.bytes is smaller: the broker refuses it, and the production
+ * exception handler decides (Kafka's default FAIL, or ContinueTooLarge / RouteTooLarge below).
+ * lab.mode v1 / v2 / v2-tolerant store the state as JSON in
  * two schemas ({"count":n} then {"schema":2,"total":n}) for the schema-change experiment.
  *
  * Evidence: `LAB {json}` lines (started, state, restore_start, restore_end, commit, crash, uncaught,
@@ -65,6 +72,7 @@ public class EosCrashApp {
     static final String STORE = "counts";
 
     static String crashPoint = "none", marker = "", input = "", output = "", poison = "", mode = "crash";
+    static String refuseId = "", padding = "";
     static int crashAt = 0, incarnation = 1;
     static volatile boolean armed = false, settled = false;
     static final AtomicInteger read = new AtomicInteger(), processed = new AtomicInteger(), acked = new AtomicInteger();
@@ -79,6 +87,8 @@ public class EosCrashApp {
         crashAt = Lab.intSetting("crash.at");
         marker = Lab.setting("crash.marker");
         poison = Lab.setting("poison.id", "");
+        refuseId = Lab.setting("refuse.id", "");
+        padding = "x".repeat(Lab.intSetting("refuse.bytes", 0));
         mode = Lab.setting("mode");
         String handler = Lab.setting("handler");
         boolean strictInput = Lab.flag("strict.input");
@@ -111,9 +121,14 @@ public class EosCrashApp {
                 "replace_thread".equals(handler) ? StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.REPLACE_THREAD
                     : StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
             Throwable root = e;
-            while (root.getCause() != null) root = root.getCause();
+            String wrapper = "";   // the producer's own word in between, e.g. a transaction in an error state
+            for (Throwable t = e; t != null; t = t.getCause()) {
+                root = t;
+                if (t.getClass() == org.apache.kafka.common.KafkaException.class) wrapper = t.getMessage();
+            }
             Lab.emit("uncaught", "n", uncaught.incrementAndGet(), "response", response.name(),
-                "error", oneLine(root.getClass().getSimpleName() + ": " + root.getMessage()));
+                "error", oneLine(root.getClass().getSimpleName() + ": " + root.getMessage()),
+                "wrapper", oneLine(wrapper));
             return response;
         });
         CountDownLatch stopped = Lab.onSigterm(() -> app.close(Duration.ofSeconds(30)));
@@ -222,6 +237,63 @@ public class EosCrashApp {
         }
     }
 
+    /**
+     * A production exception handler that drops an output record the broker refuses as too large (CONTINUE) and
+     * fails on anything else, as Kafka's default does. The handle() signature every version has: one class for
+     * Kafka Streams 3.0 to 4.x (4.x still calls it, deprecated). Evidence: a `refused` line per record it is
+     * asked about.
+     */
+    @SuppressWarnings("deprecation")
+    public static class ContinueTooLarge implements ProductionExceptionHandler {
+        @Override
+        public ProductionExceptionHandlerResponse handle(ProducerRecord<byte[], byte[]> record, Exception exception) {
+            boolean tooLarge = exception instanceof RecordTooLargeException;
+            String value = record.value() == null ? "" : new String(record.value(), StandardCharsets.UTF_8);
+            Matcher m = ID.matcher(value);
+            String id = m.find() ? m.group(1) : "";
+            ProductionExceptionHandlerResponse response = tooLarge ? ProductionExceptionHandlerResponse.CONTINUE
+                : ProductionExceptionHandlerResponse.FAIL;
+            Lab.emit("refused", "id", id, "topic", record.topic(),
+                "bytes", record.value() == null ? 0 : record.value().length,
+                "error", oneLine(exception.getClass().getSimpleName() + ": " + exception.getMessage()),
+                "response", response.name());
+            if (tooLarge) aside(id, record, exception);
+            return response;
+        }
+
+        /** What a dropped record leaves behind: nothing here; RouteTooLarge keeps a note of it. */
+        void aside(String id, ProducerRecord<byte[], byte[]> record, Exception exception) { }
+
+        @Override public void configure(Map<String, ?> configs) { }
+    }
+
+    /**
+     * ContinueTooLarge that first writes a note of the refused record (its id, topic and size, and the error) to
+     * lab.refused.topic with a producer of its own: the output is still dropped, but nothing is lost unseen.
+     */
+    public static class RouteTooLarge extends ContinueTooLarge {
+        KafkaProducer<byte[], byte[]> notes;
+        String topic;
+
+        @Override
+        public void configure(Map<String, ?> configs) {
+            topic = Lab.setting("refused.topic");
+            Map<String, Object> props = new LinkedHashMap<>();
+            props.put("bootstrap.servers", configs.get("bootstrap.servers"));
+            props.put("client.id", Lab.setting("refused.topic") + "-notes");
+            notes = new KafkaProducer<>(props, new ByteArraySerializer(), new ByteArraySerializer());
+        }
+
+        @Override
+        void aside(String id, ProducerRecord<byte[], byte[]> record, Exception exception) {
+            String note = String.format(Locale.ROOT, "{\"id\":\"%s\",\"topic\":\"%s\",\"bytes\":%d,\"error\":\"%s\"}",
+                id, record.topic(), record.value() == null ? 0 : record.value().length,
+                oneLine(exception.getClass().getName() + ": " + exception.getMessage()));
+            notes.send(new ProducerRecord<>(topic, record.key(), note.getBytes(StandardCharsets.UTF_8)));
+            notes.flush();   // on the Streams producer's network thread: a few ms, for a rare record
+        }
+    }
+
     static class Restores implements StateRestoreListener {
         @Override
         public void onRestoreStart(TopicPartition tp, String store, long start, long end) {
@@ -262,10 +334,12 @@ public class EosCrashApp {
             store.put(key, mode.equals("v1") || mode.equals("crash") ? "{\"count\":" + count + "}"
                 : "{\"schema\":2,\"total\":" + count + "}");
             int n = processed.incrementAndGet();
-            context.forward(record.withValue(String.format(Locale.ROOT,
-                "{\"id\":\"%s\",\"key\":\"%s\",\"value\":%d,\"text\":\"%s\",\"incarnation\":%d,\"task\":\"%s\",\"at\":%d}",
-                id, key, count, id.toUpperCase(Locale.ROOT), incarnation, context.taskId(), System.currentTimeMillis())),
-                "output");
+            String pad = refuseId.equals(id) ? ",\"pad\":\"" + padding + "\"" : "";
+            String out = String.format(Locale.ROOT, "{\"id\":\"%s\",\"key\":\"%s\",\"value\":%d,\"text\":\"%s\","
+                + "\"incarnation\":%d,\"task\":\"%s\",\"at\":%d%s}", id, key, count, id.toUpperCase(Locale.ROOT),
+                incarnation, context.taskId(), System.currentTimeMillis(), pad);
+            if (!pad.isEmpty()) Lab.emit("padded", "id", id, "bytes", out.getBytes(StandardCharsets.UTF_8).length);
+            context.forward(record.withValue(out), "output");
             if (armed && settled && crashPoint.equals("during_processing") && n >= crashAt) {
                 crash("during_processing", "id", id);  // the count update is never forwarded
             }

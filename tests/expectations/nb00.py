@@ -9,6 +9,9 @@ PANEL_FAILS = True   # the injected duplicate and aborted records are found
 
 
 def check(r):
+    # This notebook has no cluster of its own, so its panel always starts one: the panel's whole run on a cluster
+    # of its own (the toolbox's path, the same for every notebook) is proven here.
+    assert r["panel_cluster_up"]["own_cluster"] is True, r["panel_cluster_up"]
     assert 17 <= r["java"] <= 21 and r["java_from"]
     assert r["produced"] == r["consumed"] == 120
     # the copy: every input once + 1 injected duplicate; the aborted txn is visible only uncommitted

@@ -1,5 +1,6 @@
-"""Notebook 05: exactly-once under crashes, exception handlers, a changed state schema ("Some kafka retention
-lessons (we learned the hard way)", "Tales from running Kafka Streams in Production")."""
+"""Notebook 05: exactly-once under crashes, exception handlers, a changed state schema, an output the broker
+refuses ("Some kafka retention lessons (we learned the hard way)", "Tales from running Kafka Streams in
+Production")."""
 from tests.expectations import exercises, prediction
 
 # Two crash points under both guarantees (the ones where work is in flight), the two handlers that matter
@@ -18,18 +19,29 @@ PARAMETERS = {
     "HANDLERS": ["replace_thread", "continue", "dead_letter"],
     "SCHEMA_MODES": ["replace_thread"],
     "LOOP_SECONDS": 12,
-    # wrong predictions (exactly-once held in every run; REPLACE_THREAD loops), none for the schema lesson
-    "PREDICTIONS": {"crashes": "some inputs twice", "handlers": "it goes on without the record"},
+    # Kafka's default production handler and the remedy under at-least-once, and CONTINUE under exactly-once; the
+    # fix just above the batch that carries the refused record (exercise 5's claim, measured)
+    "PRODUCTION_HANDLERS": ["fail", "route"],
+    "PRODUCTION_GUARANTEE": "at_least_once",
+    "PRODUCTION_COMPARE": ["continue"],
+    "REFUSE_BYTES": 20000,
+    "OUTPUT_MAX_BYTES": 8192,
+    "FIX_REFUSED": {"output_max_bytes": 20300},
+    # wrong predictions (exactly-once held in every run; REPLACE_THREAD loops; FAIL stops), none for the schema lesson
+    "PREDICTIONS": {"crashes": "some inputs twice", "handlers": "it goes on without the record",
+                    "refused": "it goes on without the record"},
     "INTERACTIVE": False,
 }
 
 # The control: the same app without a crash under both guarantees, a malformed input skipped by the
 # DeserializationExceptionHandler, and version 2 with a tolerant reader: everything clean.
 CONTROL = {**PARAMETERS, "CRASH_POINTS": ["none"], "HANDLERS": ["deserialization"], "SCHEMA_MODES": ["tolerant"],
+           "PRODUCTION_HANDLERS": ["fail"], "PRODUCTION_COMPARE": [], "OUTPUT_MAX_BYTES": 32768, "FIX_REFUSED": {},
            "PREDICTIONS": {}}
 
 # The panel, clicked in the CONTROL run: one exactly-once run without a crash, no handler or schema runs.
-PANEL = {"crash_points": ["none"], "guarantees": ["exactly_once_v2"], "handlers": [], "schema_modes": []}
+PANEL = {"crash_points": ["none"], "guarantees": ["exactly_once_v2"], "handlers": [], "schema_modes": [],
+         "production_handlers": []}
 PANEL_FAILS = False
 
 
@@ -45,6 +57,7 @@ def check(results):
     prediction(results, given["crashes"], "every input exactly once", "crashes")
     prediction(results, given["handlers"], "it loops: the same record fails again and again", "handlers")
     prediction(results, None, "it loops: the same record fails again and again", "schema")   # replace_thread
+    prediction(results, given["refused"], "it stops (and again after each restart)", "refused")
     for label, run in crashes.items():
         assert run["crashed"], (label, "the app never reached its crash point: the run proves nothing", run)
         assert run["audit"] is not None, label
@@ -105,10 +118,43 @@ def check(results):
     assert any("no field 'total'" in e for e in schema["errors"]), schema["errors"]
     assert schema["lost"] > 0, schema
 
+    refused = results["refused"]
+    assert sorted(refused) == ["continue · EOS v2", "fail", "route"], list(refused)
+    fail = refused["fail"]
+    # Kafka's default production handler: FAIL on the broker's RecordTooLargeException; each restart meets it again,
+    # and at-least-once sends everything since the last commit again each time.
+    assert fail["outcome"].startswith("app stopped") and fail["deaths"] >= 2, fail
+    assert any(e.startswith("RecordTooLargeException") for e in fail["errors"]), fail["errors"]
+    assert fail["guarantee"] == "at_least_once" and fail["duplicates"] > 0 and fail["poison_lost"], fail
+    assert fail["output_bytes"] > PARAMETERS["REFUSE_BYTES"] > PARAMETERS["OUTPUT_MAX_BYTES"], fail
+    route = refused["route"]
+    # CONTINUE under at-least-once, with a note: only the refused output is missing, and the note names it.
+    assert route["outcome"] == "clean: the refused record is noted in its own topic", route
+    assert route["deaths"] == 0 and route["uncaught"] == 0 and route["duplicates"] == 0, route
+    assert route["lost_ids"] == [route["poison"]] and route["dropped_records"] == 1, route
+    [note] = route["dead_letters"]
+    assert note["id"] == route["poison"] and note["exception"].endswith("RecordTooLargeException"), note
+    assert [r["response"] for r in route["refused"]] == ["CONTINUE"] and route["refused"][0]["id"] == route["poison"]
+    assert route["audit"]["counts"]["lost"] == 1 and route["audit"]["counts"]["duplicate"] == 0, route["audit"]
+    eos = refused["continue · EOS v2"]
+    # The same CONTINUE under exactly-once: the transaction is in an error state, the next send fails, the thread
+    # dies, and nothing of the aborted work came out twice.
+    assert eos["guarantee"] == "exactly_once_v2" and eos["refused"][0]["response"] == "CONTINUE", eos
+    assert eos["outcome"].startswith("app stopped") and eos["uncaught"] >= 1, eos
+    assert any("in an error state" in w for w in eos["wrappers"]), eos["wrappers"]
+    assert eos["duplicates"] == 0 and eos["poison_lost"], eos
+    fixed = results["mitigation"]
+    # Kafka's default handler again, the output topic's limit just above the batch that carries the record: clean.
+    assert fixed["fix"] == {"output_max_bytes": 20300} and fixed["clean"] is True, fixed
+    again = fixed["refused"]["fail"]
+    assert again["outcome"] == "clean" and again["lost"] == 0 and again["deaths"] == 0, again
+    assert again["output_bytes"] + 61 < 20300, again
+
     assert results["failure_reproduced"] is True, results["verdict"]
     # The exercises, tried on this run: at-least-once duplicated at both crash points (work in flight since the last
     # commit), and the aborted records read_uncommitted saw are those of the exactly-once rows.
-    answers = exercises(results, [1, 2, 3, 4])
+    answers = exercises(results, [1, 2, 3, 4, 5])
+    assert answers[5] == max(r["output_bytes"] for r in refused.values()) + 61 + 40, answers
     assert answers[1] == sorted(PARAMETERS["CRASH_POINTS"]), answers
     assert answers[2] == results["eos_aborted_visible"] > 0, answers
     # the handler that keeps the app running and the record aside, judged by what it did here; the tolerant
@@ -125,6 +171,7 @@ def check_control(results):
     prediction(results, None, "every input exactly once", "crashes")
     prediction(results, None, "nothing is lost: every input comes out", "handlers")   # the malformed input skipped
     prediction(results, None, "nothing is lost: every input comes out", "schema")     # the tolerant reader
+    prediction(results, None, "nothing is lost: every input comes out", "refused")    # a topic that takes it
     for label, run in crashes.items():
         assert run["crash_point"] == "none" and not run["crashed"], (label, run)
         _clean_output(run, label)
@@ -146,5 +193,13 @@ def check_control(results):
     assert tolerant["migrated"] > 0, tolerant
     _clean_output(tolerant, "tolerant")
     assert tolerant["audit"]["passed"], tolerant["audit"]
+    taken = results["refused"]["fail"]
+    # The same large record to a topic whose max.message.bytes takes it: Kafka's default handler is never asked.
+    assert list(results["refused"]) == ["fail"] and taken["outcome"] == "clean", taken
+    assert taken["output_bytes"] > PARAMETERS["REFUSE_BYTES"] and taken["refused"] == [], taken
+    _clean_output(taken, "refused fail")
+    assert taken["uncaught"] == taken["deaths"] == 0 and taken["audit"]["passed"], taken
+    assert results["mitigation"] is None   # FIX_REFUSED is empty: the Mitigate step did not run
     # no crash: no duplicate under at-least-once, no aborted transaction under exactly-once
-    assert exercises(results, [1, 2, 3, 4]) == {1: [], 2: 0, 3: "dead_letter", 4: "tolerant"}
+    assert exercises(results, [1, 2, 3, 4, 5]) == {1: [], 2: 0, 3: "dead_letter", 4: "tolerant",
+                                                   5: taken["output_bytes"] + 61 + 40}

@@ -66,7 +66,8 @@ def app_events(source) -> dict:
     dropped = [r.get("dropped_records", 0) for r in by("metrics")]
     return {"crash": (by("crash") or [None])[0], "running": running, "restores": restores,
             "commits": by("commit"), "uncaught": by("uncaught"), "exits": by("exit"), "migrated": by("migrated"),
-            "dropped_records": max(dropped, default=0), "started": by("started")}
+            "dropped_records": max(dropped, default=0), "started": by("started"), "padded": by("padded"),
+            "refused": by("refused")}
 
 
 def loop_rate(times: list, seconds: float | None = None) -> float | None:

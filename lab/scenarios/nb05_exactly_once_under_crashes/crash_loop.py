@@ -1,6 +1,6 @@
-"""A failing app, run and watched as a deployment would (notebook 05 sections 6 and 7): _failing_run runs the
-app's phases while the generator feeds the input, then drains and measures its topics (a Failing);
-_watch restarts an app that died until it has failed for LOOP_SECONDS.
+"""A failing app, run and watched as a deployment would (notebook 05's handler, production-error and schema
+runs): _failing_run runs the app's phases while the generator feeds the input, then drains and measures its
+topics (a Failing); _watch restarts an app that died until it has failed for LOOP_SECONDS.
 """
 from __future__ import annotations
 
@@ -46,18 +46,22 @@ def _watch(lab: Run, prog: JavaProgram, label: str, done, p: dict, timeout: floa
 
 
 def _failing_run(lab: Run, label: str, app_id: str, version: str, p: dict, phases: list,
-                 drops_inputs: bool = True) -> "Failing":
-    """Shared by handler and schema runs: the generator feeds all records while `phases` run in turn:
-    (name, lab properties, until) where until is a fraction of the records processed, or None (the last)."""
+                 drops_inputs: bool = True, guarantee: str = "exactly_once_v2",
+                 output_config: dict | None = None) -> "Failing":
+    """Shared by handler, production-error and schema runs: the generator feeds all records while `phases` run in
+    turn: (name, lab properties, until) where until is a fraction of the records processed, or None (the last).
+    `output_config`: the output topic's own configuration (its max.message.bytes, for the production errors)."""
     history = History(lab.folder / app_id / "history", app_id)
-    topics = lab.topics(f"{app_id}-input", f"{app_id}-output", f"{app_id}-counts", partitions=p["partitions"])
+    topics = [f"{app_id}-input", f"{app_id}-output", f"{app_id}-counts"]
+    lab.topics(topics[0], topics[2], partitions=p["partitions"])
+    lab.topics(topics[1], partitions=p["partitions"], config=output_config)
     output = TopicReader(lab.bootstrap, topics[1])
     gen = None
     progs, watched = [], {}
     try:
         for k, (name, props, until) in enumerate(phases):
             prog = _app(lab, f"{_slug(label)}-{name}", props.pop("version", version), app_id, topics,
-                        "exactly_once_v2", p, **props)
+                        guarantee, p, **props)
             progs.append(prog)
             if _start(lab, prog, 1, f"{label} ({name})") < 0:
                 watched = {"deaths": [time.time()], "first_failure": time.time(), "incarnations": 1}
@@ -98,11 +102,15 @@ def _failing_run(lab: Run, label: str, app_id: str, version: str, p: dict, phase
     uncaught = [r["ts"] for r in ev["uncaught"]]
     deaths = watched.get("deaths", [])
     failures = sorted(uncaught + [d for d in deaths if not any(abs(d - u) < 5 for u in uncaught)])
-    m.update({"version": last.version, "uncaught": len(ev["uncaught"]), "deaths": len(deaths),
+    m.update({"version": last.version, "guarantee": guarantee, "uncaught": len(ev["uncaught"]), "deaths": len(deaths),
               "restarts": max(watched.get("incarnations", 1) - 1, 0),
               "failures_per_min": loop_rate(failures), "dropped_records": ev["dropped_records"],
               "migrated": len(ev["migrated"]), "errors": sorted({r.get("error", "")[:160] for r in ev["uncaught"]}),
               "responses": sorted({r.get("response") for r in ev["uncaught"]}),
+              "wrappers": sorted({r["wrapper"] for r in ev["uncaught"] if r.get("wrapper")}),
+              # a production-error run: the refused output's size as the app made it, what the handler was told
+              "output_bytes": max((r.get("bytes", 0) for r in ev["padded"]), default=None),
+              "refused": [{k: r.get(k) for k in ("id", "bytes", "error", "response")} for r in ev["refused"]],
               "watched_s": round(time.time() - watched["first_failure"], 1) if watched.get("first_failure") else None})
     for r in ev["uncaught"]:
         lab.event(last.name, f"uncaught → {r.get('response')}", r["ts"], tone="failure", detail=r.get("error", ""))

@@ -1,7 +1,7 @@
-"""What notebook 05 shows of a run: a Crash per crash run and a Failing per handler or schema run (summary,
-why, outcome), and EosCrashResult: verdict, tables, figures, the Spark audit, the broker's, the markers' and the
-app's lines (section 1, the crashes), the handler and schema tables (sections 2 and 3), each lesson's Predict
-answer, the closing note (section 4), the exercises and the recorded fields.
+"""What notebook 05 shows of a run: a Crash per crash run and a Failing per handler, production-error or schema
+run (summary, why, outcome), and EosCrashResult: verdict, tables, figures, the Spark audit, the broker's, the
+markers' and the app's lines (lesson 1, the crashes), the handler, production-error and schema tables (lessons 2
+to 4), each lesson's Predict answer, the closing note, the exercises and the recorded fields.
 """
 from __future__ import annotations
 
@@ -86,7 +86,8 @@ class Crash:
 
 @dataclass
 class Failing:
-    """One handler or schema-change run."""
+    """One handler, production-error or schema-change run. `poison`: the input its app cannot take (for a
+    production-error run: the input whose output the broker refuses); `aside`: where a handler keeps it."""
     label: str
     app_id: str
     version: str
@@ -97,6 +98,7 @@ class Failing:
     timeline: Timeline
     poison: str | None = None
     audit: object = None
+    aside: str = "the poison record is in the dead-letter topic"
 
     @property
     def outcome(self) -> str:
@@ -108,13 +110,13 @@ class Failing:
         if m["lost"]:   # what is missing from the output may be in a dead-letter topic
             kept = {d["id"] for d in m.get("dead_letters", ())}
             in_dlq = bool(kept) and set(m.get("lost_all", ())) <= kept
-            return "clean: the poison record is in the dead-letter topic" if in_dlq else "records dropped"
+            return f"clean: {self.aside}" if in_dlq else "records dropped"
         return "clean"
 
     def summary(self) -> dict:
         keep = ("version", "produced", "outputs", "duplicates", "lost", "lost_ids", "wrong_values", "overcount",
                 "aborted_visible", "uncaught", "deaths", "restarts", "failures_per_min", "dropped_records",
-                "migrated", "errors", "watched_s")
+                "migrated", "errors", "wrappers", "watched_s", "guarantee", "output_bytes", "refused")
         return {"outcome": self.outcome, "poison": self.poison, "dead_letters": self.m.get("dead_letters"),
                 "poison_lost": self.poison is not None and self.poison in self.m.get("lost_all", ()),
                 **{k: self.m[k] for k in keep},
@@ -133,15 +135,16 @@ FATES = ("it stops (and again after each restart)", "it loops: the same record f
 def fate(outcome: str) -> str:
     """A Failing.outcome in the Predict question's words."""
     for start, answer in (("app stopped", FATES[0]), ("crash loop", FATES[1]), ("records dropped", FATES[2]),
-                          ("clean: the poison record", FATES[3]), ("clean", FATES[4])):
+                          ("clean: ", FATES[3]), ("clean", FATES[4])):
         if outcome.startswith(start):
             return answer
     raise ValueError(outcome)
 
 
 def asked(runs: dict) -> str | None:
-    """The run the handler and schema questions are about: Kafka's default, shutdown_client, if it ran."""
-    return "shutdown_client" if "shutdown_client" in runs else next(iter(runs), None)
+    """The run the handler, production-error and schema questions are about: Kafka's default (shutdown_client;
+    fail for a production error), if it ran."""
+    return next((k for k in ("shutdown_client", "fail") if k in runs), next(iter(runs), None))
 
 
 def asked_point(points: list) -> str:
@@ -153,6 +156,7 @@ def asked_point(points: list) -> str:
 class EosCrashResult(Result):
     crashes: dict = field(default_factory=dict)     # "point · EOS v2" -> Crash
     handlers: dict = field(default_factory=dict)    # handler -> Failing
+    refused: dict = field(default_factory=dict)     # production exception handler -> Failing
     schema: dict = field(default_factory=dict)      # mode -> Failing
     bootstrap: str = ""
     broker_log: object = None
@@ -164,16 +168,24 @@ class EosCrashResult(Result):
         """Something went wrong that a user would notice: a duplicate, a lost record, a wrong count, an app
         that stopped or loops."""
         return (any(c.anomalies for c in self.crashes.values())
-                or any(not f.outcome.startswith("clean") for f in [*self.handlers.values(), *self.schema.values()]))
+                or any(not f.outcome.startswith("clean") for f in self.failing()))
+
+    def failing(self) -> list:
+        """Every handler, production-error and schema run, in the lessons' order."""
+        return [*self.handlers.values(), *self.schema.values(), *self.refused.values()]
+
+    def lesson_runs(self, lesson: str) -> dict:
+        return {"handlers": self.handlers, "refused": self.refused, "schema": self.schema}[lesson]
 
     def measured_answer(self, lesson: str | None = None) -> str | None:
         """This run's answer to a lesson's Predict question (default: the first lesson that ran). Crashes: what the
         read_committed output held after the exactly-once run at the asked crash point; handlers and schema: what
         became of the asked run's app."""
         lesson = lesson or next((name for name, runs in (("crashes", self.crashes), ("handlers", self.handlers),
-                                                         ("schema", self.schema)) if runs), None)
-        if lesson in ("handlers", "schema"):
-            runs = self.handlers if lesson == "handlers" else self.schema
+                                                         ("schema", self.schema), ("refused", self.refused))
+                                 if runs), None)
+        if lesson in ("handlers", "refused", "schema"):
+            runs = self.lesson_runs(lesson)
             return fate(runs[asked(runs)].outcome) if runs else None
         point = asked_point(self.params["crash_points"]) if self.params["crash_points"] else None
         run = next((c for c in self.eos().values() if c.point == point), None)
@@ -195,7 +207,7 @@ class EosCrashResult(Result):
                              f"{sum(c.m['duplicates'] for c in runs)} duplicate(s), {sum(c.m['lost'] for c in runs)} lost, "
                              f"counts off by {sum(c.m['overcount'] + c.m['undercount'] for c in runs)}, "
                              f"{sum(c.m['aborted_visible'] for c in runs)} aborted record(s) seen by read_uncommitted")
-        parts += [f"{f.label}: {f.outcome}" for f in [*self.handlers.values(), *self.schema.values()]]
+        parts += [f"{f.label}: {f.outcome}" for f in self.failing()]
         return "; ".join(parts) or "nothing ran"
 
     def explain(self) -> str:
@@ -217,7 +229,7 @@ class EosCrashResult(Result):
         if downs:
             lines.append(f"- A restart took {min(downs)}-{max(downs)} s to run again, of which the store restore "
                          f"{min(restores, default=0)}-{max(restores, default=0)} s.")
-        for f in [*self.handlers.values(), *self.schema.values()]:
+        for f in self.failing():
             m = f.m
             rate = f", {m['failures_per_min']} failures/min" if m["failures_per_min"] else ""
             lines.append(f"- **{f.label}** (Kafka Streams {f.version}): {f.outcome}; {m['outputs']} of {m['produced']} "
@@ -239,23 +251,40 @@ class EosCrashResult(Result):
         return pd.DataFrame(rows)
 
     def handler_table(self, which: str = "handlers"):
+        """One row per run of a lesson: "handlers", "refused" (the production errors) or "schema"."""
         import pandas as pd
-        runs = self.handlers if which == "handlers" else self.schema
+        runs = self.lesson_runs(which)
         rows = [{"run": k, "Kafka Streams": f.version, "outcome": f.outcome, "outputs": f.m["outputs"],
                  "of inputs": f.m["produced"], "lost (not in output)": f.m["lost"],
                  "dropped-records": f.m["dropped_records"], "uncaught": f.m["uncaught"], "app deaths": f.m["deaths"],
                  "failures / min": f.m["failures_per_min"], "migrated on read": f.m["migrated"],
                  "audit (dup/lost)": _audit_cell(f.audit),
-                 "dead-letter topic": ", ".join(f"{d['id']} ({(d['exception'] or '').rsplit('.', 1)[-1]})"
-                                                for d in f.m.get("dead_letters", [])) or None}
+                 "kept aside": ", ".join(f"{d['id']} ({(d['exception'] or '').rsplit('.', 1)[-1]})"
+                                         for d in f.m.get("dead_letters", [])) or None,
+                 **({"guarantee": f.m["guarantee"], "duplicates": f.m["duplicates"],
+                     "output bytes": f.m.get("output_bytes")} if which == "refused" else {})}
                 for k, f in runs.items()]
         return pd.DataFrame(rows)
+
+    def refused_evidence(self) -> str:
+        """Per production-error run: what the handler was told and answered, and what the thread died of."""
+        lines = []
+        for name, f in self.refused.items():
+            m = f.m
+            told = "; ".join(f"{r['error'].split(':')[0]} for a {r['bytes']:,}-byte record"
+                             f"{' (' + r['id'].rsplit('-', 1)[-1] + ')' if r['id'] else ' (no id: not an output)'}"
+                             f" → {r['response']}" for r in m.get("refused", [])[:3])
+            died = "; ".join(m["wrappers"]) or "; ".join(m["errors"])
+            lines.append(f"- **{name}** (output of {m.get('output_bytes') or '?':,} bytes): "
+                         + (f"the handler was asked: {told}. " if told else "Kafka's default handler, no line of ours. ")
+                         + (f"The thread died of: {died}." if m["uncaught"] else "No thread died."))
+        return "\n".join(lines) or "No production-error run in this run."
 
     def figure(self, label: str | None = None):
         if label is None:
             label = next((k for k, c in self.crashes.items() if c.m["crashed"]), next(iter(self.crashes), None))
-        runs = {r.label: r for r in [*self.crashes.values(), *self.handlers.values(), *self.schema.values()]}
-        run = runs.get(label) or self.handlers.get(label) or self.schema.get(label)
+        runs = {r.label: r for r in [*self.crashes.values(), *self.failing()]}
+        run = runs.get(label) or self.handlers.get(label) or self.refused.get(label) or self.schema.get(label)
         if run is None:
             return self.timeline.figure(self.title)
         return run.timeline.figure(f"{run.label}: {getattr(run, 'outcome', None) or run.why()[:90]}")
@@ -311,7 +340,7 @@ class EosCrashResult(Result):
             clean = c.guarantee == "exactly_once_v2" or c.point not in IN_FLIGHT   # the mechanism's prediction
             jobs[c.label] = (c, dict(expect="clean" if clean else "anomalies", kinds=KINDS,
                                      aborted_reader="read_committed"))
-        for f in [*self.handlers.values(), *self.schema.values()]:
+        for f in self.failing():
             jobs[f.label] = (f, dict(expect="clean" if f.outcome == "clean" else "anomalies",
                                      kinds=["duplicate", "lost"], allow_empty=True))
         if not jobs:
@@ -338,6 +367,7 @@ class EosCrashResult(Result):
                 "alos_duplicates": {c.point: c.m["duplicates"] for c in alos},
                 "alos_overcount": {c.point: c.m["overcount"] for c in alos},
                 "handlers": {k: f.summary() for k, f in self.handlers.items()},
+                "refused": {k: f.summary() for k, f in self.refused.items()},
                 "schema": {k: f.summary() for k, f in self.schema.items()},
                 "peak_rss_mb": self.peak_rss_mb}
 
@@ -422,6 +452,38 @@ def _judged(runs: dict, answer, right: str, kind: str, known: tuple) -> None:
     print(f"`{answer}` did not run in this run: add it to {kind} and run the lesson to see it measured.")
 
 
+BATCH_HEADER = 61   # bytes of a record batch's header (format v2), before its records
+
+
+def _refused_value_bytes(result: EosCrashResult) -> int:
+    """The refused output's value in bytes, as the app made it, from any production-error run."""
+    if not result.refused:
+        raise LabError("this lesson was not run in this run (PRODUCTION_HANDLERS and PRODUCTION_COMPARE are empty): "
+                       "give some of them and run the lesson again")
+    sizes = [f.m["output_bytes"] for f in result.refused.values() if f.m.get("output_bytes")]
+    if not sizes:
+        raise LabError("no run of this lesson got as far as the large record: see the lesson's verdict")
+    return max(sizes)
+
+
+def _smallest_limit(result: EosCrashResult) -> int:
+    """Exercise 5: a max.message.bytes just above one batch holding the refused record alone."""
+    return _refused_value_bytes(result) + BATCH_HEADER + 40
+
+
+def _check_smallest_limit(result: EosCrashResult, answer) -> None:
+    value = _refused_value_bytes(result)
+    number(answer, "a number of bytes")
+    expect(answer > value, f"{answer:,.0f} bytes is not even the record's value ({value:,} bytes, the `output bytes` "
+           "column): the broker would refuse it again")
+    expect(answer >= value + BATCH_HEADER, "the broker checks the record batch, not the value: the value, its key, "
+           "the record's own framing (a few bytes of lengths and deltas) and the batch's header (61 bytes)")
+    expect(answer <= value + 1024, f"{answer:,.0f} bytes lets it through, but it is not near the smallest limit: "
+           "what does one batch holding only this record weigh?")
+    print(f"Try it: FIX_REFUSED = {{'output_max_bytes': {int(answer)}}} in the Mitigate step runs Kafka's default "
+          "handler again with that limit.")
+
+
 def _check_keep_aside(result: EosCrashResult, answer) -> None:
     _judged(result.handlers, answer, "dead_letter", "HANDLERS", HANDLERS)
 
@@ -463,7 +525,7 @@ EosCrashResult.exercises = {
             "`replace_thread` starts a new thread that meets it too, a crash loop. `continue` (KIP-1033) goes on, but "
             "the record is gone, counted only by the dropped-records metric. `dead_letter` (KIP-1034, Kafka Streams "
             "4.2+) goes on and writes the record, with its exception, to a dead-letter topic, where someone can look "
-            "at it and replay it. The handler table's `outcome` and `dead-letter topic` columns show it measured.",
+            "at it and replay it. The handler table's `outcome` and `kept aside` columns show it measured.",
         wrong=lambda r: "continue",   # the app goes on: it looks like the fix, but the record is gone
     ),
     4: Exercise(
@@ -476,5 +538,16 @@ EosCrashResult.exercises = {
             "version 1's format (`tolerant`: it reads the old format and rewrites it in the new one) carries on "
             "from the old counts. The schema table's `migrated on read` column counts the keys it converted.",
         wrong=lambda r: next((m for m, f in r.schema.items() if not f.outcome.startswith("clean")), "continue"),
+    ),
+    5: Exercise(
+        check=_check_smallest_limit,
+        solution=_smallest_limit,
+        why="The broker compares `max.message.bytes` with the record batch it receives, after compression: the "
+            "batch's header (61 bytes), then each record with its framing (a length, attributes, timestamp and "
+            "offset deltas, the key's and the value's lengths: about a dozen bytes), its key and its value. The "
+            "producer puts a record larger than `batch.size` in a batch of its own, and splits a refused batch of "
+            "several records to try each alone; so the smallest limit that lets the record through is the value "
+            "(the `output bytes` column) plus its key plus about 75 bytes. The solution rounds up a little.",
+        wrong=_refused_value_bytes,   # the value alone: the batch around it is forgotten
     ),
 }

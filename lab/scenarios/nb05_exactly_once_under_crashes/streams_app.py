@@ -16,6 +16,8 @@ MAIN, SOURCES = "EosCrashApp", ["EosCrashApp.java", "Lab.java", "LabStreams.java
 CRASH_POINTS = ("none", "before_read", "during_processing", "after_send_before_commit", "after_commit")
 GUARANTEES = ("exactly_once_v2", "at_least_once")
 HANDLERS = ("shutdown_client", "replace_thread", "continue", "dead_letter", "deserialization")
+# the production exception handler, when the broker refuses an output record (production_errors)
+PRODUCTION_HANDLERS = ("fail", "continue", "route")
 SCHEMA_MODES = ("shutdown_client", "replace_thread", "continue", "tolerant")
 CONTINUE_HANDLER = "org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler"
 DESER_CONTINUE = "org.apache.kafka.streams.errors.LogAndContinueExceptionHandler"

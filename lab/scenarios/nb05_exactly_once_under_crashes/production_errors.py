@@ -1,0 +1,76 @@
+"""Notebook 05's production-error runs: the output of one record is larger than its topic's max.message.bytes, so
+the broker refuses it (RecordTooLargeException), and the production exception handler decides:
+
+    fail      Kafka's default handler: FAIL, the stream thread dies
+    continue  a handler that answers CONTINUE for a record too large (EosCrashApp.ContinueTooLarge)
+    route     the same CONTINUE, after a note of the refused record goes to a topic of its own (RouteTooLarge)
+
+each under PRODUCTION_GUARANTEE, and those of PRODUCTION_COMPARE again under the other guarantee.
+
+The config key lost its "default." prefix in 4.0; the old one still works there, deprecated.
+"""
+from __future__ import annotations
+
+import json
+
+from ...cluster import parse_version
+from ...experiment import Run
+from ...experiment.consume import TopicReader
+from .crash_loop import _failing_run
+from .report import Failing
+from .streams_app import SHORT, _slug
+
+HANDLER_CLASS = {"continue": "EosCrashApp$ContinueTooLarge", "route": "EosCrashApp$RouteTooLarge"}
+
+
+def production_key(version: str) -> str:
+    return ("production.exception.handler" if parse_version(version) >= (4, 0, 0)
+            else "default.production.exception.handler")
+
+
+def refused_topic(app_id: str) -> str:
+    return f"{app_id}-refused"
+
+
+def production_props(handler: str, version: str, refuse_id: str, refuse_bytes: int, app_id: str = "") -> dict:
+    """The app's configuration for one production-error run."""
+    props = {"lab_refuse_id": refuse_id, "lab_refuse_bytes": refuse_bytes}
+    if handler in HANDLER_CLASS:
+        props[production_key(version)] = HANDLER_CLASS[handler]
+    if handler == "route":
+        props["lab_refused_topic"] = refused_topic(app_id)
+    return props
+
+
+def refused_row(m) -> dict:
+    """A note of RouteTooLarge: the refused output's id, topic, size and error."""
+    try:
+        note = json.loads(m.value())
+    except (TypeError, ValueError):
+        note = {}
+    return {"id": note.get("id"), "exception": (note.get("error") or "").split(":", 1)[0],
+            "message": (note.get("error") or "")[:200], "from": f"{note.get('topic')}, {note.get('bytes')} bytes"}
+
+
+def production_label(handler: str, guarantee: str, p: dict) -> str:
+    """A run's name: the handler, and the guarantee when it is not the lesson's (PRODUCTION_COMPARE)."""
+    return handler if guarantee == p["production_guarantee"] else f"{handler} · {SHORT[guarantee]}"
+
+
+def _production_run(lab: Run, handler: str, guarantee: str, p: dict) -> "Failing":
+    label, version = f"refused {production_label(handler, guarantee, p)}", p["handler_version"]
+    app_id = f"{lab.id}-p-{_slug(production_label(handler, guarantee, p))}"
+    refuse_id = f"{app_id}-{p['records'] // 2}"
+    lab.phase(f"{label}: Kafka Streams {version}, {guarantee}, the output of {refuse_id} carries "
+              f"{p['refuse_bytes']:,} bytes against max.message.bytes {p['output_max_bytes']:,}")
+    if handler == "route":
+        lab.topics(refused_topic(app_id), partitions=1)
+    result = _failing_run(lab, label, app_id, version, p,
+                          [("app", production_props(handler, version, refuse_id, p["refuse_bytes"], app_id), None)],
+                          guarantee=guarantee,
+                          output_config={"max.message.bytes": p["output_max_bytes"]})
+    result.poison, result.aside = refuse_id, "the refused record is noted in its own topic"
+    if handler == "route":
+        with TopicReader(lab.bootstrap, refused_topic(app_id), row=refused_row) as reader:
+            result.m["dead_letters"] = reader.to_end(30, strict=True)
+    return result
