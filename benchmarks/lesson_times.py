@@ -1,7 +1,8 @@
 """How long each lesson takes at its notebook's default parameters, run as the notebook runs it: one cell per
 lesson on the notebook's broker (02, 05, 06, 07: `run_lesson`), or the notebook's one run (the others), then its
-Mitigate step with the notebook's default FIX (02, 04: `mitigate`, on the first lesson's result). The broker's
-start is timed apart.
+Mitigate steps with the notebook's default fixes: `mitigate` with FIX on the first lesson's result (02, 03, 04),
+`mitigate_<lesson>` with FIX_<LESSON> on that lesson's (05: mitigate_refused, FIX_REFUSED). The broker's start is
+timed apart.
 
     python benchmarks/lesson_times.py 06 07        # default: every notebook
 
@@ -24,14 +25,14 @@ def timed(fn):
     return value, round(time.perf_counter() - t, 1)
 
 
-def default_fix(number: str) -> dict:
-    """FIX as the notebook's parameters cell sets it."""
+def default_fix(number: str, name: str = "FIX") -> dict:
+    """FIX (or another fix) as the notebook's parameters cell sets it."""
     import ast
 
     import papermill
     from lab.scenarios import notebook
     path = ROOT / "notebooks" / f"{notebook(number).name}.ipynb"
-    return ast.literal_eval(papermill.inspect_notebook(str(path))["FIX"]["default"])
+    return ast.literal_eval(papermill.inspect_notebook(str(path))[name]["default"])
 
 
 def lesson_times(number: str) -> list[tuple[str, float, str]]:
@@ -46,19 +47,22 @@ def lesson_times(number: str) -> list[tuple[str, float, str]]:
     cluster, started = timed(lambda: kafka_cluster(**scenario.needs(params), name=f"times-{number}").start())
     rows = [("(broker start)", started, "")]
     try:
-        results = []
+        results = {}
         if lessons:
             for lesson in lessons:
                 result, seconds = timed(lambda: scenario.run_lesson(lesson, cluster=cluster, progress=False, **params))
                 rows.append((lesson, seconds, result.verdict()))
-                results.append(result)
+                results[lesson] = result
         else:
             result, seconds = timed(lambda: scenario.run(cluster=cluster, progress=False, **params))
             rows.append(("the run", seconds, result.verdict()))
-            results.append(result)
-        if hasattr(scenario, "mitigate"):
-            fix = default_fix(number)
-            fixed, seconds = timed(lambda: scenario.mitigate(results[0], cluster=cluster, progress=False, **fix))
+            results["the run"] = result
+        steps = [("mitigate", next(iter(results)))] if hasattr(scenario, "mitigate") else []
+        steps += [(name, name.removeprefix("mitigate_")) for name in dir(scenario) if name.startswith("mitigate_")]
+        for name, lesson in steps:
+            fix = default_fix(number, "FIX" if name == "mitigate" else f"FIX_{lesson.upper()}")
+            fixed, seconds = timed(lambda: getattr(scenario, name)(results[lesson], cluster=cluster, progress=False,
+                                                                   **fix))
             rows.append((f"Mitigate {fix}", seconds, fixed.verdict()))
     finally:
         cluster.stop()

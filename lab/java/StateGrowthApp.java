@@ -26,7 +26,10 @@ import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.TimestampedKeyValueStore;
 import org.apache.kafka.streams.state.ValueAndTimestamp;
 import org.apache.kafka.streams.state.WindowStore;
+import org.rocksdb.Env;
 import org.rocksdb.Options;
+import org.rocksdb.RocksDBException;
+import org.rocksdb.SstFileManager;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -47,14 +50,16 @@ import java.util.concurrent.atomic.AtomicLong;
  * Every lab.report.ms a LAB line "growth" says the store's exact entry count (interactive queries), the
  * KIP-607 RocksDB metrics, the bytes of the state directory, and the changelog's bytes (Admin describeLogDirs).
  * Each RocksDB instance gets a write buffer (memtable) of lab.write.buffer.bytes (SmallMemtables): with Streams'
- * 16 MB the entries would stay in memory, and off the disk, for the whole lesson.
+ * 16 MB the entries would stay in memory, and off the disk, for the whole lesson. With lab.disk.limit.bytes, each
+ * RocksDB instance also gets an SstFileManager that allows its SST files that many bytes
+ * (setMaxAllowedSpaceUsage): RocksDB's own limit, so that the disk-space lesson fills a store, not the disk.
  * args[0]: a properties file; lab.* keys are for this program, the rest are Streams configs.
  */
 public class StateGrowthApp {
     private static final AtomicLong processed = new AtomicLong(), tombstones = new AtomicLong(),
             sweeps = new AtomicLong();
     private static String store;
-    private static long ttlMs, writeBufferBytes;
+    private static long ttlMs, writeBufferBytes, diskLimitBytes;
 
     public static void main(String[] args) throws Exception {
         Properties props = Lab.load(args[0]);
@@ -63,6 +68,7 @@ public class StateGrowthApp {
         String changelog = props.getProperty("application.id") + "-" + store + "-changelog";
         String stateDir = props.getProperty("state.dir");
         writeBufferBytes = Lab.longSetting("write.buffer.bytes");
+        diskLimitBytes = Lab.longSetting("disk.limit.bytes", 0);
         props.put("rocksdb.config.setter", SmallMemtables.class);
 
         StreamsBuilder builder = new StreamsBuilder();
@@ -87,6 +93,14 @@ public class StateGrowthApp {
         }
         KafkaStreams streams = new KafkaStreams(builder.build(), props);
         streams.setGlobalStateRestoreListener(LabStreams.restoreLogger());
+        streams.setUncaughtExceptionHandler(e -> {   // what the thread died of, then Kafka's default answer
+            Throwable root = e;
+            while (root.getCause() != null) root = root.getCause();
+            Lab.emit("uncaught", "error", String.valueOf(e.getMessage()).replace('"', '\''),
+                    "root", (root.getClass().getSimpleName() + ": " + root.getMessage()).replace('"', '\''));
+            return org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse
+                    .SHUTDOWN_CLIENT;
+        });
 
         Admin admin = Admin.create(Lab.connection(props));   // the connection only: bootstrap and security
         long every = Lab.longSetting("report.ms", 1000);
@@ -200,15 +214,28 @@ public class StateGrowthApp {
         }
     }
 
-    /** rocksdb.config.setter: the memtable size the lesson asks for, the rest as Kafka Streams sets it. */
+    /** rocksdb.config.setter: the memtable size the lesson asks for (and a space limit), the rest as Kafka
+     * Streams sets it. */
     public static class SmallMemtables implements RocksDBConfigSetter {
+        private SstFileManager files;
+
         @Override
         public void setConfig(String storeName, Options options, Map<String, Object> configs) {
             options.setWriteBufferSize(writeBufferBytes);
+            if (diskLimitBytes > 0) {
+                try {
+                    files = new SstFileManager(Env.getDefault());
+                } catch (RocksDBException e) {
+                    throw new IllegalStateException("no SstFileManager: " + e.getMessage(), e);
+                }
+                files.setMaxAllowedSpaceUsage(diskLimitBytes);
+                options.setSstFileManager(files);
+            }
         }
 
         @Override
         public void close(String storeName, Options options) {
+            if (files != null) files.close();
         }
     }
 }

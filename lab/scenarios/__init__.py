@@ -55,11 +55,13 @@ COURSE = [
     Notebook("04_stale_standby_cache", "stale_standby",
              "stale reads from a cached store after standby -> active, KAFKA-14624", (MULTI_RUNNER,)),
     Notebook("05_exactly_once_under_crashes", "eos_crashes",
-             "does exactly-once survive a crash at every point? Exception handlers, crash loops and a changed "
-             "state schema", (RETENTION, STREAMS_TALES)),
+             "does exactly-once survive a crash at every point? Exception handlers, crash loops, a changed "
+             "state schema and an output the broker refuses (the production exception handler)",
+             (RETENTION, STREAMS_TALES)),
     Notebook("06_state_in_production", "state_in_production",
              "state stores without TTL, the restore after a crash (the exactly-once wipe, standbys), RocksDB memory "
-             "against a bounded config, changelogs that are not an API", (STREAMS_TALES,)),
+             "against a bounded config, changelogs that are not an API, a store that runs out of disk space",
+             (STREAMS_TALES,)),
     Notebook("07_when_streams_stop", "streams_stop",
              "poll-interval rebalance loops (Java, librdkafka, Kafka Streams), partitions that bound parallelism, "
              "slow lookups, broker bounces and a leader without the apps' listener, `LISTENER_NOT_FOUND` (Streams "

@@ -1,29 +1,32 @@
 """Notebook 06: what state costs in production: stores without TTL, the restore after a crash, RocksDB memory,
-changelogs that are not an API ("Tales from running Kafka Streams in Production")."""
+changelogs that are not an API, a disk that fills ("Tales from running Kafka Streams in Production")."""
 from tests.expectations import exercises, prediction
 
 # Every lesson, small: 15,000 new keys (25 min of stream time) against a 5 min retention and TTL; changelogs of
 # 2, 4 and 8 MB killed under exactly-once; 1 and 4 partitions x 2 stores with 24 MB each against a 128 MB bound;
-# two versions of the counting app, 2 s of input each.
+# two versions of the counting app, 2 s of input each; 30,000 new keys against 512 KB of SST files.
 PARAMETERS = {
-    "LESSONS": ["growth", "restore", "memory", "changelog"],
+    "LESSONS": ["growth", "restore", "memory", "changelog", "disk"],
     "GROWTH_RECORDS": 15000,
     "GROWTH_RATE": 1000,
     "RESTORE_SIZES_MB": [2, 4, 8],
     "MEMORY_PARTITIONS": [1, 4],
     "MEMORY_MB_PER_STORE": 24,
     "CHANGELOG_PHASE_S": 2,
+    "DISK_RECORDS": 30000,
+    "DISK_LIMIT_KB": 512,
     # every key kept (right), a restore from the checkpoint (wrong: exactly-once wipes after a kill -9), memory
     # past the bound (right), none for the changelog (the widget's path)
     "PREDICTIONS": {"growth": 15000, "restore": "only what its checkpoint does not cover",
-                    "memory": "no, it grows past 128 MB"},
+                    "memory": "no, it grows past 128 MB", "disk": "yes: RocksDB compacts its files to make room"},
     "INTERACTIVE": False,
 }
 
 # The control: the same lessons with only what does not fail: stores with a retention or a TTL, a clean shutdown
 # (the checkpoint is written: nothing to restore), the bounded RocksDB config, an explicit store and output topic.
 CONTROL = {**PARAMETERS, "GROWTH_KINDS": ["window", "ttl"], "RESTORE_SHUTDOWN": "clean",
-           "MEMORY_CONFIGS": ["bounded"], "CHANGELOG_VARIANTS": ["explicit"], "PREDICTIONS": {}}
+           "MEMORY_CONFIGS": ["bounded"], "CHANGELOG_VARIANTS": ["explicit"], "DISK_LIMIT_KB": 4096,
+           "PREDICTIONS": {}}
 
 # The panel, clicked in the CONTROL run: the memory lesson, bounded, one partition.
 PANEL = {"lessons": ["memory"], "memory_configs": ["bounded"], "memory_partitions": [1]}
@@ -64,6 +67,7 @@ def check(results):
     prediction(results, given["restore"], "the whole changelog, from its first offset", "restore")
     prediction(results, given["memory"], "no, it grows past 128 MB", "memory")    # default, 4 partitions
     prediction(results, None, "none of them", "changelog")     # the internal changelog's live reader
+    prediction(results, given["disk"], "no: it stops when its store is full", "disk")
 
     growth = results["growth"]
     kv = growth["kv"]
@@ -114,7 +118,18 @@ def check(results):
     # The exercises, tried on this run: the ttl store's keys younger than the TTL (the notebook's 300 s over its
     # 100 ms step), 10 GiB at the largest exactly-once restore's rate, the partitions whose default store instances
     # fit 2,048 MB, and version 3's changelog: version 2's with the store's number one up.
-    answers = exercises(results, [1, 2, 3, 4])
+    disk = results["disk"]
+    # RocksDB's space limit reached: the thread died of it, near the keys the early bytes per key predicted; a
+    # restart on the same limit died again; on more space every key fed was in the store.
+    assert results["disk_failed"] is True and disk["full"] is True, disk
+    assert disk["error"] == "RocksDBException: Max allowed space was reached", disk
+    assert disk["restart_died"] is True and disk["restart_error"] == disk["error"], disk
+    assert disk["keys_end"] == disk["fed"] == PARAMETERS["DISK_RECORDS"] and disk["lost"] == 0, disk
+    assert disk["keys_at_full"] < disk["fed"], disk
+    assert abs(disk["predicted_keys_at_full"] - disk["keys_at_full"]) <= 0.25 * disk["keys_at_full"], disk
+
+    answers = exercises(results, [1, 2, 3, 4, 5])
+    assert answers[5] == round(10 * 2**30 / (disk["sst_bytes_per_key"] * 500) / 3600, 1), answers
     assert answers[1] == 300 * 1000 / 100, answers
     assert answers[2] == round(10 * 1024 / results["restore_rate"]["eos"]["mb_s"], 1), answers
     top = memory["default-p4"]
@@ -133,6 +148,7 @@ def check_control(results):
     prediction(results, None, "only what its checkpoint does not cover", "restore")   # a clean shutdown
     prediction(results, None, "yes, within 128 MB", "memory")     # the bounded config: no default here
     prediction(results, None, "all of them", "changelog")     # the output topic's reader
+    prediction(results, None, "yes: they all fit within the limit", "disk")
     _bounded_stores(growth)
 
     assert results["restore_failed"] is False and results["restore_wiped"] is False
@@ -148,6 +164,12 @@ def check_control(results):
     # The exercises: the same ttl arithmetic; a clean shutdown replays nothing, so a 10 GiB changelog costs 0 s;
     # the memory budget needs the default config (not run here); the named store's changelog keeps its name in
     # every version.
-    answers = exercises(results, [1, 2, 3, 4], not_run=(3,))
+    disk = results["disk"]
+    # 30,000 keys take about 0.9 MB: within 4 MB RocksDB never refuses a write, and the app takes every key
+    assert results["disk_failed"] is False and disk["full"] is False and disk["error"] is None, disk
+    assert disk["keys_end"] == disk["fed"] == PARAMETERS["DISK_RECORDS"] and disk["lost"] == 0, disk
+    assert disk["restart_died"] is None and disk["more_keys_end"] is None, disk   # nothing to recover from
+
+    answers = exercises(results, [1, 2, 3, 4, 5], not_run=(3,))
     assert answers[1] == 300 * 1000 / 100 and answers[2] == 0, answers
     assert answers[4] == results["changelog"]["explicit"]["changelog_v2"], answers

@@ -5,4 +5,5 @@
                     their evidence, state_restore_report presents it)
     rocksdb_memory  RocksDB memory, default against bounded
     changelog_api   changelogs that are not an API (changelog_api_analysis, changelog_api_report)
+    disk_space      a store that fills RocksDB's space limit, and its restarts
 """

@@ -176,21 +176,26 @@ def feed(bootstrap: str, topic: str, records: int, rate: float, step_ms: int, fi
     return acked[0]
 
 
-def _app(lab, kind: str, topic: str, p: dict) -> StreamsApp:
-    """One kind's app: one JVM of StateGrowthApp (its "growth" LAB lines report the store every second)."""
-    app_id = f"growth-{kind}-{uuid.uuid4().hex[:4]}"
-    return StreamsApp(lab, app_id, [f"growth-{kind}"], KAFKA_VERSION, "StateGrowthApp",
+def _app(lab, kind: str, topic: str, p: dict, app_id: str | None = None, name: str | None = None,
+         state=None, config: dict | None = None, **lab_props) -> StreamsApp:
+    """One kind's app: one JVM of StateGrowthApp (its "growth" LAB lines report the store every second).
+    `config`: more Streams configs; `lab_props`: more of its lab.* settings, named without the prefix
+    (disk_limit_bytes=...)."""
+    app_id = app_id or f"growth-{kind}-{uuid.uuid4().hex[:4]}"
+    name = name or f"growth-{kind}"
+    return StreamsApp(lab, app_id, [name], KAFKA_VERSION, "StateGrowthApp",
                       ["StateGrowthApp.java", "Lab.java", "LabStreams.java"], {
                           "processing.guarantee": "at_least_once", "commit.interval.ms": 1000,
                           "num.stream.threads": 1,
-                          "state.dir": lab.folder / app_id, "consumer.auto.offset.reset": "earliest",
+                          "state.dir": state or lab.folder / app_id, "consumer.auto.offset.reset": "earliest",
                           # no record cache: every update reaches RocksDB and the changelog as it happens
                           "statestore.cache.max.bytes": 0,
-                          "lab.kind": kind, "lab.app": f"growth-{kind}", "lab.input.topic": topic,
+                          "lab.kind": kind, "lab.app": name, "lab.input.topic": topic,
                           "lab.window.ms": p["growth_window_s"] * 1000,
                           "lab.retention.ms": p["growth_retention_s"] * 1000,
                           "lab.ttl.ms": p["growth_ttl_s"] * 1000, "lab.sweep.ms": sweep_ms(p), "lab.report.ms": 1000,
-                          "lab.write.buffer.bytes": p["growth_memtable_kb"] * 1024},
+                          "lab.write.buffer.bytes": p["growth_memtable_kb"] * 1024,
+                          **(config or {}), **{"lab." + k.replace("_", "."): v for k, v in lab_props.items()}},
                       report="growth", heap="192m")
 
 

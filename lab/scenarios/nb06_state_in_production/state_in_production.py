@@ -1,7 +1,7 @@
-"""Notebook 06's scenario ("06 · What state costs in production"), on lab.experiment.lessons: four lessons, each its
-own module and its own notebook section: growth (state_growth, section 1), restore (state_restore, section 2),
-memory (rocksdb_memory, section 3) and changelog (changelog_api, section 4). The notebook runs each alone
-(run_lesson) on one broker; StateResult shows a lesson and checks the exercises.
+"""Notebook 06's scenario ("06 · What state costs in production"), on lab.experiment.lessons: five lessons, each
+its own module and its own notebook section: growth (state_growth, section 1), restore (state_restore, section
+2), memory (rocksdb_memory, section 3), changelog (changelog_api, section 4) and disk (disk_space, section 5). The
+notebook runs each alone (run_lesson) on one broker; StateResult shows a lesson and checks the exercises.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import re
 from ...errors import LabError
 from ...experiment.lessons import Lessons, LessonsResult
 from ...experiment.result import Exercise, count, expect, number
-from . import changelog_api, rocksdb_memory, state_growth, state_restore
+from . import changelog_api, disk_space, rocksdb_memory, state_growth, state_restore
 
 
 class StateResult(LessonsResult):
@@ -22,6 +22,7 @@ SCENARIO = Lessons("state-in-production", {
     "restore": ("2 · the restore process", state_restore),
     "memory": ("3 · the memory overhead", rocksdb_memory),
     "changelog": ("4 · changelogs are not an API", changelog_api),
+    "disk": ("5 · don't forget the disk space", disk_space),
 }, apps=("StateGrowthApp", "RestoreApp", "RocksMemoryApp", "ChangelogApp"), result=StateResult)
 SPEC, needs, run = SCENARIO.spec, SCENARIO.needs, SCENARIO.run
 predict, run_lesson, together = SCENARIO.predict, SCENARIO.run_lesson, SCENARIO.together
@@ -157,6 +158,31 @@ def _changelog_v3_wrong(result: StateResult) -> str:
     return row["changelog_v2"].replace(STORE_NAME_SUFFIX, "KSTREAM-AGGREGATE-STATE-STORE-0000000003-changelog")
 
 
+VOLUME_GIB, NEW_KEYS_PER_S = 10, 500   # exercise 5: a production store's volume, and its new keys per second
+
+
+def _disk(result: StateResult) -> dict:
+    disk = result.lesson("disk").measured()
+    if disk["sst_bytes_per_key"] is None:
+        raise LabError("the disk lesson's store never reported its SST files: run the lesson again")
+    return disk
+
+
+def _hours_to_full(result: StateResult) -> float:
+    """Exercise 5: hours until VOLUME_GIB fills at NEW_KEYS_PER_S, at the SST bytes per key measured here."""
+    return round(VOLUME_GIB * 2**30 / (_disk(result)["sst_bytes_per_key"] * NEW_KEYS_PER_S) / 3600, 1)
+
+
+def _check_hours_to_full(result: StateResult, answer) -> None:
+    given, right = number(answer, "a number of hours"), _hours_to_full(result)
+    per_key = _disk(result)["sst_bytes_per_key"]
+    if abs(given - right) <= 0.03 * right:   # the same measured number, rounded differently
+        return
+    expect(abs(given - right * 3600) > 0.03 * right * 3600, "that is seconds: the question asks for hours")
+    expect(abs(given - right / 1.024**3) > 0.03 * right, "10 GiB is 10 x 2^30 bytes, not 10^10")
+    expect(False, f"{given:g} h is not 10 GiB / ({per_key} bytes a key x {NEW_KEYS_PER_S} keys/s)")
+
+
 StateResult.exercises = {
     1: Exercise(
         check=_check_ttl_steady_keys,
@@ -204,5 +230,16 @@ StateResult.exercises = {
             "number more again, from version 2's. With a store named by `Materialized.as`, nothing moves: the "
             "explicit variant's changelog keeps its name in every version.",
         wrong=_changelog_v3_wrong,
+    ),
+    5: Exercise(
+        check=_check_hours_to_full,
+        solution=_hours_to_full,
+        why="A store without a TTL keeps every key it ever saw, so its files grow by the same number of bytes with "
+            "every new key: the `sst_bytes_per_key` the lesson measured while the store filled (the key, its "
+            "value and RocksDB's own framing, after compaction). At 500 new keys a second the files grow by 500 "
+            "times that each second, and 10 GiB (10 x 2^30 bytes) last 10 x 2^30 / (500 x bytes per key) seconds: "
+            "divided by 3,600, the hours. The changelog on the brokers grows beside it, and compaction keeps every "
+            "key too. Watch the state directory's size, or give the store a TTL (lesson 1).",
+        wrong=lambda r: _hours_to_full(r) * 3600,   # seconds, not hours
     ),
 }

@@ -1,0 +1,238 @@
+"""Notebook 06 section 5 ("Don't forget the disk space"), one lesson of state_in_production: a plain count
+(StateGrowthApp, kind kv) fed DISK_RECORDS keys it never saw, its RocksDB allowed DISK_LIMIT_KB of SST files per
+store instance (RocksDB's SstFileManager.setMaxAllowedSpaceUsage, set in the app's RocksDBConfigSetter): the
+store fills up, never the disk. Three phases on one state directory, as a deployment would run them:
+
+    full      the app until its store is full (or every key is in: the control)
+    restart   the same app restarted with the same limit
+    more      restarted with DISK_MORE_KB: the bigger volume
+
+Measured: the SST bytes per key while the store filled, the keys it held when the thread died, the thread's
+error, and whether every key fed was in the store at the end.
+"""
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass
+
+from ...config import WORK_DIR
+from ...experiment import Param
+from ...experiment.streams_app import ERROR_STATES, stop_all
+from .state_growth import _app, feed
+
+FULL = "Max allowed space was reached"   # RocksDB's word (Status::SpaceLimit) once the SST files reach the limit
+ANSWERS = ("no: it stops when its store is full", "yes: RocksDB compacts its files to make room",
+           "yes: the store drops old keys to make room", "yes: they all fit within the limit")
+
+PARAMS = [
+    Param("disk_limit_kb", 1024, "the SST files RocksDB allows each store instance (SstFileManager)", lo=64,
+          hi=1_048_576, unit="KB"),
+    Param("disk_records", 60_000, "input records, each with a key never seen before", lo=1_000, hi=2_000_000),
+    Param("disk_rate", 2000.0, "input records per second", lo=10, hi=20_000, unit="records/s"),
+    Param("disk_more_kb", 8192, "the limit of the restart on a bigger volume", lo=64, hi=1_048_576, unit="KB"),
+    Param("disk_memtable_kb", 128, "RocksDB write buffer per store instance: a flush to an SST file each time "
+          "it fills (Kafka Streams' default: 16384 KB)", lo=64, hi=65_536, unit="KB"),
+]
+
+
+def _more_is_more(p: dict) -> str | None:
+    if p["disk_more_kb"] <= p["disk_limit_kb"]:
+        return (f"DISK_MORE_KB={p['disk_more_kb']} is not more than DISK_LIMIT_KB={p['disk_limit_kb']}: the restart "
+                "on a bigger volume needs a bigger limit.")
+    return None
+
+
+def _fits_on_disk(p: dict) -> str | None:
+    # the limit bounds the store; the input and the changelog on the broker take about 100 bytes a record
+    need = p["disk_more_kb"] * 1024 + p["disk_records"] * 100
+    WORK_DIR.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(WORK_DIR).free
+    if need > free / 2:
+        return (f"DISK_MORE_KB and DISK_RECORDS need about {need / 2**30:.1f} GiB, more than half of the "
+                f"{free / 2**30:.1f} GiB free under {WORK_DIR}.")
+    return None
+
+
+RULES = [_more_is_more, _fits_on_disk]
+
+
+def question(p: dict) -> tuple:
+    return (f"A key-value store gets {p['disk_records']:,} keys it never saw, and RocksDB may use "
+            f"{p['disk_limit_kb']:,} KB of SST files for it. Does the app take every key?", ANSWERS)
+
+
+def measured_answer(record: dict, p: dict):
+    disk = record.get("disk")
+    if disk is None:
+        return None
+    return ANSWERS[0] if disk["full"] else ANSWERS[3]
+
+
+def needs(p: dict) -> dict:
+    return dict(nodes=1, broker_config={})
+
+
+def run_lesson(lab, p: dict) -> "Outcome":
+    records, limit = p["disk_records"], p["disk_limit_kb"] * 1024
+    topic = lab.topics(f"disk-input-{lab.id[-6:]}", partitions=1)[0]
+    growth = {"growth_window_s": 60, "growth_retention_s": 300, "growth_ttl_s": 300,
+              "growth_memtable_kb": p["disk_memtable_kb"]}
+    app_id = f"disk-kv-{lab.id[-4:]}"
+    # a thread that died leaves the group only when its session times out: 6 s, not 45, before a restart joins
+    config = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1500}
+    apps = {phase: _app(lab, "kv", topic, growth, app_id=app_id, name=f"disk-{phase}", state=lab.folder / app_id,
+                        config=config, disk_limit_bytes=kb * 1024)
+            for phase, kb in (("full", p["disk_limit_kb"]), ("restart", p["disk_limit_kb"]),
+                              ("more", p["disk_more_kb"]))}
+    phases = {}
+    fed_progress: list = []
+    first_ms = int(time.time() * 1000) - records * 100
+    feeding = None
+    try:
+        for phase in ("full", "restart", "more"):
+            app = apps[phase]
+            app.start()
+            started = time.time()
+            # running, or already dead of a full store (a restart can fail before it ever runs)
+            prog = app.programs[0]
+            lab.wait(lambda: app.running(prog) or app.state(prog) in ERROR_STATES or app.check_alive(), 120,
+                     f"the {phase} app to run", evidence=lambda: app.last(prog))
+            if feeding is None:
+                feeding = lab.background(feed, lab.bootstrap, topic, records, p["disk_rate"], 100, first_ms,
+                                         lab.stopping, fed_progress, name="disk-input")
+            phases[phase] = _watch(lab, app, phase, records, p, started)
+            app.stop(timeout=20)
+            if not phases[phase]["died"]:
+                break   # every key is in: nothing to recover from
+        fed = feeding.result(timeout=records / p["disk_rate"] + 60)
+    finally:
+        stop_all(apps.values(), timeout=20)
+    return Outcome(phases, dict(p), fed, fed_progress, lab.t0, limit)
+
+
+def _watch(lab, app, phase: str, records: int, p: dict, started: float) -> dict:
+    """Until the app's thread dies (the store full) or its store holds every key fed; its reports and error."""
+    prog = app.programs[0]
+
+    def ended():
+        last = app.last(prog)
+        return app.state(prog) in ERROR_STATES or (last.get("keys") or 0) >= records
+    lab.wait(ended, records / p["disk_rate"] + 90, f"the {phase} app to fill its store or take every key",
+             evidence=lambda: app.last(prog), interval=0.5)
+    time.sleep(1.2)   # one more report after the end
+    reports = [r for r in app.reports(prog) if r.get("ts", 0) >= started]
+    uncaught = app.reports(prog, kind="uncaught")
+    died = app.state(prog) in ERROR_STATES
+    keys = [r["keys"] for r in reports if r.get("keys") is not None]
+    restores = [r for r in app.reports(prog, kind="restore") if r.get("phase") == "end"]
+    if died:
+        lab.event(prog.name, "store full: the thread died", tone="failure",
+                  detail=(uncaught[-1]["root"] if uncaught else ""))
+    return {"phase": phase, "died": died, "died_after_s": round(uncaught[-1]["ts"] - started, 1) if uncaught else None,
+            "error": uncaught[-1]["root"] if uncaught else None, "keys_end": keys[-1] if keys else None,
+            "keys_max": max(keys, default=None), "restored": sum(r.get("total_restored", 0) for r in restores),
+            "reports": reports}
+
+
+def bytes_per_key(reports: list, limit: int) -> tuple[float, int] | None:
+    """SST bytes per key from the report nearest half the limit (files flushed, compaction settled): (bytes per
+    key, keys then). Measured early, so that it can predict when the store is full."""
+    rows = [r for r in reports if r.get("keys") and r.get("total_sst_bytes")]
+    if not rows:
+        return None
+    r = min(rows, key=lambda r: abs(r["total_sst_bytes"] - limit / 2))
+    return r["total_sst_bytes"] / r["keys"], r["keys"]
+
+
+@dataclass
+class Outcome:
+    phases: dict                 # phase -> what _watch measured
+    params: dict
+    fed: int
+    fed_progress: list           # [(epoch s, records sent)]
+    t0: float
+    limit: int                   # bytes
+
+    @property
+    def failed(self) -> bool:
+        """The store filled up: the thread died of RocksDB's space limit."""
+        return self.phases["full"]["died"]
+
+    def measured(self) -> dict:
+        full = self.phases["full"]
+        per_key = bytes_per_key(full["reports"], self.limit)
+        last = self.phases[list(self.phases)[-1]]
+        return {"full": full["died"], "error": full["error"], "died_after_s": full["died_after_s"],
+                "keys_at_full": full["keys_end"] if full["died"] else None,
+                "sst_bytes_per_key": None if per_key is None else round(per_key[0], 1),
+                "measured_at_keys": None if per_key is None else per_key[1],
+                "predicted_keys_at_full": None if per_key is None else int(self.limit / per_key[0]),
+                "restart_died": self.phases.get("restart", {}).get("died"),
+                "restart_error": self.phases.get("restart", {}).get("error"),
+                "more_keys_end": self.phases.get("more", {}).get("keys_end"),
+                "keys_end": last["keys_end"], "fed": self.fed,
+                "lost": None if last["keys_end"] is None else max(self.fed - last["keys_end"], 0),
+                "limit_kb": self.params["disk_limit_kb"], "more_kb": self.params["disk_more_kb"]}
+
+    def as_record(self) -> dict:
+        return {"disk": self.measured(), "disk_failed": self.failed}
+
+    def verdict(self) -> str:
+        m = self.measured()
+        if not m["full"]:
+            return (f"disk: the store took all {m['keys_end']:,} keys within {m['limit_kb']:,} KB of SST files "
+                    f"({m['sst_bytes_per_key']} bytes a key): never full, nothing to recover")
+        more = (f"on {m['more_kb']:,} KB it went on: {m['keys_end']:,} of {m['fed']:,} keys in the store, "
+                f"{m['lost']} lost" if "more" in self.phases else "no restart with more space ran")
+        return (f"disk: the store was full at {m['keys_at_full']:,} keys ({m['sst_bytes_per_key']} bytes a key "
+                f"predicted {m['predicted_keys_at_full']:,}); the thread died ({m['error']}); restarted with the "
+                f"same limit it {'died again' if m['restart_died'] else 'went on'}; {more}")
+
+    def explain(self) -> str:
+        m = self.measured()
+        if m["sst_bytes_per_key"] is None:
+            return "The store never reported its SST files: nothing to explain from."
+        seconds = m["predicted_keys_at_full"] / self.params["disk_rate"]
+        lines = [f"- **While it filled**: {m['sst_bytes_per_key']} bytes of SST files per key, measured at "
+                 f"{m['measured_at_keys']:,} keys; at that rate {m['limit_kb']:,} KB hold about "
+                 f"{m['predicted_keys_at_full']:,} keys, {seconds:,.0f} s of input at "
+                 f"{self.params['disk_rate']:,.0f} records/s."]
+        if not m["full"]:
+            lines.append(f"- **Never full**: {m['keys_end']:,} keys fit the limit.")
+            return "\n".join(lines)
+        lines.append(f"- **Full** at {m['keys_at_full']:,} keys, {m['died_after_s']} s after the start: a flush "
+                     f"needed a new SST file past the limit, RocksDB refused it (`{m['error']}`), the next write "
+                     "of the store failed with it, and the stream thread died; the app's uncaught exception handler "
+                     "answered SHUTDOWN_CLIENT and the client went to ERROR.")
+        if "restart" in self.phases:
+            r = self.phases["restart"]
+            lines.append("- **Restarted with the same limit**: "
+                         + (f"full again after {r['died_after_s']} s (`{r['error']}`): the state directory still "
+                            "holds the full store, so a restart alone is a crash loop"
+                            if r["died"] else "it went on"))
+        if "more" in self.phases:
+            lines.append(f"- **Restarted with {m['more_kb']:,} KB**: it reopened the same store and went on from "
+                         f"its last commit: {m['keys_end']:,} of {m['fed']:,} keys in the store, {m['lost']} lost. "
+                         "Under at-least-once nothing is lost: the input offsets were committed only for what the "
+                         "store had taken.")
+        return "\n".join(lines)
+
+    def table(self):
+        import pandas as pd
+        rows = [{k: v for k, v in ph.items() if k != "reports"} for ph in self.phases.values()]
+        return pd.DataFrame(rows)
+
+    def figure(self):
+        import plotly.graph_objects as go
+        fig = go.Figure()
+        for phase, ph in self.phases.items():
+            rows = [r for r in ph["reports"] if r.get("total_sst_bytes") is not None]
+            fig.add_scatter(x=[r["ts"] - self.t0 for r in rows], y=[r["total_sst_bytes"] for r in rows],
+                            mode="lines+markers", name=f"{phase}: SST bytes")
+        fig.add_hline(y=self.limit, line_dash="dash", annotation_text="DISK_LIMIT_KB")
+        if "more" in self.phases:
+            fig.add_hline(y=self.params["disk_more_kb"] * 1024, line_dash="dot", annotation_text="DISK_MORE_KB")
+        fig.update_layout(title="The store's SST files against RocksDB's space limit", template="plotly_white",
+                          xaxis_title="seconds since the run began", yaxis_title="bytes", height=420)
+        return fig

@@ -1,0 +1,69 @@
+"""The pure parts of notebook 06's disk-space lesson: no broker, no JVM."""
+import pytest
+
+from lab.errors import LabError
+from lab.experiment import Timeline
+from lab.scenarios.nb06_state_in_production import disk_space as d
+from lab.scenarios.nb06_state_in_production import state_in_production as s
+
+T0 = 1_000.0
+
+
+def report(ts, keys, sst):
+    return {"ts": T0 + ts, "keys": keys, "total_sst_bytes": sst}
+
+
+def phase(name, died, keys_end, reports=(), error=d.FULL):
+    return {"phase": name, "died": died, "died_after_s": 10.0 if died else None,
+            "error": f"RocksDBException: {error}" if died else None, "keys_end": keys_end, "keys_max": keys_end,
+            "restored": 0, "reports": list(reports)}
+
+
+def outcome(full=True, limit_kb=512):
+    p = s.SPEC.validate(lessons=["disk"], disk_limit_kb=limit_kb, disk_records=30_000)
+    filling = [report(1, 4_000, 120_000), report(3, 9_000, 262_144), report(5, 15_000, 480_000)]
+    if not full:
+        return d.Outcome({"full": phase("full", False, 30_000, filling)}, p, 30_000, [], T0, limit_kb * 1024)
+    return d.Outcome({"full": phase("full", True, 16_000, filling), "restart": phase("restart", True, None),
+                      "more": phase("more", False, 30_000)}, p, 30_000, [], T0, limit_kb * 1024)
+
+
+def test_the_bytes_per_key_come_from_the_report_nearest_half_the_limit():
+    assert d.bytes_per_key([report(1, 4_000, 120_000), report(3, 9_000, 262_144)], 524_288) == (262_144 / 9_000,
+                                                                                                 9_000)
+    assert d.bytes_per_key([{"keys": None, "total_sst_bytes": None}], 524_288) is None
+
+
+def test_a_full_store_and_its_recovery_are_measured_and_said():
+    o = outcome()
+    m = o.measured()
+    assert o.failed and m["full"] and m["keys_at_full"] == 16_000 and m["lost"] == 0
+    assert m["predicted_keys_at_full"] == int(524_288 / (262_144 / 9_000)) and m["restart_died"] is True
+    assert "died again" in o.verdict() and "30,000 of 30,000 keys" in o.verdict()
+    assert "crash loop" in o.explain() and "Max allowed space was reached" in o.explain()
+    assert d.measured_answer(o.as_record(), o.params) == d.ANSWERS[0]
+    control = outcome(full=False, limit_kb=4096)
+    assert not control.failed and "never full" in control.verdict()
+    assert d.measured_answer(control.as_record(), control.params) == d.ANSWERS[3]
+    assert control.measured()["restart_died"] is None and len(control.table()) == 1
+
+
+def test_bad_input_is_refused_before_anything_starts():
+    with pytest.raises(LabError, match="DISK_MORE_KB=512 is not more than DISK_LIMIT_KB=1024"):
+        s.SPEC.validate(lessons=["disk"], disk_more_kb=512)
+    with pytest.raises(LabError, match="DISK_LIMIT_KB"):
+        s.SPEC.validate(lessons=["disk"], disk_limit_kb=1)
+    # another lesson's run does not check this one's rules
+    assert s.SPEC.validate(lessons=["growth"], disk_more_kb=512)
+
+
+def test_exercise_5_hours_to_full_from_the_measured_bytes_per_key():
+    five = s.StateResult.exercises[5]
+    r = s.StateResult("state-in-production", outcome().params, "run", Timeline(T0), outcomes={"disk": outcome()})
+    per_key = 262_144 / 9_000
+    right = round(10 * 2**30 / (round(per_key, 1) * 500) / 3600, 1)
+    assert five.solution(r) == right and r.check(5, right) and r.check(5, right * 1.02)
+    for answer, hint in [(five.wrong(r), "that is seconds"), (right / 1.024**3, r"2\^30"),
+                         (right * 2, "is not 10 GiB"), ("soon", "a number")]:
+        with pytest.raises(AssertionError, match=f"^Not quite: .*{hint}"):
+            r.check(5, answer)
