@@ -54,8 +54,9 @@ def test_the_defaults_the_small_test_and_the_control_are_accepted():
 
 def test_a_size_that_does_not_fit_the_disk_is_refused(monkeypatch):
     usage = namedtuple("usage", "total used free")
-    monkeypatch.setattr(s.shutil, "disk_usage", lambda path: usage(0, 0, 500 * 2**20))
-    with pytest.raises(LabError, match="of disk"):
+    from lab.experiment import checks
+    monkeypatch.setattr(checks.shutil, "disk_usage", lambda path: usage(0, 0, 500 * 2**20))
+    with pytest.raises(LabError, match=r"RESTORE_SIZES_MB up to 128 MB .* more than half of the 0.5 GiB free"):
         SPEC.validate(restore_sizes_mb=[64, 128])
     SPEC.validate(restore_sizes_mb=[2, 4, 8])
 

@@ -8,7 +8,10 @@ is refused now, with the parameter's name, instead of minutes later when a cell 
 """
 from __future__ import annotations
 
+import shutil
+
 from ..cluster.versions import parse_version
+from ..config import WORK_DIR
 from ..errors import LabError
 
 
@@ -41,3 +44,14 @@ def check_streams_program(version: str, name: str, main: str, sources: list[str]
     """check_version for a Kafka Streams program under test: the jars of `version` resolved and the program
     compiled against them now, before anything starts."""
     check_version(version, name, lambda v: build_streams_program(v, main, sources, stores), oldest=oldest, why=why)
+
+
+def half_the_free_disk(need_bytes: float, what: str) -> str | None:
+    """A refusal when `what` needs more than half the disk free under the lab's work folder (None: it fits): a
+    lesson that would fill a laptop's disk is refused before anything starts."""
+    WORK_DIR.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(WORK_DIR).free
+    if need_bytes > free / 2:
+        return (f"{what} needs about {need_bytes / 2**30:.1f} GiB, more than half of the {free / 2**30:.1f} GiB "
+                f"free under {WORK_DIR}.")
+    return None

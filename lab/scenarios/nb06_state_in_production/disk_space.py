@@ -12,11 +12,10 @@ error, and whether every key fed was in the store at the end.
 """
 from __future__ import annotations
 
-import shutil
 import time
 from dataclasses import dataclass
 
-from ...config import WORK_DIR
+from ...experiment.checks import half_the_free_disk
 from ...experiment import Param
 from ...experiment.streams_app import ERROR_STATES, stop_all
 from .state_growth import _app, feed
@@ -45,13 +44,7 @@ def _more_is_more(p: dict) -> str | None:
 
 def _fits_on_disk(p: dict) -> str | None:
     # the limit bounds the store; the input and the changelog on the broker take about 100 bytes a record
-    need = p["disk_more_kb"] * 1024 + p["disk_records"] * 100
-    WORK_DIR.mkdir(parents=True, exist_ok=True)
-    free = shutil.disk_usage(WORK_DIR).free
-    if need > free / 2:
-        return (f"DISK_MORE_KB and DISK_RECORDS need about {need / 2**30:.1f} GiB, more than half of the "
-                f"{free / 2**30:.1f} GiB free under {WORK_DIR}.")
-    return None
+    return half_the_free_disk(p["disk_more_kb"] * 1024 + p["disk_records"] * 100, "DISK_MORE_KB and DISK_RECORDS")
 
 
 RULES = [_more_is_more, _fits_on_disk]
@@ -181,11 +174,11 @@ class Outcome:
     def verdict(self) -> str:
         m = self.measured()
         if not m["full"]:
-            return (f"disk: the store took all {m['keys_end']:,} keys within {m['limit_kb']:,} KB of SST files "
+            return (f"the store took all {m['keys_end']:,} keys within {m['limit_kb']:,} KB of SST files "
                     f"({m['sst_bytes_per_key']} bytes a key): never full, nothing to recover")
         more = (f"on {m['more_kb']:,} KB it went on: {m['keys_end']:,} of {m['fed']:,} keys in the store, "
                 f"{m['lost']} lost" if "more" in self.phases else "no restart with more space ran")
-        return (f"disk: the store was full at {m['keys_at_full']:,} keys ({m['sst_bytes_per_key']} bytes a key "
+        return (f"the store was full at {m['keys_at_full']:,} keys ({m['sst_bytes_per_key']} bytes a key "
                 f"predicted {m['predicted_keys_at_full']:,}); the thread died ({m['error']}); restarted with the "
                 f"same limit it {'died again' if m['restart_died'] else 'went on'}; {more}")
 

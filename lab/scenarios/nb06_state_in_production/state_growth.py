@@ -6,16 +6,16 @@ the disk; a store is unbounded when it gained more than GROWING entries per reco
 """
 from __future__ import annotations
 
-import shutil
 import time
 import uuid
 from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaException, Producer
 
-from ...config import KAFKA_VERSION, WORK_DIR
+from ...config import KAFKA_VERSION
 from ...connection import kafka_config
 from ...errors import LabError
+from ...experiment.checks import half_the_free_disk
 from ...experiment import Param
 from ...experiment.admin import topic_offsets
 from ...experiment.consume import read_to_end
@@ -76,12 +76,7 @@ def _span_within_input_retention(p: dict) -> str | None:
 
 def _fits_on_disk(p: dict) -> str | None:
     need = p["growth_records"] * (BYTES_PER_RECORD_INPUT + BYTES_PER_RECORD_KIND * len(p["growth_kinds"]))
-    WORK_DIR.mkdir(parents=True, exist_ok=True)
-    free = shutil.disk_usage(WORK_DIR).free
-    if need > free / 2:
-        return (f"GROWTH_RECORDS={p['growth_records']} needs about {need / 2**30:.1f} GiB for the input, stores "
-                f"and changelogs, more than half of the {free / 2**30:.1f} GiB free under {WORK_DIR}.")
-    return None
+    return half_the_free_disk(need, f"GROWTH_RECORDS={p['growth_records']} (the input, stores and changelogs)")
 
 
 RULES = [_kinds, _retention_covers_window, _span_within_input_retention, _fits_on_disk]

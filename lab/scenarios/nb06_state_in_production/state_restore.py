@@ -7,10 +7,9 @@ state_restore_analysis turns what they logged into rows, state_restore_report pr
 """
 from __future__ import annotations
 
-import shutil
 import time
 
-from ...config import WORK_DIR
+from ...experiment.checks import half_the_free_disk
 from ...experiment import Param
 from ...experiment.admin import topic_offsets
 from ...experiment.checks import check_streams_program
@@ -84,13 +83,8 @@ def disk_needed_mb(p: dict) -> float:
 
 
 def _fits_on_disk(p: dict) -> str | None:
-    WORK_DIR.mkdir(parents=True, exist_ok=True)
-    free = shutil.disk_usage(WORK_DIR).free / 2**20
-    need = disk_needed_mb(p)
-    if need > free / 2:
-        return (f"RESTORE_SIZES_MB up to {max(p['restore_sizes_mb'])} MB needs about {need:.0f} MB of disk "
-                f"(input, changelogs, stores) and {free:.0f} MB are free under {WORK_DIR}: keep it under half.")
-    return None
+    return half_the_free_disk(disk_needed_mb(p) * 2**20, f"RESTORE_SIZES_MB up to {max(p['restore_sizes_mb'])} MB "
+                              "(the input, changelogs and stores)")
 
 
 def _standby_needs_instances(p: dict) -> str | None:
