@@ -67,3 +67,13 @@ def test_exercise_5_hours_to_full_from_the_measured_bytes_per_key():
                          (right * 2, "is not 10 GiB"), ("soon", "a number")]:
         with pytest.raises(AssertionError, match=f"^Not quite: .*{hint}"):
             r.check(5, answer)
+
+
+def test_the_disk_fix_runs_the_disk_lesson_again():
+    p = s.SPEC.validate(lessons=["disk"])
+    fixed = s.mitigate_disk.check({**p, "lessons": ["growth", "disk"]}, {"disk_limit_kb": 4096})
+    assert fixed["lessons"] == ["disk"] and fixed["disk_limit_kb"] == 4096
+    with pytest.raises(LabError, match="already has"):
+        s.mitigate_disk.check(p, {"disk_limit_kb": 1024})
+    with pytest.raises(LabError, match="DISK_MORE_KB=8192 is not more than DISK_LIMIT_KB=16384"):
+        s.mitigate_disk.check(p, {"disk_limit_kb": 16384})   # refused with the lesson's own rule, before it starts

@@ -15,6 +15,7 @@ PARAMETERS = {
     "CHANGELOG_PHASE_S": 2,
     "DISK_RECORDS": 30000,
     "DISK_LIMIT_KB": 512,
+    "FIX_DISK": {"disk_limit_kb": 4096},
     # every key kept (right), a restore from the checkpoint (wrong: exactly-once wipes after a kill -9), memory
     # past the bound (right), none for the changelog (the widget's path)
     "PREDICTIONS": {"growth": 15000, "restore": "only what its checkpoint does not cover",
@@ -25,7 +26,7 @@ PARAMETERS = {
 # The control: the same lessons with only what does not fail: stores with a retention or a TTL, a clean shutdown
 # (the checkpoint is written: nothing to restore), the bounded RocksDB config, an explicit store and output topic.
 CONTROL = {**PARAMETERS, "GROWTH_KINDS": ["window", "ttl"], "RESTORE_SHUTDOWN": "clean",
-           "MEMORY_CONFIGS": ["bounded"], "CHANGELOG_VARIANTS": ["explicit"], "DISK_LIMIT_KB": 4096,
+           "MEMORY_CONFIGS": ["bounded"], "CHANGELOG_VARIANTS": ["explicit"], "DISK_LIMIT_KB": 4096, "FIX_DISK": {},
            "PREDICTIONS": {}}
 
 # The panel, clicked in the CONTROL run: the memory lesson, bounded, one partition.
@@ -127,6 +128,10 @@ def check(results):
     assert disk["keys_end"] == disk["fed"] == PARAMETERS["DISK_RECORDS"] and disk["lost"] == 0, disk
     assert disk["keys_at_full"] < disk["fed"], disk
     assert abs(disk["predicted_keys_at_full"] - disk["keys_at_full"]) <= 0.25 * disk["keys_at_full"], disk
+    fixed = results["mitigation"]
+    # the Mitigate step: the same keys against a limit sized from the arithmetic: never full, every key in
+    assert fixed["fix"] == {"disk_limit_kb": 4096} and fixed["clean"] is True, fixed
+    assert fixed["disk"]["full"] is False and fixed["disk"]["keys_end"] == PARAMETERS["DISK_RECORDS"], fixed["disk"]
 
     answers = exercises(results, [1, 2, 3, 4, 5])
     assert answers[5] == round(10 * 2**30 / (disk["sst_bytes_per_key"] * 500) / 3600, 1), answers
@@ -169,6 +174,7 @@ def check_control(results):
     assert results["disk_failed"] is False and disk["full"] is False and disk["error"] is None, disk
     assert disk["keys_end"] == disk["fed"] == PARAMETERS["DISK_RECORDS"] and disk["lost"] == 0, disk
     assert disk["restart_died"] is None and disk["more_keys_end"] is None, disk   # nothing to recover from
+    assert results["mitigation"] is None   # FIX_DISK is empty: the Mitigate step did not run
 
     answers = exercises(results, [1, 2, 3, 4, 5], not_run=(3,))
     assert answers[1] == 300 * 1000 / 100 and answers[2] == 0, answers

@@ -9,6 +9,7 @@ import re
 
 from ...errors import LabError
 from ...experiment.lessons import Lessons, LessonsResult
+from ...experiment.mitigate import Mitigate
 from ...experiment.result import Exercise, count, expect, number
 from . import changelog_api, disk_space, rocksdb_memory, state_growth, state_restore
 
@@ -26,6 +27,8 @@ SCENARIO = Lessons("state-in-production", {
 }, apps=("StateGrowthApp", "RestoreApp", "RocksMemoryApp", "ChangelogApp"), result=StateResult)
 SPEC, needs, run = SCENARIO.spec, SCENARIO.needs, SCENARIO.run
 predict, run_lesson, together = SCENARIO.predict, SCENARIO.run_lesson, SCENARIO.together
+# The disk lesson's Mitigate step: the lesson again, with the learner's fix (a limit sized from the arithmetic).
+mitigate_disk = Mitigate(run, SPEC, base={"lessons": ["disk"]})
 
 
 # ---------------------------------------------------------------- the exercises
