@@ -11,21 +11,21 @@ NOTEBOOK_RUNS = ("tests/test_notebooks.py::test_notebook[", "tests/test_notebook
 
 # The order the two workers take the units in (scheduling only, never an assertion): the longest first, so that
 # the suite ends on short ones, and never two heavy units queued side by side, since each worker holds the next
-# unit while it runs one, so neighbours in the order mostly run together. Seconds as measured two at a time
-# (benchmarks/RESULTS.md, 2026-11-26; the CONTROL runs less the panel's whole run on its own cluster, which only
-# notebook 00 makes now); a unit not listed counts as short. Heavy: the units that peak highest
+# unit while it runs one, so neighbours in the order mostly run together. Seconds as measured two at a time (the
+# fresh-clone .ci/run of c84fed9 in benchmarks/RESULTS.md; 00, 01 and 02's CONTROL estimated, under 100 s); a unit
+# not listed counts as short. Heavy: the units that peak highest
 # (notebook 07's three-node cluster with its apps, notebook 03's five Streams apps, the browser tests' chromium and
 # JupyterLab): 07's two runs side by side took 5.1 GB, the browser tests beside 07's CONTROL 5.5 GB.
 MEASURED_S = {
-    "tests/test_browser.py": 255,
-    "07_when_streams_stop[failure]": 231, "05_exactly_once_under_crashes[failure]": 230,
-    "07_when_streams_stop[control]": 205, "03_quota_driven_fencing[failure]": 200,
-    "02_transactional_id_expiry[failure]": 193, "06_state_in_production[failure]": 185,
-    "06_state_in_production[control]": 177, "01_offset_expiry_reprocessing[failure]": 116,
-    "05_exactly_once_under_crashes[control]": 112, "08_diagnose_your_cluster[control]": 111,
-    "02_transactional_id_expiry[control]": 100, "04_stale_standby_cache[failure]": 103,
-    "01_offset_expiry_reprocessing[control]": 97, "03_quota_driven_fencing[control]": 96,
-    "08_diagnose_your_cluster[failure]": 98, "04_stale_standby_cache[control]": 90, "00_setup_check[failure]": 68,
+    "tests/test_browser.py": 255, "05_exactly_once_under_crashes[failure]": 246,
+    "02_transactional_id_expiry[failure]": 237, "07_when_streams_stop[failure]": 220,
+    "03_quota_driven_fencing[failure]": 206, "07_when_streams_stop[control]": 183,
+    "06_state_in_production[failure]": 157, "06_state_in_production[control]": 151,
+    "08_diagnose_your_cluster[control]": 120, "01_offset_expiry_reprocessing[failure]": 116,
+    "05_exactly_once_under_crashes[control]": 116, "08_diagnose_your_cluster[failure]": 106,
+    "03_quota_driven_fencing[control]": 105, "04_stale_standby_cache[failure]": 104,
+    "04_stale_standby_cache[control]": 101, "02_transactional_id_expiry[control]": 95,
+    "01_offset_expiry_reprocessing[control]": 95, "00_setup_check[failure]": 68,
     "tests/test_site.py": 40, "test_a_notebook_runs": 30,
 }
 HEAVY = ("07_when_streams_stop", "03_quota_driven_fencing", "test_a_notebook_runs", "tests/test_browser.py")
