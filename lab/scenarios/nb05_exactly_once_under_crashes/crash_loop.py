@@ -102,7 +102,8 @@ def _failing_run(lab: Run, label: str, app_id: str, version: str, p: dict, phase
     uncaught = [r["ts"] for r in ev["uncaught"]]
     deaths = watched.get("deaths", [])
     failures = sorted(uncaught + [d for d in deaths if not any(abs(d - u) < 5 for u in uncaught)])
-    m.update({"version": last.version, "guarantee": guarantee, "uncaught": len(ev["uncaught"]), "deaths": len(deaths),
+    m.update({"version": last.version, "guarantee": guarantee, "uncaught": len(ev["uncaught"]),
+              "deaths": len(deaths),
               "restarts": max(watched.get("incarnations", 1) - 1, 0),
               "failures_per_min": loop_rate(failures), "dropped_records": ev["dropped_records"],
               "migrated": len(ev["migrated"]), "errors": sorted({r.get("error", "")[:160] for r in ev["uncaught"]}),
