@@ -46,6 +46,12 @@ def test_a_full_store_and_its_recovery_are_measured_and_said():
     assert not control.failed and "never full" in control.verdict()
     assert d.measured_answer(control.as_record(), control.params) == d.ANSWERS[3]
     assert control.measured()["restart_died"] is None and len(control.table()) == 1
+    # a thread that died of something else is not a full store
+    other = outcome()
+    other.phases["full"]["error"] = "RocksDBException: IO error: No such file or directory"
+    assert not other.failed and other.measured()["full"] is False and other.measured()["keys_at_full"] is None
+    assert "something other than RocksDB's space limit (RocksDBException: IO error" in other.verdict()
+    assert "Died otherwise" in other.explain()
 
 
 def test_bad_input_is_refused_before_anything_starts():

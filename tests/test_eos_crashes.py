@@ -408,6 +408,9 @@ def test_the_production_error_lesson_asks_and_answers(no_maven, capsys):
     table = r.handler_table("refused")
     assert table["output bytes"].tolist() == [20_187] * 4 and table["duplicates"].tolist() == [142, 0, 0, 0]
     assert "in an error state" in r.refused_evidence() and "→ CONTINUE" in r.refused_evidence()
+    early = s.EosCrashResult("eos_crashes", p, "run", Timeline(T0),
+                             refused={"fail": refused_run("fail", output_bytes=None)})
+    assert "(output of ? bytes)" in early.refused_evidence()   # a run that never reached the large record
     assert "refused route: clean" in r.verdict() and r.failed
 
     five = s.EosCrashResult.exercises[5]

@@ -93,7 +93,7 @@ public class StateGrowthApp {
         }
         KafkaStreams streams = new KafkaStreams(builder.build(), props);
         streams.setGlobalStateRestoreListener(LabStreams.restoreLogger());
-        streams.setUncaughtExceptionHandler(e -> {   // what the thread died of, then Kafka's default answer
+        streams.setUncaughtExceptionHandler(e -> {   // what the thread died of; then the client stops (ERROR)
             Throwable root = e;
             while (root.getCause() != null) root = root.getCause();
             Lab.emit("uncaught", "error", String.valueOf(e.getMessage()).replace('"', '\''),

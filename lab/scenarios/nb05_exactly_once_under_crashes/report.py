@@ -275,8 +275,10 @@ class EosCrashResult(Result):
                              f"{' (' + r['id'].rsplit('-', 1)[-1] + ')' if r['id'] else ' (no id: not an output)'}"
                              f" → {r['response']}" for r in m.get("refused", [])[:3])
             died = "; ".join(m["wrappers"]) or "; ".join(m["errors"])
-            lines.append(f"- **{name}** (output of {m.get('output_bytes') or '?':,} bytes): "
-                         + (f"the handler was asked: {told}. " if told else "Kafka's default handler, no line of ours. ")
+            size = f"{m['output_bytes']:,}" if m.get("output_bytes") else "?"   # never reached: no size
+            lines.append(f"- **{name}** (output of {size} bytes): "
+                         + (f"the handler was asked: {told}. " if told
+                            else "Kafka's default handler, no line of ours. ")
                          + (f"The thread died of: {died}." if m["uncaught"] else "No thread died."))
         return "\n".join(lines) or "No production-error run in this run."
 

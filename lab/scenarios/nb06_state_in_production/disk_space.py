@@ -149,15 +149,16 @@ class Outcome:
 
     @property
     def failed(self) -> bool:
-        """The store filled up: the thread died of RocksDB's space limit."""
-        return self.phases["full"]["died"]
+        """The store filled up: the thread died of RocksDB's space limit (a death of anything else is not it)."""
+        full = self.phases["full"]
+        return full["died"] and FULL in (full["error"] or "")
 
     def measured(self) -> dict:
         full = self.phases["full"]
         per_key = bytes_per_key(full["reports"], self.limit)
         last = self.phases[list(self.phases)[-1]]
-        return {"full": full["died"], "error": full["error"], "died_after_s": full["died_after_s"],
-                "keys_at_full": full["keys_end"] if full["died"] else None,
+        return {"full": self.failed, "error": full["error"], "died_after_s": full["died_after_s"],
+                "keys_at_full": full["keys_end"] if self.failed else None,
                 "sst_bytes_per_key": None if per_key is None else round(per_key[0], 1),
                 "measured_at_keys": None if per_key is None else per_key[1],
                 "predicted_keys_at_full": None if per_key is None else int(self.limit / per_key[0]),
@@ -171,8 +172,16 @@ class Outcome:
     def as_record(self) -> dict:
         return {"disk": self.measured(), "disk_failed": self.failed}
 
+    def died_otherwise(self) -> str | None:
+        """The first run's thread died, of something other than the space limit: what it said (else None)."""
+        full = self.phases["full"]
+        return None if self.failed or not full["died"] else (full["error"] or "no error line in its log")
+
     def verdict(self) -> str:
         m = self.measured()
+        if self.died_otherwise():
+            return (f"the thread died of something other than RocksDB's space limit ({self.died_otherwise()}): "
+                    "this run says nothing about a full store; see the app's log")
         if not m["full"]:
             return (f"the store took all {m['keys_end']:,} keys within {m['limit_kb']:,} KB of SST files "
                     f"({m['sst_bytes_per_key']} bytes a key): never full, nothing to recover")
@@ -191,6 +200,9 @@ class Outcome:
                  f"{m['measured_at_keys']:,} keys; at that rate {m['limit_kb']:,} KB hold about "
                  f"{m['predicted_keys_at_full']:,} keys, {seconds:,.0f} s of input at "
                  f"{self.params['disk_rate']:,.0f} records/s."]
+        if self.died_otherwise():
+            lines.append(f"- **Died otherwise**: {self.died_otherwise()}.")
+            return "\n".join(lines)
         if not m["full"]:
             lines.append(f"- **Never full**: {m['keys_end']:,} keys fit the limit.")
             return "\n".join(lines)
