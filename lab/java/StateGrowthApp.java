@@ -108,12 +108,16 @@ public class StateGrowthApp {
             while (true) {
                 Lab.sleep(every);
                 Map<String, Map<String, Double>> m = LabStreams.metrics(streams, "stream-state-metrics",
-                        "estimate-num-keys", "total-sst-files-size", "live-sst-files-size", "size-all-mem-tables");
+                        "estimate-num-keys", "total-sst-files-size", "live-sst-files-size", "size-all-mem-tables",
+                        "num-entries-active-mem-table", "num-entries-imm-mem-tables");
                 Lab.emit("growth", "store", kind, "state", streams.state().name(), "processed", processed.get(),
                         "keys", entries(streams, kind), "estimate_num_keys", sum(m, "estimate-num-keys"),
                         "total_sst_bytes", sum(m, "total-sst-files-size"),
                         "live_sst_bytes", sum(m, "live-sst-files-size"),
-                        "memtable_bytes", sum(m, "size-all-mem-tables"), "state_dir_bytes", Lab.bytesUnder(stateDir),
+                        "memtable_bytes", sum(m, "size-all-mem-tables"),
+                        "memtable_keys", add(sum(m, "num-entries-active-mem-table"),
+                                             sum(m, "num-entries-imm-mem-tables")),
+                        "state_dir_bytes", Lab.bytesUnder(stateDir),
                         "changelog_bytes", logBytes(admin, changelog), "tombstones", tombstones.get(),
                         "sweeps", sweeps.get());
             }
@@ -152,6 +156,10 @@ public class StateGrowthApp {
         double total = 0;
         for (double v : values.values()) total += v;
         return total;
+    }
+
+    static Double add(Double a, Double b) {
+        return a == null || b == null ? null : a + b;
     }
 
     /** Bytes of the topic's log on the brokers (describeLogDirs), the largest replica of each partition. */
