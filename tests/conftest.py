@@ -18,8 +18,8 @@ NOTEBOOK_RUNS = ("tests/test_notebooks.py::test_notebook[", "tests/test_notebook
 # JupyterLab): 07's two runs side by side took 5.1 GB, the browser tests beside 07's CONTROL 5.5 GB.
 MEASURED_S = {
     "tests/test_browser.py": 255, "05_exactly_once_under_crashes[failure]": 246,
-    "02_transactional_id_expiry[failure]": 237, "07_when_streams_stop[failure]": 220,
-    "03_quota_driven_fencing[failure]": 206, "07_when_streams_stop[control]": 183,
+    "02_transactional_id_expiry[failure]": 237, "07_when_streams_stop[failure]": 288,
+    "03_quota_driven_fencing[failure]": 206, "07_when_streams_stop[control]": 98,
     "06_state_in_production[failure]": 157, "06_state_in_production[control]": 151,
     "08_diagnose_your_cluster[control]": 120, "01_offset_expiry_reprocessing[failure]": 116,
     "05_exactly_once_under_crashes[control]": 116, "08_diagnose_your_cluster[failure]": 106,

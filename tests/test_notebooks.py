@@ -275,6 +275,42 @@ def test_the_learner_runs_the_fix_after_the_failure_and_its_verdict_is_recorded(
     assert any("**fixed.as_record()" in src for src in code), f"{name}: the fix's verdict is not recorded"
 
 
+def _lesson_steps(name: str) -> list[str]:
+    """The lessons whose Mitigate step is their own (`mitigate_<lesson>` in the notebook's scenario module)."""
+    module = next(e for e in COURSE if e.name == name).module()
+    return sorted(a.removeprefix("mitigate_") for a in dir(module) if a.startswith("mitigate_"))
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if _lesson_steps(n)])
+def test_each_lessons_fix_is_the_learners_to_run_after_it_and_recorded(name: str):
+    """A lesson's own Mitigate step: FIX_<LESSON> in the parameters cell, checked before the cluster starts; a cell
+    of its own runs `mitigate_<lesson>` on the lesson's result, after the lesson ran, and prints the verdict; the
+    record keeps it. Every lesson of 07 has one."""
+    code = ["".join(c["source"]) for c in _cells(name) if c["cell_type"] == "code"]
+    parameters = next("".join(c["source"]) for c in _cells(name) if "parameters" in c["metadata"].get("tags", []))
+    # (cell, position in it) of the cluster's start and of each check
+    started = min((i, src.find("_cluster(")) for i, src in enumerate(code)
+                  if "kafka_cluster(" in src or "embedded_cluster(" in src)
+    for lesson in _lesson_steps(name):
+        fix, step = f"FIX_{lesson.upper()}", f"mitigate_{lesson}"
+        assert re.search(rf"^{fix} = ", parameters, re.M), f"{name}: {fix} is not in the parameters cell"
+        checked = [(i, m.start()) for i, src in enumerate(code)
+                   if (m := re.search(rf"\.{step}\.check\(PARAMS, {fix}\)|\(\w+\.{step}, {fix}\)", src))]
+        assert len(checked) == 1 and checked[0] < started, (name, lesson, checked, started)
+        ran = [(i, m) for i, src in enumerate(code)
+               if (m := re.search(rf"^(fixed_\w+) = \w+\.{step}\((\w+), cluster=cluster, \*\*{fix}\)", src, re.M))]
+        assert len(ran) == 1, (name, lesson, ran)
+        i, m = ran[0]
+        fixed, before = m.group(1), m.group(2)
+        assert f"print({fixed}.verdict())" in code[i], (name, lesson)
+        lesson_ran = [j for j, src in enumerate(code)
+                      if re.search(rf'^{before} = \w+\.run_lesson\("{lesson}"', src, re.M)]
+        assert lesson_ran and lesson_ran[0] < i, (name, lesson, before, lesson_ran, i)
+        assert any(f"**{fixed}.as_record()" in src for src in code), f"{name}: {fixed} is not recorded"
+    if name.startswith("07"):
+        assert _lesson_steps(name) == sorted(_lessons(name)), _lesson_steps(name)
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_the_learner_predicts_before_the_run_and_the_run_answers(name: str):
     """A Predict cell comes before the run, the run prints the prediction beside its measurement, and the

@@ -23,6 +23,7 @@ def _named(fix: dict) -> str:
 
 
 SKIPPED = "No fix given (FIX is empty): the Mitigate step did not run."
+NOT_RUN = "The lesson did not run (it is not in LESSONS), so neither did its Mitigate step."
 
 
 @dataclass
@@ -32,6 +33,8 @@ class Mitigation:
     fix: dict
     before: Result
     after: Result | None
+    record_as: str = "mitigation"
+    skipped: str = SKIPPED      # why nothing ran, when nothing did
 
     @property
     def clean(self) -> bool | None:
@@ -39,7 +42,7 @@ class Mitigation:
 
     def verdict(self) -> str:
         if self.after is None:
-            return SKIPPED
+            return self.skipped
         if not self.clean:
             return (f"With {_named(self.fix)}: the failure happened again, so this setting is no fix here. "
                     f"{self.after.verdict()}")
@@ -50,21 +53,22 @@ class Mitigation:
     def as_record(self) -> dict:
         """Under one key, so a notebook records it beside the failure's own record (None: no fix ran)."""
         if self.after is None:
-            return {"mitigation": None}
-        return {"mitigation": {"fix": self.fix, "clean": self.clean, **self.after.as_record()}}
+            return {self.record_as: None}
+        return {self.record_as: {"fix": self.fix, "clean": self.clean, **self.after.as_record()}}
 
     def __getattr__(self, name):
         if name.startswith("_"):
             raise AttributeError(name)
         if self.after is None:   # table(), figure(), ...: one line saying nothing ran
             from IPython.display import Markdown
-            return lambda *args, **kwargs: Markdown(f"*{SKIPPED}*")
+            return lambda *args, **kwargs: Markdown(f"*{self.skipped}*")
         return getattr(self.after, name)   # table(), figure(), explain(), ... of the fixed run
 
 
 class Mitigate:
-    def __init__(self, run, spec: Spec, base: dict | None = None):
-        self.run, self.spec, self.base = run, spec, dict(base or {})
+    def __init__(self, run, spec: Spec, base: dict | None = None, record_as: str = "mitigation"):
+        """record_as: the key of its record, for a notebook with more than one Mitigate step."""
+        self.run, self.spec, self.base, self.record_as = run, spec, dict(base or {}), record_as
 
     def check(self, params: dict, fix: dict | None) -> dict:
         """The fixed run's parameters; refused (LabError) when the fix names no parameter of this scenario, gives
@@ -81,8 +85,11 @@ class Mitigate:
         return fixed
 
     def __call__(self, before: Result, cluster=None, progress: bool = True, **fix) -> Mitigation:
-        """`before`'s parameters with the fix's values over them, run on the same cluster; no fix, no run."""
+        """`before`'s parameters with the fix's values over them, run on the same cluster; no fix, no run, and no
+        run either when `before` is a lesson that did not run."""
         fixed = self.check(before.params, fix)
         if not fix:
-            return Mitigation({}, before, None)
-        return Mitigation(fix, before, self.run(cluster=cluster, progress=progress, **fixed))
+            return Mitigation({}, before, None, self.record_as)
+        if not getattr(before, "ran", True):
+            return Mitigation({}, before, None, self.record_as, NOT_RUN)
+        return Mitigation(fix, before, self.run(cluster=cluster, progress=progress, **fixed), self.record_as)
