@@ -20,7 +20,7 @@ MEASURED_S = {
     "tests/test_browser.py": 255, "05_exactly_once_under_crashes[failure]": 246,
     "02_transactional_id_expiry[failure]": 237, "07_when_streams_stop[failure]": 288,
     "03_quota_driven_fencing[failure]": 206, "07_when_streams_stop[control]": 98,
-    "06_state_in_production[failure]": 157, "06_state_in_production[control]": 151,
+    "06_state_in_production[failure]": 244, "06_state_in_production[control]": 57,
     "08_diagnose_your_cluster[control]": 120, "01_offset_expiry_reprocessing[failure]": 116,
     "05_exactly_once_under_crashes[control]": 116, "08_diagnose_your_cluster[failure]": 106,
     "03_quota_driven_fencing[control]": 105, "04_stale_standby_cache[failure]": 104,

@@ -29,6 +29,7 @@ from ..config import KAFKA_VERSION
 from ..audit import warm_up
 from ..errors import LabError
 from .memory import child_pids, largest, peak_rss
+from .mitigate import Mitigate
 from .params import Param, Spec
 from .predict import Prediction, predict_lesson
 from .result import Result
@@ -88,6 +89,12 @@ class Lessons:
                                outcomes={}, titles=self.titles)
         # on the broker every chosen lesson needs: the one the notebook started, not one of its own
         return self._run({**p, "lessons": [lesson]}, self.needs(p), cluster, progress)
+
+    def mitigate(self, lesson: str, **base) -> Mitigate:
+        """The lesson's Mitigate step: the lesson alone again, with `base` and then the learner's fix (FIX_<LESSON>)
+        over the notebook's parameters; recorded as mitigation_<lesson>."""
+        self._module(lesson)
+        return Mitigate(self.run, self.spec, base={"lessons": [lesson], **base}, record_as=f"mitigation_{lesson}")
 
     def together(self, *results: "LessonsResult") -> "LessonsResult":
         """The sections' results as one, as if one run had run their lessons: the exercises and record() read it.

@@ -15,6 +15,13 @@ PARAMETERS = {
     "CHANGELOG_PHASE_S": 2,
     "DISK_RECORDS": 30000,
     "DISK_LIMIT_KB": 512,
+    # each lesson's Mitigate step, the notebook's own fixes: a TTL of 120 s alone, a standby replica, the bounded
+    # config, the explicit store and topic, a limit of 4 MB. Each is that lesson's control: it runs the setting in
+    # which the failure does not happen, judged by the lesson's own measurement.
+    "FIX_GROWTH": {"growth_kinds": ["ttl"], "growth_ttl_s": 120},
+    "FIX_RESTORE": {"restore_modes": ["standby"]},
+    "FIX_MEMORY": {"memory_configs": ["bounded"]},
+    "FIX_CHANGELOG": {"changelog_variants": ["explicit"]},
     "FIX_DISK": {"disk_limit_kb": 4096},
     # every key kept (right), a restore from the checkpoint (wrong: exactly-once wipes after a kill -9), memory
     # past the bound (right), none for the changelog (the widget's path)
@@ -23,19 +30,19 @@ PARAMETERS = {
     "INTERACTIVE": False,
 }
 
-# The control: the same lessons with only what does not fail: stores with a retention or a TTL, a clean shutdown
-# (the checkpoint is written: nothing to restore), the bounded RocksDB config, an explicit store and output topic.
-CONTROL = {**PARAMETERS, "GROWTH_KINDS": ["window", "ttl"], "RESTORE_SHUTDOWN": "clean",
-           "MEMORY_CONFIGS": ["bounded"], "CHANGELOG_VARIANTS": ["explicit"], "DISK_LIMIT_KB": 4096, "FIX_DISK": {},
-           "PREDICTIONS": {}}
+# The control: a clean shutdown (the checkpoint is written: nothing to restore), the one clean setting that no
+# Mitigate step runs; every other lesson's clean setting is its Mitigate step in the failure run. Left out here,
+# those sections and their Mitigate steps say that they did not run.
+# The other fixes stay given: a Mitigate step of a lesson that did not run runs nothing.
+CONTROL = {**PARAMETERS, "LESSONS": ["restore"], "RESTORE_SHUTDOWN": "clean", "FIX_RESTORE": {}, "PREDICTIONS": {}}
 
 # The panel, clicked in the CONTROL run: the memory lesson, bounded, one partition.
 PANEL = {"lessons": ["memory"], "memory_configs": ["bounded"], "memory_partitions": [1]}
 PANEL_FAILS = False
 
 
-def _bounded_stores(growth, kv_keys=None):
-    for kind in ("window", "ttl"):
+def _bounded_stores(growth, kinds=("window", "ttl")):
+    for kind in kinds:
         row = growth[kind]
         # Flat: gained less than half an entry per record over the feed's second half, far under the keys fed.
         assert row["grows"] is False and row["keys_end"] < 0.5 * row["processed"], (kind, row)
@@ -128,10 +135,12 @@ def check(results):
     assert disk["keys_end"] == disk["fed"] == PARAMETERS["DISK_RECORDS"] and disk["lost"] == 0, disk
     assert disk["keys_at_full"] < disk["fed"], disk
     assert abs(disk["predicted_keys_at_full"] - disk["keys_at_full"]) <= 0.25 * disk["keys_at_full"], disk
-    fixed = results["mitigation"]
+    fixed = results["mitigation_disk"]
     # the Mitigate step: the same keys against a limit sized from the arithmetic: never full, every key in
     assert fixed["fix"] == {"disk_limit_kb": 4096} and fixed["clean"] is True, fixed
     assert fixed["disk"]["full"] is False and fixed["disk"]["keys_end"] == PARAMETERS["DISK_RECORDS"], fixed["disk"]
+
+    _mitigations(results)
 
     answers = exercises(results, [1, 2, 3, 4, 5])
     assert answers[5] == round(10 * 2**30 / (disk["sst_bytes_per_key"] * 500) / 3600, 1), answers
@@ -144,38 +153,39 @@ def check(results):
     assert answers[4] == f"{v2[:-len('0000000002-changelog')]}{number + 1:010d}-changelog", (answers, v2)
 
 
-def check_control(results):
-    assert results["failure_reproduced"] is False
-    growth = results["growth"]
-    assert sorted(growth) == ["ttl", "window"] and results["growth_failed"] is False, growth
-    # no predictions given; what each lesson's question measured
-    prediction(results, None, growth["window"]["keys_end"], "growth")   # the question's store: no kv here
-    prediction(results, None, "only what its checkpoint does not cover", "restore")   # a clean shutdown
-    prediction(results, None, "yes, within 128 MB", "memory")     # the bounded config: no default here
-    prediction(results, None, "all of them", "changelog")     # the output topic's reader
-    prediction(results, None, "yes: they all fit within the limit", "disk")
-    _bounded_stores(growth)
+def _mitigations(results):
+    # The other Mitigate steps, each clean by its lesson's own measurement.
+    fixed = results["mitigation_growth"]
+    assert fixed["clean"] is True and fixed["growth_failed"] is False, fixed["verdict"]
+    assert list(fixed["growth"]) == ["ttl"] and fixed["param_growth_ttl_s"] == 120, list(fixed["growth"])
+    _bounded_stores(fixed["growth"], kinds=("ttl",))
+    # a TTL of 120 s keeps fewer keys than the lesson's 300 s
+    assert fixed["growth"]["ttl"]["keys_max"] < results["growth"]["ttl"]["keys_max"], fixed["growth"]["ttl"]
+    fixed = results["mitigation_restore"]
+    assert fixed["clean"] is True and fixed["restore_failed"] is False, fixed["verdict"]
+    runs = fixed["restore_runs"]
+    assert runs and all(r["mode"] == "standby" for r in runs), runs
+    _no_restore(runs)
+    fixed = results["mitigation_memory"]
+    assert fixed["clean"] is True and fixed["memory_bounded_over_cap"] == [], fixed["verdict"]
+    assert all(name.startswith("bounded") and row["within_cap"] for name, row in fixed["memory_rows"].items())
+    fixed = results["mitigation_changelog"]
+    assert fixed["clean"] is True and list(fixed["changelog"]) == ["explicit"], fixed["verdict"]
+    assert fixed["changelog"]["explicit"]["store_renamed"] is False
+    _clean_views(fixed["changelog_views"], "explicit")
 
+
+def check_control(results):
+    assert results["failure_reproduced"] is False and results["lessons"] == ["restore"], results["lessons"]
+    # no prediction given; what the question measured
+    prediction(results, None, "only what its checkpoint does not cover", "restore")   # a clean shutdown
     assert results["restore_failed"] is False and results["restore_wiped"] is False
     assert results["restore_shutdown"] == "clean"
     _no_restore(results["restore_runs"])
-
-    assert results["memory_failed"] is False and results["memory_bounded_over_cap"] == []
-    assert all(name.startswith("bounded") and row["within_cap"] for name, row in results["memory_rows"].items())
-
-    assert list(results["changelog"]) == ["explicit"], list(results["changelog"])
-    assert results["changelog"]["explicit"]["store_renamed"] is False
-    _clean_views(results["changelog_views"], "explicit")
-    # The exercises: the same ttl arithmetic; a clean shutdown replays nothing, so a 10 GiB changelog costs 0 s;
-    # the memory budget needs the default config (not run here); the named store's changelog keeps its name in
-    # every version.
-    disk = results["disk"]
-    # 30,000 keys take about 0.9 MB: within 4 MB RocksDB never refuses a write, and the app takes every key
-    assert results["disk_failed"] is False and disk["full"] is False and disk["error"] is None, disk
-    assert disk["keys_end"] == disk["fed"] == PARAMETERS["DISK_RECORDS"] and disk["lost"] == 0, disk
-    assert disk["restart_died"] is None and disk["more_keys_end"] is None, disk   # nothing to recover from
-    assert results["mitigation"] is None   # FIX_DISK is empty: the Mitigate step did not run
-
-    answers = exercises(results, [1, 2, 3, 4, 5], not_run=(3,))
-    assert answers[1] == 300 * 1000 / 100 and answers[2] == 0, answers
-    assert answers[4] == results["changelog"]["explicit"]["changelog_v2"], answers
+    # no Mitigate step ran: FIX_RESTORE is empty, and the other lessons did not run
+    for lesson in ("growth", "restore", "memory", "changelog", "disk"):
+        assert results[f"mitigation_{lesson}"] is None, lesson
+    # The exercises: a clean shutdown replays nothing, so a 10 GiB changelog costs 0 s; the others ask for their
+    # lessons to run first.
+    answers = exercises(results, [1, 2, 3, 4, 5], not_run=(1, 3, 4, 5))
+    assert answers[2] == 0, answers

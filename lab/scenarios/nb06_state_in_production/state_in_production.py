@@ -9,7 +9,6 @@ import re
 
 from ...errors import LabError
 from ...experiment.lessons import Lessons, LessonsResult
-from ...experiment.mitigate import Mitigate
 from ...experiment.result import Exercise, count, expect, number
 from . import changelog_api, disk_space, rocksdb_memory, state_growth, state_restore
 
@@ -27,8 +26,14 @@ SCENARIO = Lessons("state-in-production", {
 }, apps=("StateGrowthApp", "RestoreApp", "RocksMemoryApp", "ChangelogApp"), result=StateResult)
 SPEC, needs, run = SCENARIO.spec, SCENARIO.needs, SCENARIO.run
 predict, run_lesson, together = SCENARIO.predict, SCENARIO.run_lesson, SCENARIO.together
-# The disk lesson's Mitigate step: the lesson again, with the learner's fix (a limit sized from the arithmetic).
-mitigate_disk = Mitigate(run, SPEC, base={"lessons": ["disk"]})
+# Each lesson's Mitigate step: the lesson again with the learner's setting (FIX_<LESSON>) over the notebook's: a
+# store kind that forgets, standby replicas, the bounded RocksDB config, an explicit store and output topic, a limit
+# sized from the arithmetic.
+mitigate_growth = SCENARIO.mitigate("growth")
+mitigate_restore = SCENARIO.mitigate("restore")
+mitigate_memory = SCENARIO.mitigate("memory")
+mitigate_changelog = SCENARIO.mitigate("changelog")
+mitigate_disk = SCENARIO.mitigate("disk")
 
 
 # ---------------------------------------------------------------- the exercises

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 
 from ...experiment.lessons import Lessons, LessonsResult
-from ...experiment.mitigate import Mitigate
 from ...experiment.result import Exercise, count, expect, names, number
 from . import broker_bounce, partition_parallelism, poll_loop, slow_lookups
 
@@ -27,17 +26,12 @@ SCENARIO = Lessons("streams-stop", {
 SPEC, needs, run = SCENARIO.spec, SCENARIO.needs, SCENARIO.run
 predict, run_lesson, together = SCENARIO.predict, SCENARIO.run_lesson, SCENARIO.together
 
-
-def _mitigate(lesson: str, **base) -> Mitigate:
-    return Mitigate(run, SPEC, base={"lessons": [lesson], **base}, record_as=f"mitigation_{lesson}")
-
-
 # Each lesson's Mitigate step: the lesson again with the learner's setting (FIX_<LESSON>) over the notebook's. The
 # poll lesson's runs only its consumers without a fix: the setting is the fix.
-mitigate_poll_loop = _mitigate("poll_loop", poll_fixes=["none"])
-mitigate_partitions = _mitigate("partitions")
-mitigate_lookups = _mitigate("lookups")
-mitigate_bounce = _mitigate("bounce")
+mitigate_poll_loop = SCENARIO.mitigate("poll_loop", poll_fixes=["none"])
+mitigate_partitions = SCENARIO.mitigate("partitions")
+mitigate_lookups = SCENARIO.mitigate("lookups")
+mitigate_bounce = SCENARIO.mitigate("bounce")
 
 
 # ---------------------------------------------------------------- the exercises
