@@ -175,11 +175,6 @@ class LessonsResult(Result):
     def failed(self) -> bool:
         return any(o.failed for o in self.outcomes.values())
 
-    @property
-    def ran(self) -> bool:
-        """False for a lesson left out of LESSONS (run_lesson ran nothing)."""
-        return bool(self.outcomes)
-
     def verdict(self) -> str:
         return " · ".join(f"{self.titles[name].split(' · ')[-1]}: {o.verdict()}" for name, o in self.outcomes.items())
 

@@ -90,6 +90,6 @@ class Mitigate:
         fixed = self.check(before.params, fix)
         if not fix:
             return Mitigation({}, before, None, self.record_as)
-        if not getattr(before, "ran", True):
+        if not before.ran:
             return Mitigation({}, before, None, self.record_as, NOT_RUN)
         return Mitigation(fix, before, self.run(cluster=cluster, progress=progress, **fixed), self.record_as)

@@ -12,6 +12,7 @@ Notebooks whose lessons are modules of their own use lab.experiment.lessons.Less
 from __future__ import annotations
 
 from ..errors import LabError
+from .mitigate import Mitigate
 from .params import Spec
 from .predict import Prediction, predict_lesson
 
@@ -59,6 +60,14 @@ class Parts:
         if not self.runs(lesson, p):
             return self.merge([], {**p, **others, **{k: _empty(p[k]) for k in keys}})
         return self.run(cluster=cluster, progress=progress, **{**p, **others})
+
+    def mitigate(self, lesson: str, **base) -> Mitigate:
+        """The lesson's Mitigate step: its runs alone again (the other lessons' parameters empty), with `base` and
+        then the learner's fix (FIX_<LESSON>) over the notebook's parameters; recorded as mitigation_<lesson>."""
+        self._lesson(lesson)
+        defaults = self.spec.defaults
+        others = {k: _empty(defaults[k]) for name, (ks, _) in self.lessons.items() if name != lesson for k in ks}
+        return Mitigate(self.run, self.spec, base={**others, **base}, record_as=f"mitigation_{lesson}")
 
     def together(self, *results):
         """The sections' results as one, as if one run had run them all: the exercises and record() read it."""

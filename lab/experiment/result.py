@@ -31,6 +31,11 @@ class Result:
     timeline: Timeline
     notes: list[str] = field(default_factory=list)   # what the run noticed along the way (said, not hidden)
 
+    @property
+    def ran(self) -> bool:
+        """False for a lesson that did not run (left out of LESSONS, or its runs left empty): no run id."""
+        return bool(self.run_id)
+
     # ---- what every scenario defines
     @property
     def failed(self) -> bool:

@@ -16,7 +16,7 @@ PARAMETERS = {
     "KEYS": 10,
     "PARTITIONS": 2,
     "COMMIT_INTERVAL_MS": 1000,
-    "HANDLERS": ["replace_thread", "continue", "dead_letter"],
+    "HANDLERS": ["replace_thread", "continue"],     # dead_letter: the Mitigate step
     "SCHEMA_MODES": ["replace_thread"],
     "LOOP_SECONDS": 12,
     # Kafka's default production handler and the remedy under at-least-once, and CONTINUE under exactly-once; the
@@ -27,6 +27,11 @@ PARAMETERS = {
     "REFUSE_BYTES": 20000,
     "OUTPUT_MAX_BYTES": 8192,
     "FIX_REFUSED": {"output_max_bytes": 20300},
+    # the other Mitigate steps, each that lesson's clean setting: exactly-once at the two crash points the failure
+    # run leaves out, the dead-letter topic, the tolerant reader
+    "FIX_CRASHES": {"guarantees": ["exactly_once_v2"], "crash_points": ["before_read", "after_commit"]},
+    "FIX_HANDLERS": {"handlers": ["dead_letter"]},
+    "FIX_SCHEMA": {"schema_modes": ["tolerant"]},
     # wrong predictions (exactly-once held in every run; REPLACE_THREAD loops; FAIL stops), none for the schema lesson
     "PREDICTIONS": {"crashes": "some inputs twice", "handlers": "it goes on without the record",
                     "refused": "it goes on without the record"},
@@ -34,10 +39,11 @@ PARAMETERS = {
 }
 
 # The control: the same app without a crash under both guarantees, a malformed input skipped by the
-# DeserializationExceptionHandler, and version 2 with a tolerant reader: everything clean.
-CONTROL = {**PARAMETERS, "CRASH_POINTS": ["none"], "HANDLERS": ["deserialization"], "SCHEMA_MODES": ["tolerant"],
+# DeserializationExceptionHandler, a topic that takes the large record: everything clean. The schema lesson's clean
+# setting, the tolerant reader, is the failure run's Mitigate step; left out here, its section says it did not run.
+CONTROL = {**PARAMETERS, "CRASH_POINTS": ["none"], "HANDLERS": ["deserialization"], "SCHEMA_MODES": [],
            "PRODUCTION_HANDLERS": ["fail"], "PRODUCTION_COMPARE": [], "OUTPUT_MAX_BYTES": 32768, "FIX_REFUSED": {},
-           "PREDICTIONS": {}}
+           "FIX_CRASHES": {}, "FIX_HANDLERS": {}, "PREDICTIONS": {}}
 
 # The panel, clicked in the CONTROL run: one exactly-once run without a crash, no handler or schema runs.
 PANEL = {"crash_points": ["none"], "guarantees": ["exactly_once_v2"], "handlers": [], "schema_modes": [],
@@ -103,14 +109,6 @@ def check(results):
     assert dropped["lost_ids"] == [dropped["poison"]] and dropped["poison_lost"], dropped
     assert dropped["dropped_records"] == 1, dropped
     assert dropped["audit"]["counts"]["lost"] == 1 and dropped["audit"]["counts"]["duplicate"] == 0, dropped["audit"]
-    kept = h["dead_letter"]
-    # KIP-1034: the same CONTINUE with a dead-letter topic: the poison record is there, with its error, and is the
-    # only input missing from the output; the app never died.
-    assert kept["outcome"].startswith("clean") and kept["deaths"] == 0 and kept["lost_ids"] == [kept["poison"]], kept
-    [letter] = kept["dead_letters"]
-    assert letter["id"] == kept["poison"] and letter["exception"].endswith("Exception"), letter
-    assert letter["from"].startswith(f"{kept['poison'].rsplit('-', 1)[0]}-input-"), letter
-
     schema = results["schema"]["replace_thread"]
     # Version 2 cannot read version 1's state (before 3.9, no processing handler): a loop, input stuck.
     assert schema["version"] == "3.8.1", schema
@@ -143,7 +141,8 @@ def check(results):
     assert eos["outcome"].startswith("app stopped") and eos["uncaught"] >= 1, eos
     assert any("in an error state" in w for w in eos["wrappers"]), eos["wrappers"]
     assert eos["duplicates"] == 0 and eos["poison_lost"], eos
-    fixed = results["mitigation"]
+    _mitigations(results)
+    fixed = results["mitigation_refused"]
     # Kafka's default handler again, the output topic's limit just above the batch that carries the record: clean.
     assert fixed["fix"] == {"output_max_bytes": 20300} and fixed["clean"] is True, fixed
     again = fixed["refused"]["fail"]
@@ -164,13 +163,38 @@ def check(results):
     assert "crash loop" in results["exercises"]["4"]["wrong"], results["exercises"]["4"]
 
 
+def _mitigations(results):
+    # Exactly-once at the other two crash points: nothing twice, nothing lost, counts right.
+    fixed = results["mitigation_crashes"]
+    assert fixed["clean"] is True and len(fixed["crashes"]) == 2, fixed["verdict"]
+    for label, run in fixed["crashes"].items():
+        assert run["guarantee"] == "exactly_once_v2" and run["crashed"], (label, run)
+        assert run["crash_point"] in ("before_read", "after_commit"), (label, run)
+        assert run["duplicates"] == 0 and run["lost"] == 0 and run["outputs"] == run["produced"], (label, run)
+        assert run["wrong_values"] == 0 and run["overcount"] == 0 and run["undercount"] == 0, (label, run)
+    kept = results["mitigation_handlers"]["handlers"]["dead_letter"]
+    # KIP-1034: the same CONTINUE with a dead-letter topic: the poison record is there, with its error, and is the
+    # only input missing from the output; the app never died.
+    assert results["mitigation_handlers"]["clean"] is True, results["mitigation_handlers"]["verdict"]
+    assert kept["outcome"].startswith("clean") and kept["deaths"] == 0 and kept["lost_ids"] == [kept["poison"]], kept
+    [letter] = kept["dead_letters"]
+    assert letter["id"] == kept["poison"] and letter["exception"].endswith("Exception"), letter
+    assert letter["from"].startswith(f"{kept['poison'].rsplit('-', 1)[0]}-input-"), letter
+
+    tolerant = results["mitigation_schema"]["schema"]["tolerant"]
+    # The tolerant reader migrated every key's old state on read: no failure, nothing lost, counts right.
+    assert results["mitigation_schema"]["clean"] is True, results["mitigation_schema"]["verdict"]
+    assert tolerant["outcome"] == "clean" and tolerant["uncaught"] == 0 and tolerant["deaths"] == 0, tolerant
+    assert tolerant["migrated"] > 0, tolerant
+    _clean_output(tolerant, "tolerant")
+
+
 def check_control(results):
     assert results["failure_reproduced"] is False, results["verdict"]
     crashes = results["crashes"]
     assert len(crashes) == 2, list(crashes)
     prediction(results, None, "every input exactly once", "crashes")
     prediction(results, None, "nothing is lost: every input comes out", "handlers")   # the malformed input skipped
-    prediction(results, None, "nothing is lost: every input comes out", "schema")     # the tolerant reader
     prediction(results, None, "nothing is lost: every input comes out", "refused")    # a topic that takes it
     for label, run in crashes.items():
         assert run["crash_point"] == "none" and not run["crashed"], (label, run)
@@ -187,19 +211,16 @@ def check_control(results):
     # The malformed input was skipped (and counted); every real input came out once.
     assert deser["outcome"] == "clean" and deser["dropped_records"] == 1 and deser["uncaught"] == 0, deser
     _clean_output(deser, "deserialization")
-    tolerant = results["schema"]["tolerant"]
-    # The tolerant reader migrated every key's old state on read: no failure, nothing lost, counts right.
-    assert tolerant["outcome"] == "clean" and tolerant["uncaught"] == 0 and tolerant["deaths"] == 0, tolerant
-    assert tolerant["migrated"] > 0, tolerant
-    _clean_output(tolerant, "tolerant")
-    assert tolerant["audit"]["passed"], tolerant["audit"]
     taken = results["refused"]["fail"]
     # The same large record to a topic whose max.message.bytes takes it: Kafka's default handler is never asked.
     assert list(results["refused"]) == ["fail"] and taken["outcome"] == "clean", taken
     assert taken["output_bytes"] > PARAMETERS["REFUSE_BYTES"] and taken["refused"] == [], taken
     _clean_output(taken, "refused fail")
     assert taken["uncaught"] == taken["deaths"] == 0 and taken["audit"]["passed"], taken
-    assert results["mitigation"] is None   # FIX_REFUSED is empty: the Mitigate step did not run
-    # no crash: no duplicate under at-least-once, no aborted transaction under exactly-once
-    assert exercises(results, [1, 2, 3, 4, 5]) == {1: [], 2: 0, 3: "dead_letter", 4: "tolerant",
-                                                   5: taken["output_bytes"] + 61 + 40}
+    # no Mitigate step ran: no fix given, and the schema lesson did not run
+    for lesson in ("crashes", "handlers", "schema", "refused"):
+        assert results[f"mitigation_{lesson}"] is None, lesson
+    # no crash: no duplicate under at-least-once, no aborted transaction under exactly-once; the schema lesson's
+    # exercise asks for its lesson first
+    answers = exercises(results, [1, 2, 3, 4, 5], not_run=(4,))
+    assert answers == {1: [], 2: 0, 3: "dead_letter", 4: "tolerant", 5: taken["output_bytes"] + 61 + 40}, answers

@@ -13,7 +13,6 @@ from ...config import KAFKA_VERSION
 from ...experiment import Param, Run, Spec, Timeline
 from ...experiment.checks import check_streams_program
 from ...experiment.memory import child_pids, largest, peak_rss
-from ...experiment.mitigate import Mitigate
 from ...experiment.parts import Parts
 from .analysis import app_events, loop_rate, measure
 from .crash_points import _crash_run, _markers
@@ -24,7 +23,8 @@ from .schema_change import _schema_run, schema_version
 from .streams_app import (CONTINUE_HANDLER, CRASH_POINTS, DESER_CONTINUE, GUARANTEES, HANDLERS, MAIN,
                           PRODUCTION_HANDLERS, SCHEMA_MODES, SHORT, SOURCES)
 
-__all__ = ["SPEC", "needs", "run", "LESSONS", "predict", "run_lesson", "together", "mitigate_refused",
+__all__ = ["SPEC", "needs", "run", "LESSONS", "predict", "run_lesson", "together", "mitigate_crashes",
+           "mitigate_handlers", "mitigate_schema", "mitigate_refused",
            "EosCrashResult", "Crash", "Failing", "check_streams_version", "has_kip_1033", "schema_version",
            "handler_props", "production_props", "measure", "app_events", "loop_rate", "CRASH_POINTS", "GUARANTEES",
            "HANDLERS", "PRODUCTION_HANDLERS", "SCHEMA_MODES", "CONTINUE_HANDLER", "DESER_CONTINUE", "SHORT",
@@ -225,9 +225,13 @@ LESSONS = Parts(SPEC, run, {"crashes": (("crash_points",), question), "handlers"
                 runs=lambda lesson, p: any(p[k] for k in LESSONS.lessons[lesson][0])
                 and (lesson != "crashes" or bool(p["guarantees"])))
 predict, run_lesson, together = LESSONS.predict, LESSONS.run_lesson, LESSONS.together
-# The production-error lesson's Mitigate step: Kafka's default handler (fail) again, with the fix over it.
-mitigate_refused = Mitigate(run, SPEC, base={"crash_points": [], "handlers": [], "schema_modes": [],
-                                             "production_handlers": ["fail"], "production_compare": []})
+# Each lesson's Mitigate step: its runs again with the learner's setting (FIX_<LESSON>) over the notebook's: the
+# exactly-once guarantee, a dead-letter topic, a tolerant reader, a topic that takes the record. The production-error
+# lesson's runs Kafka's default handler (fail) alone: the fix is in the topic, not in the handler.
+mitigate_crashes = LESSONS.mitigate("crashes")
+mitigate_handlers = LESSONS.mitigate("handlers")
+mitigate_schema = LESSONS.mitigate("schema")
+mitigate_refused = LESSONS.mitigate("refused", production_handlers=["fail"], production_compare=[])
 
 
 def _broker_log(lab: Run):
