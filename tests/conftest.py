@@ -21,11 +21,11 @@ MEASURED_S = {
     "02_transactional_id_expiry[failure]": 237, "07_when_streams_stop[failure]": 288,
     "03_quota_driven_fencing[failure]": 206, "07_when_streams_stop[control]": 98,
     "06_state_in_production[failure]": 244, "06_state_in_production[control]": 57,
-    "08_diagnose_your_cluster[control]": 120, "01_offset_expiry_reprocessing[failure]": 116,
+    "08_diagnose_your_cluster[control]": 120, "01_offset_expiry_reprocessing[failure]": 136,
     "05_exactly_once_under_crashes[control]": 99, "08_diagnose_your_cluster[failure]": 106,
     "03_quota_driven_fencing[control]": 105, "04_stale_standby_cache[failure]": 104,
     "04_stale_standby_cache[control]": 101, "02_transactional_id_expiry[control]": 95,
-    "01_offset_expiry_reprocessing[control]": 95, "00_setup_check[failure]": 68,
+    "01_offset_expiry_reprocessing[control]": 71, "00_setup_check[failure]": 68,
     "tests/test_site.py": 40, "test_a_notebook_runs": 30,
 }
 HEAVY = ("07_when_streams_stop", "03_quota_driven_fencing", "test_a_notebook_runs", "tests/test_browser.py")

@@ -7,6 +7,7 @@ PARAMETERS = dict(
     IDLE_S=15,                 # > the sweep interval + polling slack, so the two clocks stay distinguishable
     CONTROL_DOWNTIME_S=10,
     PREDICTION="it resumes where it stopped",    # a wrong prediction: the run says what it measured instead
+    FIX={"downtime_s": 20},    # the Mitigate step: the earliest and latest groups back within the 60 s retention
     INTERACTIVE=False,
 )
 
@@ -18,6 +19,7 @@ CONTROL = dict(
     DOWNTIME_S=20,
     VARIANTS=["earliest", "latest", "error"],
     SPARK=False,
+    FIX={},                    # nothing failed: no Mitigate step
     INTERACTIVE=False,
 )
 
@@ -49,6 +51,15 @@ def check(results: dict) -> None:
     # The expiry clocks measured on the broker: classic from when the group emptied, KIP-848 from the last commit.
     assert results["idle_classic_clock"] == "group empty", results
     assert results["idle_consumer_clock"] == "last commit", results
+    # The Mitigate step: the seed's two groups back within the retention: their offsets were there, nothing re-read
+    # or skipped, and they read on from where they had stopped.
+    fixed = results["mitigation"]
+    assert fixed["fix"] == PARAMETERS["FIX"] and fixed["clean"] is True, fixed["verdict"]
+    assert fixed["param_variants"] == ["earliest", "latest"] and fixed["downtime_s"] < fixed["retention_s"], fixed
+    for v in ("earliest", "latest"):
+        assert fixed[f"{v}_offsets_expired"] is False and fixed[f"{v}_committed_before_restart"] is True, (v, fixed)
+        assert fixed[f"{v}_reprocessed"] == 0 and fixed[f"{v}_skipped"] == 0, (v, fixed)
+        assert fixed[f"{v}_read_after_restart"] >= fixed["param_messages_while_down"], (v, fixed)
     # The exercises: the skipped records counted from the history match the audit's; 2 asks for a function.
     answers = exercises(results, [1, 2])
     assert answers[1] == results["latest_skipped"], (answers, results)
@@ -70,5 +81,6 @@ def check_control(results: dict) -> None:
         # ... because the offsets were still committed when the group came back, and it really did read on.
         assert results[f"{v}_committed_before_restart"] is True, (v, results)
         assert results[f"{v}_read_after_restart"] >= results["param_messages_while_down"], (v, results)
+    assert results["mitigation"] is None   # FIX is empty: the Mitigate step did not run
     answers = exercises(results, [1, 2])
     assert answers[1] == results["latest_skipped"] == 0, (answers, results)

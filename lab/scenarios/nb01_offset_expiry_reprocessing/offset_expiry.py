@@ -17,6 +17,7 @@ from ...experiment import Param, Result, Run, Spec, lab_lines
 from ...experiment.result import Exercise, count, expect, is_number
 from ...experiment.admin import committed_offsets, group_offsets, set_group_offsets, topic_offsets
 from ...experiment.apps import stop_together
+from ...experiment.mitigate import Mitigate
 from ...experiment.streaming import audit_many
 from ...generator import generate
 from ...history import History
@@ -98,6 +99,11 @@ def run(cluster=None, progress: bool = True, **params) -> "OffsetExpiryResult":
     p = SPEC.validate(**params)
     with Run("offset-expiry", cluster=cluster, progress=progress, **needs(p)) as r:
         return _Experiment(r, p).go()
+
+
+# The Mitigate step: the source's two groups (earliest, latest) again, with the learner's fix: a downtime within the
+# retention, or a retention longer than the downtime.
+mitigate = Mitigate(run, SPEC, base={"variants": ["earliest", "latest"], "spark": False})
 
 
 class _Experiment:
