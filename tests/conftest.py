@@ -17,14 +17,14 @@ NOTEBOOK_RUNS = ("tests/test_notebooks.py::test_notebook[", "tests/test_notebook
 # (notebook 07's three-node cluster with its apps, notebook 03's five Streams apps, the browser tests' chromium and
 # JupyterLab): 07's two runs side by side took 5.1 GB, the browser tests beside 07's CONTROL 5.5 GB.
 MEASURED_S = {
-    "tests/test_browser.py": 255, "05_exactly_once_under_crashes[failure]": 245,
-    "02_transactional_id_expiry[failure]": 237, "07_when_streams_stop[failure]": 288,
-    "03_quota_driven_fencing[failure]": 206, "07_when_streams_stop[control]": 98,
-    "06_state_in_production[failure]": 244, "06_state_in_production[control]": 57,
-    "08_diagnose_your_cluster[control]": 120, "01_offset_expiry_reprocessing[failure]": 136,
-    "05_exactly_once_under_crashes[control]": 99, "08_diagnose_your_cluster[failure]": 106,
-    "03_quota_driven_fencing[control]": 105, "04_stale_standby_cache[failure]": 104,
-    "04_stale_standby_cache[control]": 101, "02_transactional_id_expiry[control]": 95,
+    "tests/test_browser.py": 255, "05_exactly_once_under_crashes[failure]": 364,
+    "02_transactional_id_expiry[failure]": 216, "07_when_streams_stop[failure]": 333,
+    "03_quota_driven_fencing[failure]": 198, "07_when_streams_stop[control]": 95,
+    "06_state_in_production[failure]": 275, "06_state_in_production[control]": 57,
+    "08_diagnose_your_cluster[control]": 108, "01_offset_expiry_reprocessing[failure]": 136,
+    "05_exactly_once_under_crashes[control]": 99, "08_diagnose_your_cluster[failure]": 100,
+    "03_quota_driven_fencing[control]": 103, "04_stale_standby_cache[failure]": 96,
+    "04_stale_standby_cache[control]": 97, "02_transactional_id_expiry[control]": 95,
     "01_offset_expiry_reprocessing[control]": 71, "00_setup_check[failure]": 68,
     "tests/test_site.py": 40, "test_a_notebook_runs": 30,
 }
