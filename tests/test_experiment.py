@@ -646,3 +646,11 @@ def test_a_lessons_mitigate_step_records_under_its_own_key_and_does_not_run_for_
     skipped = step(left_out, caching=False)
     assert len(runs) == count and skipped.as_record() == {"mitigation_slow": None}
     assert skipped.verdict() == NOT_RUN and NOT_RUN in skipped.table().data
+    # a notebook checks every step of its scenario module against its FIX_<LESSON> before anything starts
+    from lab.experiment.mitigate import check_fixes
+    scenario = SimpleNamespace(mitigate_slow=step)
+    check_fixes(scenario, before.params, {"FIX_SLOW": {"caching": False}})
+    check_fixes(scenario, before.params, {})    # no FIX_SLOW: nothing to check
+    with pytest.raises(LabError, match="CACHING=True is what the run that failed already has"):
+        check_fixes(scenario, before.params, {"FIX_SLOW": {"caching": True}})
+    assert len(runs) == count

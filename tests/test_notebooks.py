@@ -294,8 +294,10 @@ def test_each_lessons_fix_is_the_learners_to_run_after_it_and_recorded(name: str
     for lesson in _lesson_steps(name):
         fix, step = f"FIX_{lesson.upper()}", f"mitigate_{lesson}"
         assert re.search(rf"^{fix} = ", parameters, re.M), f"{name}: {fix} is not in the parameters cell"
+        # check_fixes(<module>, PARAMS, globals()) checks every FIX_<LESSON>; or the step's own check
         checked = [(i, m.start()) for i, src in enumerate(code)
-                   if (m := re.search(rf"\.{step}\.check\(PARAMS, {fix}\)|\(\w+\.{step}, {fix}\)", src))]
+                   if (m := re.search(rf"\.{step}\.check\(PARAMS, {fix}\)|^check_fixes\(\w+, PARAMS, globals\(\)\)",
+                                      src, re.M))]
         assert len(checked) == 1 and checked[0] < started, (name, lesson, checked, started)
         ran = [(i, m) for i, src in enumerate(code)
                if (m := re.search(rf"^(fixed_\w+) = \w+\.{step}\((\w+), cluster=cluster, \*\*{fix}\)", src, re.M))]

@@ -93,3 +93,11 @@ class Mitigate:
         if not before.ran:
             return Mitigation({}, before, None, self.record_as, NOT_RUN)
         return Mitigation(fix, before, self.run(cluster=cluster, progress=progress, **fixed), self.record_as)
+
+
+def check_fixes(scenario, params: dict, namespace: dict) -> None:
+    """Every Mitigate step of a notebook's scenario module (`mitigate_<lesson>`) checked against the notebook's
+    FIX_<LESSON> (absent: no fix), before anything starts: a fix that cannot run is refused with a hint."""
+    for name in dir(scenario):
+        if name.startswith("mitigate_"):
+            getattr(scenario, name).check(params, namespace.get(f"FIX_{name.removeprefix('mitigate_').upper()}"))
