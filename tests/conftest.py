@@ -18,11 +18,11 @@ NOTEBOOK_RUNS = ("tests/test_notebooks.py::test_notebook[", "tests/test_notebook
 # JupyterLab): 07's two runs side by side took 5.1 GB, the browser tests beside 07's CONTROL 5.5 GB.
 MEASURED_S = {
     "tests/test_browser.py": 255, "05_exactly_once_under_crashes[failure]": 364,
-    "02_transactional_id_expiry[failure]": 216, "07_when_streams_stop[failure]": 333,
-    "03_quota_driven_fencing[failure]": 198, "07_when_streams_stop[control]": 95,
+    "02_transactional_id_expiry[failure]": 250, "07_when_streams_stop[failure]": 333,
+    "03_quota_driven_fencing[failure]": 235, "07_when_streams_stop[control]": 95,
     "06_state_in_production[failure]": 275, "06_state_in_production[control]": 57,
-    "08_diagnose_your_cluster[control]": 108, "01_offset_expiry_reprocessing[failure]": 136,
-    "05_exactly_once_under_crashes[control]": 99, "08_diagnose_your_cluster[failure]": 100,
+    "08_diagnose_your_cluster[control]": 30, "01_offset_expiry_reprocessing[failure]": 136,
+    "05_exactly_once_under_crashes[control]": 99, "08_diagnose_your_cluster[failure]": 187,
     "03_quota_driven_fencing[control]": 103, "04_stale_standby_cache[failure]": 96,
     "04_stale_standby_cache[control]": 97, "02_transactional_id_expiry[control]": 95,
     "01_offset_expiry_reprocessing[control]": 71, "00_setup_check[failure]": 68,

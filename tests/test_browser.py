@@ -45,7 +45,7 @@ NOTEBOOKS = {
     # leaves them out too): their sections each say so in a line.
     "02_transactional_id_expiry": {
         "EXPIRATION_MS": 5000, "CLEANUP_INTERVAL_MS": 1000, "IDLE_S": 8, "OBSERVE_S": 40,
-        "STREAMS_VERSIONS": [], "OLD_BROKERS": [], "CHECK_PINNED_ZOOKEEPER": False, "FIX": {},
+        "STREAMS_VERSIONS": [], "OLD_BROKERS": [], "CHECK_PINNED_ZOOKEEPER": False, "FIX_CLIENTS": {},
         "INTERACTIVE": True},
 }
 RUN_ALL_TIMEOUT = {"00_setup_check": 300, "02_transactional_id_expiry": 600}   # seconds

@@ -281,11 +281,11 @@ def _lesson_steps(name: str) -> list[str]:
     return sorted(a.removeprefix("mitigate_") for a in dir(module) if a.startswith("mitigate_"))
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if _lesson_steps(n)])
+@pytest.mark.parametrize("name", [n for n in NAMES if _lesson_steps(n) or _lessons(n)])
 def test_each_lessons_fix_is_the_learners_to_run_after_it_and_recorded(name: str):
     """A lesson's own Mitigate step: FIX_<LESSON> in the parameters cell, checked before the cluster starts; a cell
     of its own runs `mitigate_<lesson>` on the lesson's result, after the lesson ran, and prints the verdict; the
-    record keeps it. Every lesson of 05, 06 and 07 has one."""
+    record keeps it. Every lesson of a notebook of lessons has one."""
     code = ["".join(c["source"]) for c in _cells(name) if c["cell_type"] == "code"]
     parameters = next("".join(c["source"]) for c in _cells(name) if "parameters" in c["metadata"].get("tags", []))
     # (cell, position in it) of the cluster's start and of each check
@@ -309,8 +309,7 @@ def test_each_lessons_fix_is_the_learners_to_run_after_it_and_recorded(name: str
                       if re.search(rf'^{before} = \w+\.run_lesson\("{lesson}"', src, re.M)]
         assert lesson_ran and lesson_ran[0] < i, (name, lesson, before, lesson_ran, i)
         assert any(f"**{fixed}.as_record()" in src for src in code), f"{name}: {fixed} is not recorded"
-    if name.startswith(("05", "06", "07")):
-        assert _lesson_steps(name) == sorted(_lessons(name)), _lesson_steps(name)
+    assert _lesson_steps(name) == sorted(_lessons(name)), (name, _lesson_steps(name), _lessons(name))
 
 
 @pytest.mark.parametrize("name", NAMES)

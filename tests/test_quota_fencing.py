@@ -283,5 +283,10 @@ def test_the_sweep_alone_answers_its_own_question_and_exercise_and_the_fix_runs_
     with pytest.raises(LabError, match="'fencing' was not run in this run"):
         sweep.check(1, 30.0)
     monkeypatch.setattr(checks, "build_streams_program", lambda *a, **k: None)
-    fixed = qf.mitigate.check(qf.SPEC.defaults, {"transaction_timeout_ms": 60000})
+    fixed = qf.mitigate_fencing.check(qf.SPEC.defaults, {"transaction_timeout_ms": 60000})
     assert fixed["compare"] == fixed["mitigations"] == fixed["sweep_ratios"] == [] and fixed["affected_run"]
+    # the sweep's step: the sweep alone again, every cell at the learner's ratio
+    headroom = qf.mitigate_sweep.check(qf.SPEC.defaults, {"sweep_ratios": [0.7]})
+    assert headroom["sweep_ratios"] == [0.7] and headroom["affected_run"] is False
+    assert headroom["compare"] == headroom["mitigations"] == [], headroom
+    assert (qf.mitigate_fencing.record_as, qf.mitigate_sweep.record_as) == ("mitigation_fencing", "mitigation_sweep")

@@ -27,10 +27,26 @@ def test_idle_shorter_than_the_expiration_is_a_valid_experiment():
 
 def test_long_idle_is_accepted_and_a_fix_that_changes_the_expiration_is_checked_before_anything_starts():
     p = tx.SPEC.validate(idle_s=40, **NO_MAVEN)
-    fixed = tx.mitigate.check(p, {"expiration_ms": 90000})
+    fixed = tx.mitigate_clients.check(p, {"expiration_ms": 90000})
     assert fixed["expiration_ms"] == 90000 and fixed["streams_versions"] == [] and fixed["old_brokers"] == []
     with pytest.raises(LabError, match="EXPIRATION_MS=10000 is what the run that failed already has"):
-        tx.mitigate.check(p, {"expiration_ms": 10000})
+        tx.mitigate_clients.check(p, {"expiration_ms": 10000})
+
+
+def test_each_lessons_fix_runs_that_lesson_alone(monkeypatch):
+    """Lesson 2's step runs only its Kafka Streams version, lesson 3's only its broker (no pinned ZooKeeper)."""
+    from lab.scenarios.nb02_transactional_id_expiry import txn_unknown_producer as part_c
+    monkeypatch.setattr(part_c, "_old_broker", lambda v: None)
+    p = tx.SPEC.validate(**{**NO_MAVEN, "streams_versions": ["3.7.0"], "old_brokers": ["2.0.1"],
+                            "check_pinned_zookeeper": True, "java_clients": ["3.9.1"]})
+    streams = tx.mitigate_streams.check(p, {"streams_versions": ["3.8.0"]})
+    assert streams["streams_versions"] == ["3.8.0"] and streams["python_modes"] == streams["java_clients"] == []
+    assert streams["old_brokers"] == [] and streams["check_pinned_zookeeper"] is False
+    old = tx.mitigate_old_brokers.check(p, {"old_brokers": ["2.4.1"]})
+    assert old["old_brokers"] == ["2.4.1"] and old["check_pinned_zookeeper"] is False
+    assert old["python_modes"] == old["java_clients"] == old["streams_versions"] == []
+    assert [s.record_as for s in (tx.mitigate_clients, tx.mitigate_streams, tx.mitigate_old_brokers)] == [
+        "mitigation_clients", "mitigation_streams", "mitigation_old_brokers"]
 
 
 @pytest.mark.parametrize("bad, words", [({"expiration_ms": 0}, "EXPIRATION_MS"),

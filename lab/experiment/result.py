@@ -158,6 +158,18 @@ def expect(ok: bool, hint: str) -> None:
         raise AssertionError(f"Not quite: {hint}.")
 
 
+def called(fn, call: str, *args):
+    """The learner's function called as an exercise's check calls it: fn(*args), or expect()'s hint when it is not
+    a function, raises or returns nothing. `call` names the call in the hint, like "loops('java', 'none', p)"."""
+    expect(callable(fn), f"{fn!r} is not a function: write {call.split('(')[0]}")
+    try:
+        out = fn(*args)
+    except Exception as exc:
+        expect(False, f"{call} raised {type(exc).__name__}: {exc}")
+    expect(out is not None, f"{call} returned None")
+    return out
+
+
 def is_number(x) -> bool:
     """A real number: not a bool (True is 1 to Python, not to a learner), not NaN."""
     return isinstance(x, numbers.Real) and not isinstance(x, bool) and x == x

@@ -1,4 +1,4 @@
-"""Notebook 03: quota-driven fencing of Kafka Streams EOS (seed 000, KAFKA-17455).
+"""Notebook 03: quota-driven fencing of Kafka Streams EOS ("Quotas and Kafka Streams EOS", KAFKA-17455).
 
 What was measured when this was written (see the notebook's step 7): under a 35000 B/s quota at the
 seed's load, Kafka Streams 3.8.1 stalls a transactional request for ~request.timeout.ms (30 s), the
@@ -10,18 +10,20 @@ started), and the backlog that stall leaves then fences it again and again by ov
 CONTROL: the same app at ~0.7x the quota, alone (no comparisons, mitigations or sweep).
 """
 from tests.expectations import exercises, prediction
-# Lesson 1 at 75 s of load with one mitigation beside it; the Mitigate step is skipped (FIX empty): its mitigation,
-# transaction.timeout.ms 60 s on the affected client, runs beside the failure instead, asserted below, and the
-# Mitigate step itself is proven by notebooks 02 and 04. Lesson 2: one cell. One prediction right, one not given.
+# Lesson 1 at 75 s of load with one mitigation beside it; its Mitigate step is skipped (FIX_FENCING empty): its
+# mitigation, transaction.timeout.ms 60 s on the affected client, runs beside the failure instead, asserted below.
+# Lesson 2: one cell of 30 s, then its Mitigate step, the same cell with headroom (0.7x its quota). One prediction
+# right, one not given.
 PARAMETERS = {
     "DURATION_S": 75,
     "COMPARE": ["fixed", "no_quota", "librdkafka"],
     "MITIGATIONS": ["transaction_timeout"],
     "SWEEP_RATIOS": [1.3],
     "SWEEP_VERSIONS": ["3.9.1"],
-    "SWEEP_SECONDS": 45,
+    "SWEEP_SECONDS": 30,
     "SWEEP_PARALLEL": 1,
-    "FIX": {},
+    "FIX_FENCING": {},
+    "FIX_SWEEP": {"sweep_ratios": [0.7]},
     "PREDICTIONS": {"fencing": "yes, it is fenced"},
 }
 
@@ -32,7 +34,7 @@ CONTROL = {
     "COMPARE": [],
     "MITIGATIONS": [],
     "SWEEP_RATIOS": [],
-    "FIX": {},
+    "FIX_FENCING": {},
 }
 
 # The panel, clicked in the CONTROL run: the affected app alone for 20 s at ~0.7x the quota.
@@ -76,7 +78,12 @@ def check(r):
     # transaction if at all (not asserted: the lab's measurement, which a loaded machine moves).
     fenced = [c["client_version"] for c in r["sweep"] if c["crashes"]]
     prediction(r, None, "the fixed Kafka Streams versions too" if fenced else "none of them", "sweep")
-    assert r["fix_in_bytecode"]["3.9.1"] is True and r["mitigation"] is None, r["fix_in_bytecode"]
+    assert r["fix_in_bytecode"]["3.9.1"] is True and r["mitigation_fencing"] is None, r["fix_in_bytecode"]
+    # Lesson 2's Mitigate step: the same client with headroom under its quota is not fenced.
+    sweep = r["mitigation_sweep"]
+    assert sweep["fix"] == {"sweep_ratios": [0.7]} and sweep["clean"] is True, sweep["verdict"]
+    assert [(c["client_version"], c["ratio"]) for c in sweep["sweep"]] == [("3.9.1", 0.7)], sweep["sweep"]
+    assert all(c["crashes"] == 0 for c in sweep["sweep"]) and sweep["failure_reproduced"] is False, sweep["sweep"]
     # The exercises: each solution passes its check, each tempting wrong answer is refused with a hint.
     answers = exercises(r, [1, 2, 3, 4])
     assert answers[1] == affected["longest_txn_wait_s"], (answers[1], affected)   # the stuck request's wait
@@ -100,6 +107,7 @@ def check_control(r):
     assert r["duplicates"] == {affected["variant"]: 0}, r["duplicates"]
     assert r["fix_in_bytecode"][r["affected_version"]] is False
     assert r["sweep"] == [] and r["mitigations"] == {}
+    assert r["mitigation_fencing"] is None and r["mitigation_sweep"] is None   # no fix; no sweep to fix
     answers = exercises(r, [1, 2, 3, 4], not_run=(4,))
     assert answers[1] == (affected["longest_txn_wait_s"] or 0), (answers[1], affected)
     assert answers[3] == [], answers[3]                                            # no mitigation ran

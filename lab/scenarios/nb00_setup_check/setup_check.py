@@ -17,8 +17,9 @@ from ...audit import Verdict, audit
 from ...config import KAFKA_VERSION
 from ...connection import kafka_config
 from ...experiment import Param, Result, Run, Spec
+from ...experiment.admin import topic_offsets
 from ...experiment.consume import read_as_group
-from ...experiment.result import Exercise, expect, whole
+from ...experiment.result import Exercise, called, expect, whole
 from ...generator import generate
 from ...history import History
 from ...logs import client_config
@@ -63,6 +64,7 @@ def run(cluster=None, progress: bool = True, **params) -> "SetupResult":
             # every id of the input topic, read by a real consumer group
             ids = [row["id"] for row in read_as_group(r, source, p["messages"], f"{source}-copier")]
             _copy_with_faults(r, copy, ids, p["aborted"])
+            end_offset = topic_offsets(r.cluster.admin(), copy)[0]   # records and transaction markers alike
         with r.step("start Spark"):
             spark = spark_session()
         with r.step("Spark reads the copy (committed, uncommitted)"):
@@ -76,7 +78,7 @@ def run(cluster=None, progress: bool = True, **params) -> "SetupResult":
         return SetupResult("setup_check", p, r.id, r.timeline, java=java.version, java_from=JAVA_FROM[java.source], kafka_version=r.cluster.version,
                            bootstrap=r.bootstrap, produced=generated.produced, consumed=len(ids),
                            spark_committed=committed, spark_uncommitted=uncommitted,
-                           aborted_injected=p["aborted"], audit=verdict)
+                           aborted_injected=p["aborted"], copy_end_offset=end_offset, audit=verdict)
 
 
 def _copy_with_faults(r: Run, target: str, ids: list[str], aborted: int) -> None:
@@ -111,6 +113,7 @@ class SetupResult(Result):
     spark_uncommitted: int = 0
     aborted_injected: int = 0
     duplicates_injected: int = DUPLICATES
+    copy_end_offset: int = 0     # the copy's partition end offset: the offset its next record would get
     audit: Verdict | None = None
 
     title: ClassVar[str] = "Setup check: what ran, and when"
@@ -141,7 +144,8 @@ class SetupResult(Result):
         return {"java": self.java, "java_from": self.java_from, "kafka_version": self.kafka_version, "produced": self.produced,
                 "consumed": self.consumed, "spark_committed": self.spark_committed,
                 "spark_uncommitted": self.spark_uncommitted, "aborted_injected": self.aborted_injected,
-                "duplicates_injected": self.duplicates_injected, "audit": self.audit.as_dict()}
+                "duplicates_injected": self.duplicates_injected, "copy_end_offset": self.copy_end_offset,
+                "audit": self.audit.as_dict()}
 
     def table(self):
         return self.audit.table()
@@ -160,11 +164,10 @@ class SetupResult(Result):
             "Transactions make a *write* atomic; they do not make the same input idempotent.",
             f"* `lost = {c.get('lost')}`: " + (f"every one of the {m} produced ids is in the committed copy."
                                                 if not c.get("lost") else "produced ids are missing from the copy."),
+            f"* the copy's partition ends at offset {self.copy_end_offset}, yet no reader sees more than "
+            f"{self.spark_uncommitted} records: ending a transaction writes a control record (a marker) into the "
+            "log too. It takes an offset, and no consumer ever receives it.",
         ])
-
-    def duplicate_ids(self) -> set:
-        ex = self.audit.examples.get("duplicate")
-        return set() if ex is None or "id" not in ex else set(ex["id"])
 
     exercises: ClassVar[dict] = {}   # filled in below, once the exercises' functions are defined
 
@@ -195,22 +198,29 @@ def _check_counts(r: SetupResult, answer) -> None:
            "plus the committed duplicate; read_uncommitted also sees the aborted transaction")
 
 
-def _duplicate_id(r: SetupResult):
-    ex = r.audit.examples.get("duplicate")
-    return None if ex is None or not len(ex) else str(ex["id"].iloc[0])
+def end_offset(m, a):
+    # one commit marker after the m + 1 committed records; an aborted transaction adds its a records and its abort
+    # marker (none when a = 0: the copier starts no second transaction)
+    return m + 1 + 1 + (a + 1 if a else 0)
 
 
-def _duplicate_offsets(r: SetupResult):
-    """Where the duplicate's copies landed (partition@offset), not which id it is."""
-    ex = r.audit.examples.get("duplicate")
-    return ["0@0"] if ex is None or not len(ex) else [str(at) for at in ex["at"].iloc[0]]
+def _records_only(m, a):
+    return m + 1 + a   # every record a read_uncommitted reader sees, and nothing else
 
 
-def _check_duplicate_id(r: SetupResult, answer) -> None:
-    expect(isinstance(answer, str), f"{answer!r} is not an id: the ids are strings, in the `id` column of "
-                                    "result.audit.examples[\"duplicate\"]")
-    expect(answer in r.duplicate_ids(), f"{answer!r} is not a duplicate id: the `id` column says which input was "
-                                        "copied twice, the `at` column where its copies landed")
+def _check_end_offset(r: SetupResult, fn) -> None:
+    m, a = r.produced, r.aborted_injected
+    cases = {(m, a): r.copy_end_offset, **{(m, other): end_offset(m, other) for other in (0, 5) if other != a}}
+    for (mm, aa), truth in cases.items():
+        given = called(fn, f"end_offset({mm}, {aa})", mm, aa)
+        expect(whole(given) is not None, f"end_offset({mm}, {aa}) returned {given!r}: return a whole number")
+        measured = (mm, aa) == (m, a)
+        expect(whole(given) >= mm + 1 + aa, f"end_offset({mm}, {aa}) = {given}: fewer offsets than the records a "
+                                            "read_uncommitted reader sees; every record takes an offset")
+        expect(whole(given) == truth, f"end_offset({mm}, {aa}) = {given}, but " + (
+            f"this run's copy ends at offset {truth}" if measured else "that is not what this copier writes") +
+            ": a read_uncommitted reader sees every record, yet the log holds more. What does the broker write "
+            "into the partition when a transaction ends, and does the copier end a transaction when a = 0?")
 
 
 SetupResult.exercises = {
@@ -221,8 +231,12 @@ SetupResult.exercises = {
             "records stay in the log, marked aborted, and only a `read_uncommitted` reader sees them: `m + 1 + a`. "
             "The same function holds for any `MESSAGES` and `ABORTED`."),
     2: Exercise(
-        check=_check_duplicate_id, solution=_duplicate_id, wrong=_duplicate_offsets,
-        why="The audit matches every input id against the copy: an id found there more than once is a duplicate. "
-            "`result.audit.examples[\"duplicate\"]` lists it with the places of its copies (`at`, "
-            "partition@offset); the answer is its `id`: `result.audit.examples[\"duplicate\"][\"id\"].iloc[0]`."),
+        check=_check_end_offset, solution=lambda r: end_offset, wrong=lambda r: _records_only,
+        why="Every record takes an offset, and so does each transaction's end: the transaction coordinator writes a "
+            "control record (a commit or an abort marker) into every partition the transaction wrote to. No "
+            "consumer ever receives a marker, whatever its isolation level, but it is in the log. The copier's "
+            "committed transaction holds `m + 1` records and ends with a commit marker; its aborted transaction, "
+            "when `a > 0`, holds `a` records and ends with an abort marker: `m + 2 + (a + 1 if a else 0)`. This is "
+            "why a topic written by transactions has gaps in its offsets, and why counting offsets overcounts its "
+            "records."),
 }

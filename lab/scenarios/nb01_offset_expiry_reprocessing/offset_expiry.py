@@ -14,7 +14,7 @@ from typing import ClassVar
 from ...config import KAFKA_VERSION
 from ...errors import LabError
 from ...experiment import Param, Result, Run, Spec, lab_lines
-from ...experiment.result import Exercise, count, expect, is_number
+from ...experiment.result import Exercise, called, count, expect, is_number
 from ...experiment.admin import committed_offsets, group_offsets, set_group_offsets, topic_offsets
 from ...experiment.apps import stop_together
 from ...experiment.mitigate import Mitigate
@@ -523,17 +523,13 @@ def _fence_post(result: OffsetExpiryResult) -> int:
 
 def _check_expires_after_stop(result: OffsetExpiryResult, fn) -> None:
     def predicted(protocol, idle_s, retention_s) -> float:
-        try:
-            seconds = fn(protocol, idle_s, retention_s)
-        except Exception as exc:
-            expect(False, f"expires_after_stop({protocol!r}, {idle_s}, {retention_s}) raised "
-                          f"{type(exc).__name__}: {exc}")
+        seconds = called(fn, f"expires_after_stop({protocol!r}, {idle_s}, {retention_s})", protocol, idle_s,
+                         retention_s)
         expect(is_number(seconds),
                f"expires_after_stop({protocol!r}, {idle_s}, {retention_s}) returned {seconds!r}, not a number of "
                "seconds")
         return float(seconds)
 
-    expect(callable(fn), f"{fn!r} is not a function (protocol, idle_s, retention_s) -> seconds")
     slack, week, day = result.params["check_interval_ms"] / 1000 + 2, 7 * 86400, 86400
     for r in result.clock().to_dict("records"):   # this run's measurements
         seconds = predicted(r["protocol"], r["idle_before_stop_s"], result.retention_s)

@@ -28,7 +28,7 @@ def _old_broker(version):
 
 
 PARAMS = (
-    Param("old_brokers", ["2.0.1", "2.4.1"], "ZooKeeper-era brokers for UnknownProducerIdException; empty "
+    Param("old_brokers", ["2.0.1"], "ZooKeeper-era brokers for UnknownProducerIdException; empty "
           "skips part C", check=lambda vs: [_old_broker(v) for v in vs]),
     Param("old_client", "2.0.1", "kafka-clients version of part C's producer", check=clients_classpath),
     Param("retention_ms", 3000, "retention.ms of part C's topic", lo=1, hi=600000, unit="ms"),

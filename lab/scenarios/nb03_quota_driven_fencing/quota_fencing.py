@@ -1,8 +1,8 @@
 """Notebook 03's scenario ("03 · Quota-driven fencing of a Kafka Streams exactly-once app"): SPEC, needs(), lineup()
 and run(), which runs the affected app beside its comparisons and mitigations under a producer byte-rate quota
 (lesson 1), audits the affected output on Spark, reads each client version's bytecode for the KAFKA-17455 fix and
-runs the sweep (lesson 2, "load/quota x client version"). LESSONS runs each lesson alone; mitigate() reruns the
-affected app alone with the learner's fix. quota_fencing_analysis names which of the two
+runs the sweep (lesson 2, "load/quota x client version"). LESSONS runs each lesson alone, mitigate_<lesson> again
+with the learner's fix. quota_fencing_analysis names which of the two
 fencing mechanisms hit each app, quota_fencing_report presents the result; their names stay importable from here.
 """
 from __future__ import annotations
@@ -20,7 +20,6 @@ from ...experiment import Param, Run, Spec, Timeline, grep, lab_lines
 from ...experiment.apps import stop_together, streams_running
 from ...experiment.checks import check_streams_program
 from ...experiment.evidence import incidents, txn_waits
-from ...experiment.mitigate import Mitigate
 from ...experiment.parts import Parts
 from ...generator import generate
 from ...history import History
@@ -31,8 +30,8 @@ from .quota_fencing_analysis import (BASELINES, FENCING_ANSWERS, LOOP, SWEEP_ANS
                                      awaitready_polls_delay, called_methods, quota_for, streams_metrics)
 from .quota_fencing_report import QuotaResult
 
-__all__ = ["SPEC", "needs", "run", "lineup", "LESSONS", "predict", "run_lesson", "together", "mitigate", "sweep_cells",
-           "measure", "has_kafka_17455_fix", "DEBUG_LOGGERS",
+__all__ = ["SPEC", "needs", "run", "lineup", "LESSONS", "predict", "run_lesson", "together", "mitigate_fencing",
+           "mitigate_sweep", "sweep_cells", "measure", "has_kafka_17455_fix", "DEBUG_LOGGERS",
            # from quota_fencing_analysis and quota_fencing_report
            "Variant", "quota_for", "Measured", "streams_metrics", "awaitready_polls_delay", "called_methods",
            "txn_waits", "incidents", "QuotaResult", "WIRE_OVERHEAD_BYTES", "LOOP", "BASELINES", "MITIGATIONS",
@@ -152,11 +151,6 @@ def run(cluster=None, progress: bool = True, **params) -> "QuotaResult":
                            fix_in_bytecode=fix, aborted_output_records=aborted)
 
 
-# The Mitigate step: the affected app again, alone, with the learner's fix (a quota with headroom, a longer
-# transaction timeout, a fixed version).
-mitigate = Mitigate(run, SPEC, base={"compare": [], "mitigations": [], "sweep_ratios": []})
-
-
 def _merged(ran: list, params: dict) -> QuotaResult:
     """The results of the sections that ran, as one (none: a lesson that did not run)."""
     main = next((r for r in ran if r.main is not None), None)
@@ -172,6 +166,10 @@ def _merged(ran: list, params: dict) -> QuotaResult:
 LESSONS = Parts(SPEC, run, {"fencing": (("affected_run", "compare", "mitigations"), question),
                             "sweep": (("sweep_ratios",), sweep_question)}, merge=_merged)
 predict, run_lesson, together = LESSONS.predict, LESSONS.run_lesson, LESSONS.together
+# Each lesson's Mitigate step (FIX_<LESSON>): lesson 1's affected app again, alone (a quota with headroom, a longer
+# transaction timeout, a fixed version); the sweep again (headroom: every client below its quota).
+mitigate_fencing = LESSONS.mitigate("fencing", compare=[], mitigations=[])
+mitigate_sweep = LESSONS.mitigate("sweep")
 
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from ...errors import LabError
 from ...experiment import Result, Timeline, grep
-from ...experiment.result import Exercise, expect, names, number
+from ...experiment.result import Exercise, called, expect, number
 from ...experiment.evidence import short_line
 from ...experiment.markers import describe
 from ...history import History
@@ -389,24 +389,35 @@ def _audit_cell(verdict) -> str:
 
 # ---------------------------------------------------------------- the exercises
 
-def _alos_points(result: EosCrashResult) -> list[str]:
-    """The crash points this run ran under at-least-once, in the run's order."""
-    return [c.point for c in result.crashes.values() if c.guarantee == "at_least_once"]
+# where work is in flight when the app halts: processed (and sent) since the last commit, its offsets not committed
+IN_FLIGHT = ("before_read", "during_processing", "after_send_before_commit")
 
 
-def _duplicated_points(result: EosCrashResult) -> list[str]:
-    """Exercise 1: the crash points where at-least-once produced duplicates."""
-    return sorted(c.point for c in result.crashes.values() if c.guarantee == "at_least_once" and c.m["duplicates"])
+def duplicates_after_crash(guarantee, point):
+    # at-least-once redoes what was processed since the last commit; exactly-once aborts it instead
+    return guarantee == "at_least_once" and point in IN_FLIGHT
 
 
-def _check_duplicated_points(result: EosCrashResult, answer) -> None:
-    answer = names(answer, _alos_points(result), "a crash point of this run's at-least-once rows", '["before_read"]')
-    right = _duplicated_points(result)
-    missing, extra = sorted(set(right) - set(answer)), sorted(set(answer) - set(right))
-    expect(not missing, f"at-least-once also duplicated records at {', '.join(map(repr, missing))}: look at the "
-           "`duplicates` column of the at-least-once rows")
-    expect(not extra, f"{', '.join(map(repr, extra))} produced no duplicate in this run: nothing processed since "
-           "the last commit was in flight there (or the app never crashed)")
+def _all_fine(guarantee, point):
+    """The post's reasoning, untested: "we're fine" at every point."""
+    return False
+
+
+def _check_duplicates_after_crash(result: EosCrashResult, fn) -> None:
+    if not result.crashes:
+        raise LabError("this lesson was not run in this run (CRASH_POINTS or GUARANTEES is empty): run it first.")
+    from .streams_app import CRASH_POINTS
+    measured = {(c.guarantee, c.point): bool(c.m["duplicates"]) for c in result.crashes.values()}
+    rule = {(g, pt): duplicates_after_crash(g, pt) for g in GUARANTEES for pt in CRASH_POINTS}
+    others = {k: truth for k, truth in rule.items() if k not in measured}
+    for (guarantee, point), truth in {**measured, **others}.items():   # this run's rows first, then the others
+        given = called(fn, f"duplicates_after_crash({guarantee!r}, {point!r})", guarantee, point)
+        expect(isinstance(given, bool), f"duplicates_after_crash({guarantee!r}, {point!r}) returned {given!r}: "
+                                        "return True or False")
+        where = "in this run" if (guarantee, point) in measured else "by the mechanism"
+        expect(given == truth, f"duplicates_after_crash({guarantee!r}, {point!r}) = {given}, but {where} it "
+               + ("wrote duplicates" if truth else "wrote none") + ": was work in flight since the last commit "
+               "when the app halted, and what does the guarantee do with it on restart?")
 
 
 def _aborted_seen(result: EosCrashResult) -> int:
@@ -496,16 +507,16 @@ def _check_carry_on(result: EosCrashResult, answer) -> None:
 
 EosCrashResult.exercises = {
     1: Exercise(
-        check=_check_duplicated_points,
-        solution=_duplicated_points,
+        check=_check_duplicates_after_crash,
+        solution=lambda r: duplicates_after_crash,
         why="At-least-once sends each output as soon as its record is processed, and commits the input offsets "
             "only every `COMMIT_INTERVAL_MS`. When the app dies with work done since the last commit, those "
             "offsets were never committed: the restarted app reads the same records again and sends their outputs "
-            "a second time. So duplicates come at the crash points where work was in flight since the last commit, "
-            "and not right after a commit (`after_commit`), nor without a crash. The answer is the at-least-once "
-            "rows of the table whose `duplicates` is above 0 (an empty list when none is).",
-        # the post's reasoning, untested: "we're fine" at every point; when nothing was duplicated, a point anyway
-        wrong=lambda r: [] if _duplicated_points(r) else [next(iter(_alos_points(r)), "before_read")],
+            "a second time. So duplicates come at the crash points where work is in flight since the last commit "
+            "(before a read, while processing, after a send), not right after a commit (`after_commit`), nor "
+            "without a crash. Exactly-once writes the outputs and the offsets in one transaction: the restart "
+            "aborts the open one, and a `read_committed` reader never sees its outputs, at any point.",
+        wrong=lambda r: _all_fine,
     ),
     2: Exercise(
         check=_check_aborted_seen,

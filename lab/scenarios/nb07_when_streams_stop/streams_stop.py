@@ -8,7 +8,7 @@ from __future__ import annotations
 
 
 from ...experiment.lessons import Lessons, LessonsResult
-from ...experiment.result import Exercise, count, expect, names, number
+from ...experiment.result import Exercise, called, count, expect, number
 from . import broker_bounce, partition_parallelism, poll_loop, slow_lookups
 
 
@@ -36,31 +36,45 @@ mitigate_bounce = SCENARIO.mitigate("bounce")
 
 # ---------------------------------------------------------------- the exercises
 
-def _looped(result: StreamsStopResult) -> list[str]:
-    """Exercise 1: the poll lesson's variants that looped in this run."""
-    return sorted(k for k, r in result.lesson("poll_loop").by_variant().items() if r["looped"])
+def loops(client, fix, p):
+    # the work between two polls (Streams: its one slow record) against the interval; pause_resume keeps polling
+    if fix == "pause_resume":
+        return False
+    work = p["poll_slow_record_ms"] if client == "streams" else \
+        (1 if fix == "max_poll_records_1" else p["poll_batch"]) * p["poll_work_ms"]
+    return work > (p["poll_longer_interval_ms"] if fix == "longer_interval" else p["poll_interval_ms"])
 
 
-def _check_looped(result: StreamsStopResult, answer) -> None:
-    answer = names(answer, list(result.lesson("poll_loop").by_variant()), "a variant of this run's poll lesson "
-                   "(client/fix)", '["java/none"]')
-    right = _looped(result)
-    missing, extra = sorted(set(right) - set(answer)), sorted(set(answer) - set(right))
-    expect(not missing, f"{', '.join(map(repr, missing))} looped too in this run: see the `looped` column"
-           + (" (one slow record is longer than the interval whatever max.poll.records says)"
-              if "streams/max_poll_records_1" in missing else ""))
-    expect(not extra, f"{', '.join(map(repr, extra))} did not loop in this run: its work between two polls stayed "
-           "within max.poll.interval.ms (the `looped` column)")
+def _only_the_batch(client, fix, p):
+    """A tempting wrong answer: every fix works for every client (max.poll.records=1 taken for a fix of Streams)."""
+    return fix == "none" and (p["poll_slow_record_ms"] if client == "streams" else
+                              p["poll_batch"] * p["poll_work_ms"]) > p["poll_interval_ms"]
 
 
-def _looped_wrong(result: StreamsStopResult) -> list[str]:
-    """A tempting wrong answer to exercise 1: max.poll.records=1 taken for a fix of Kafka Streams too (when it looped);
-    otherwise a variant that stayed clean added (or, when every variant looped, one left out)."""
-    right, variants = _looped(result), list(result.lesson("poll_loop").by_variant())
-    if "streams/max_poll_records_1" in right:
-        return [v for v in right if v != "streams/max_poll_records_1"]
-    clean = [v for v in variants if v not in right]
-    return sorted(right + clean[:1]) if clean else right[:-1]
+# Exercise 1's other settings: each moves one side of the arithmetic (the interval, the batch, the slow record)
+OTHER_SETTINGS = ({"poll_interval_ms": 60_000}, {"poll_batch": 10}, {"poll_slow_record_ms": 1000},
+                  {"poll_slow_record_ms": 120_000}, {"poll_work_ms": 200, "poll_longer_interval_ms": 60_000})
+
+
+def _check_loops(result: StreamsStopResult, fn) -> None:
+    rows = result.lesson("poll_loop").rows   # a lesson that did not run asks to be run first (LabError)
+    p = result.params
+
+    def said(client, fix, q, truth, where):
+        given = called(fn, f"loops({client!r}, {fix!r}, p)", client, fix, dict(q))
+        expect(isinstance(given, bool), f"loops({client!r}, {fix!r}, p) returned {given!r}: return True or False")
+        expect(given == truth, f"loops({client!r}, {fix!r}, p) = {given}, but {where} it "
+               + ("looped" if truth else "read on") + ": compare the work between two of its polls with its "
+               "max.poll.interval.ms (for Kafka Streams, its one slow record), and ask what each fix changes")
+    for r in rows:   # what this run measured
+        said(r["client"], r["fix"], p, r["looped"], "in this run")
+    for change in OTHER_SETTINGS:   # the same arithmetic at other settings
+        q = {**p, **change}
+        for client in poll_loop.CLIENTS:
+            for fix in poll_loop.FIXES:
+                if poll_loop.applies(client, fix):
+                    said(client, fix, q, poll_loop.expected_to_loop(q, fix, client),
+                         f"with {', '.join(f'{k.upper()}={v}' for k, v in change.items())}")
 
 
 def _lookup_capacity(result: StreamsStopResult) -> float:
@@ -176,15 +190,15 @@ def _bounce_limit_wrong(result: StreamsStopResult) -> float:
 
 StreamsStopResult.exercises = {
     1: Exercise(
-        check=_check_looped,
-        solution=_looped,
+        check=_check_loops,
+        solution=lambda result: loops,
         why="A consumer loops when the work between two of its polls lasts longer than `max.poll.interval.ms`: its "
             "own client drops it from the group, its commit fails, and the next poll rejoins at the last committed "
-            "offset, the same batch again. The poll lesson's table says which variants did (`looped`), and it "
-            "follows the arithmetic: `batch_ms` against `interval_ms`. `max.poll.records=1` shortens a batch, but "
-            "not Kafka Streams' one slow record, which alone lasts longer than the interval. An empty list when "
-            "nothing looped.",
-        wrong=_looped_wrong,
+            "offset, the same batch again. The work is `max.poll.records` x the time per record for the plain "
+            "clients; for Kafka Streams it is its one slow record, which `max.poll.records=1` does not shorten. A "
+            "longer interval moves the bound; pause/resume keeps calling poll() while a worker processes, so no "
+            "work counts against it. The table's `batch_ms` and `interval_ms` show the two sides for each variant.",
+        wrong=lambda result: _only_the_batch,
     ),
     2: Exercise(
         check=_check_interval,

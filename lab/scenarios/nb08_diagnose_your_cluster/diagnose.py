@@ -16,7 +16,8 @@ from ...errors import LabError
 from ...experiment import Param, Result, Run, Spec, lab_lines
 from ...experiment.admin import committed_offsets, expired_at, group_offsets, topic_offsets
 from ...experiment.consume import read_to_end
-from ...experiment.result import Exercise, count, expect
+from ...experiment.mitigate import Mitigate
+from ...experiment.result import Exercise, called, count, expect, whole
 from ...generator import generate
 from ...history import History
 from ...programs import clients_classpath, idle_producer
@@ -86,6 +87,11 @@ def run(cluster=None, progress: bool = True, **params) -> "DiagnoseResult":
         if not r.cluster.owns_broker:   # KAFKA_LAB_BOOTSTRAP: never build risks into someone's cluster
             raise LabError(EMBEDDED_ONLY)
         return _Experiment(r, p).go()
+
+
+# The Mitigate step: the same broker, the same short retentions, and the risks the learner's fix leaves (FIX =
+# {"risks": []}: a member stays in the group, the producer sends a transaction a second, no quota, a current client).
+mitigate = Mitigate(run, SPEC)
 
 
 class _Experiment:
@@ -341,6 +347,17 @@ class DiagnoseResult(Result):
     def measured_answer(self) -> int | None:
         return self.observed_rereads()
 
+    def offsets_at_diagnosis(self) -> dict:
+        """What the doctor read of this run's group and topic, by partition: the group's committed offsets and
+        the topic's log start offsets (the first offset still retained)."""
+        from ...doctor.rules import section, split_partition
+        facts, gid, topic = self.diagnosis.facts, self.subjects["group"], self.subjects["topic"]
+        committed = ((section(facts, "groups") or {}).get(gid) or {}).get("offsets") or {}
+        logs = section(facts, "topic_offsets") or {}
+        parts = {split_partition(tp)[1]: tp for tp in logs if split_partition(tp)[0] == topic}
+        return {"committed": {p: committed[tp] for p, tp in sorted(parts.items()) if tp in committed},
+                "log_start": {p: logs[tp].get("earliest") for p, tp in sorted(parts.items())}}
+
     def verdict(self) -> str:
         d = self.diagnosis
         others = len(d.findings) - len(self.mine)
@@ -444,30 +461,29 @@ class DiagnoseResult(Result):
 
 # ------------------------------------------------------------------ the exercises
 
-DOCTOR_RULES = ("offsets-expire", "transactional-id-expires", "producer-id-expires", "quota-on-streams-eos-producer",
-                "client-version-bug")   # every rule lab.doctor checks (lab/doctor/rules.py)
+def rereads_after_expiry(committed, log_start):
+    # from the log start up to each committed offset: what retention still holds of what the group had read
+    return sum(max(0, offset - log_start.get(p, 0)) for p, offset in committed.items())
 
 
-def _rules_found(result: DiagnoseResult) -> list:
-    findings = result.findings()
-    return sorted(set(findings["rule"])) if len(findings) else []
+def _every_committed(committed, log_start):
+    return sum(committed.values())
 
 
-def _check_rules(result: DiagnoseResult, answer) -> None:
-    want = sorted(result.rules())
-    try:
-        given = None if isinstance(answer, (str, dict)) else sorted(answer)
-    except TypeError:
-        given = None
-    expect(given is not None, f"{answer!r} is not a list of rule ids (e.g. [\"offsets-expire\"], [] for none)")
-    expect(given == want, f"the doctor's rules in this run were {len(want)}, read them from "
-                          "result.findings()[\"rule\"]" + (" (each once)" if len(set(given)) < len(given) else ""))
-
-
-def _every_rule(result: DiagnoseResult) -> list:
-    """The doctor's whole list of rules, not what it found here (one fewer, the day every rule fires)."""
-    every = sorted(DOCTOR_RULES)
-    return every if every != sorted(result.rules()) else every[1:]
+def _check_rereads_after_expiry(result: DiagnoseResult, fn) -> None:
+    seen = result.offsets_at_diagnosis()
+    # this run's group, then a topic whose retention already deleted part of what the group read
+    cases = [(seen["committed"], seen["log_start"], result.predicted_rereads(), "this run's group"),
+             ({0: 250, 1: 300}, {0: 100, 1: 0}, 450, "a group at 250 and 300, the topic's log starting at 100 and 0"),
+             ({0: 50}, {0: 100}, 0, "a group at 50, the log starting at 100 (retention deleted all it had read)")]
+    for committed, log_start, truth, what in cases:
+        if truth is None:   # no prediction: the group kept its member, so its offsets never expire
+            truth = rereads_after_expiry(committed, log_start)
+        given = called(fn, f"rereads_after_expiry({committed}, {log_start})", dict(committed), dict(log_start))
+        expect(whole(given) is not None, f"for {what} it returned {given!r}: return a whole number of records")
+        expect(whole(given) == truth, f"for {what} it returned {given}, the doctor's rule says {truth}: a restart "
+                                      "with `earliest` starts at the log start, not at offset 0, and re-reads what "
+                                      "lies before the committed offset")
 
 
 def _rereads(result: DiagnoseResult) -> int:
@@ -482,7 +498,9 @@ def _rereads(result: DiagnoseResult) -> int:
 
 def _check_rereads(result: DiagnoseResult, answer) -> None:
     observed = result.observed_rereads()
-    expect(observed is not None, "this run did not verify (VERIFY = False): nothing was re-read or not")
+    if observed is None:
+        raise LabError("The verification was not run in this run (VERIFY = False): run the notebook with VERIFY = "
+                       "True first.")
     whole = count(answer)
     expect(whole == observed, "count the (partition, offset) pairs incarnation 1 read that incarnation 0 "
                               "had read and committed")
@@ -496,10 +514,14 @@ def _read_after_restart(result: DiagnoseResult) -> int:
 
 DiagnoseResult.exercises = {
     1: Exercise(
-        check=_check_rules, solution=_rules_found, wrong=_every_rule,
-        why="Each finding names the rule that fired; `result.findings()` holds the findings about what this run "
-            "built, one row each, so a rule can appear more than once. Its `rule` column, each rule once, is the "
-            "answer; a healthy cluster gives `[]`. The doctor's list of rules is what it checks, not what it found."),
+        check=_check_rereads_after_expiry, solution=lambda result: rereads_after_expiry,
+        wrong=lambda result: _every_committed,
+        why="Once a group's offsets are gone, a consumer that restarts with `auto.offset.reset=earliest` starts at "
+            "each partition's log start, the first offset retention still holds, and reads up to where the group "
+            "had committed before reading anything new: `committed - log_start` per partition, never below 0. "
+            "Offset 0 is only the log start on a topic that retention has not touched yet; on a real cluster it "
+            "rarely is, so counting from 0 overestimates. The doctor computes this from the same two things it "
+            "reads, and the verification counts it in the consumer's history (exercise 2)."),
     2: Exercise(
         check=_check_rereads, solution=lambda result: int(_rereads(result)), wrong=_read_after_restart,
         why="The restarted consumer (incarnation 1) read from where its group's committed offsets told it to: from "
