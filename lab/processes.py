@@ -114,9 +114,14 @@ class Child:
         return " ".join(argv)
 
     def why(self, lines: int = 20) -> str:
-        """What to read when it failed: its command and the last `lines` lines of its log."""
-        tail = "\n".join(self.log().splitlines()[-lines:])
-        return f"Command: {self.command()}\nLast log lines ({self.log_path}):\n{tail}"
+        """What to read when it failed: its command, the first errors its log names (a broker logs the cause, then
+        many lines of its shutdown) and the last `lines` lines."""
+        log = self.log().splitlines()
+        errors = [line for line in log[:-lines] if re.search(r"\b(ERROR|FATAL)\b|Exception\b", line)][:5]
+        first = "".join(f"\n{line[:400]}" for line in errors)
+        tail = "\n".join(log[-lines:])
+        return (f"Command: {self.command()}\n" + (f"First errors in its log:{first}\n" if first else "")
+                + f"Last log lines ({self.log_path}):\n{tail}")
 
     def grep(self, pattern: str) -> list[str]:
         rx = re.compile(pattern)

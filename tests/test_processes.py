@@ -143,4 +143,35 @@ def test_a_child_that_fails_says_its_command_and_its_last_log_lines(tmp_path):
     assert "broken exited (3) while waiting for the broken program to be ready" in message
     assert "-cp <3 classpath entries>" in message and "a.jar" not in message
     assert "line 29" in message and "line 14" not in message      # the last 15 lines
+    assert "First errors" not in message
     child.stop()
+
+
+def test_a_broker_that_fails_names_the_first_error_before_its_shutdown_lines(tmp_path):
+    """A broker logs why it stops (a port taken, a bad config), then many lines of its shutdown: the cause is said."""
+    from lab.processes import Child
+    lines = ["INFO starting", "ERROR [KafkaServer id=1] Fatal error during startup. (kafka.server.KafkaServer)",
+             "org.apache.kafka.common.KafkaException: Socket server failed to bind to 127.0.0.1:20001: Address "
+             "already in use.", *[f"INFO shutting down {i}" for i in range(40)]]
+    log = tmp_path / "broker.log"
+    child = Child("broker", [sys.executable, "-c", f"print({chr(10).join(lines)!r}); raise SystemExit(1)"], log)
+    child.proc.wait(30)
+    why = child.why()
+    assert "First errors in its log:\nERROR [KafkaServer id=1] Fatal error during startup" in why
+    assert "Address already in use" in why and why.rstrip().endswith("INFO shutting down 39")
+    child.stop()
+
+
+def test_free_ports_are_distinct_free_and_outside_the_systems_ephemeral_range():
+    import socket
+    from lab.ports import PORT_RANGE, free_ports
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    ports = free_ports(12, avoid={20000})
+    assert len(set(ports)) == 12 and all(p in PORT_RANGE and p != 20000 for p in ports)
+    assert PORT_RANGE.stop <= 32768   # Linux and WSL2 hand out from 32768, macOS from 49152
+    for port in ports:   # each can be bound now
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))
+    taken.close()

@@ -55,7 +55,7 @@ def test_a_lesson_that_did_not_run_says_so_and_an_exercise_about_it_asks_to_run_
     assert "not run in this run" in missing.figure().data and "not run" in missing.explain()
     assert missing.audits == {}
     assert not ran.check(1, None)   # not answered: nothing asked of the lesson yet
-    for number, answer in ((1, ["java/none"]), (2, 10_000), (3, 20), (4, 200), (5, 10)):
+    for number, answer in ((1, streams_stop.loops), (2, 10_000), (3, 20), (4, 200), (5, 10)):
         exercise = StreamsStopResult.exercises[number]
         # the check, the solution and the tempting wrong answer all ask to run the lesson first
         for attempt in (lambda: ran.check(number, answer), lambda: exercise.solution(ran),

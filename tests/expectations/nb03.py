@@ -84,10 +84,11 @@ def check(r):
     assert sweep["fix"] == {"sweep_ratios": [0.7]} and sweep["clean"] is True, sweep["verdict"]
     assert [(c["client_version"], c["ratio"]) for c in sweep["sweep"]] == [("3.9.1", 0.7)], sweep["sweep"]
     assert all(c["crashes"] == 0 for c in sweep["sweep"]) and sweep["failure_reproduced"] is False, sweep["sweep"]
-    # The exercises: each solution passes its check, each tempting wrong answer is refused with a hint.
-    answers = exercises(r, [1, 2, 3, 4])
-    assert answers[1] == affected["longest_txn_wait_s"], (answers[1], affected)   # the stuck request's wait
-    assert answers[3] == [longer["variant"]], (answers[3], longer)                 # the one mitigation run, clean
+    # The exercises: each solution passes its check, each tempting wrong answer is refused with a hint. Exercise 1
+    # asks for a function, judged on this run's stuck requests: the affected app's waited out request.timeout.ms.
+    assert abs(affected["longest_txn_wait_s"] - 30) <= 3, affected
+    answers = exercises(r, [1, 2, 3])
+    assert answers[1] is None, answers
 
 
 def check_control(r):
@@ -108,6 +109,5 @@ def check_control(r):
     assert r["fix_in_bytecode"][r["affected_version"]] is False
     assert r["sweep"] == [] and r["mitigations"] == {}
     assert r["mitigation_fencing"] is None and r["mitigation_sweep"] is None   # no fix; no sweep to fix
-    answers = exercises(r, [1, 2, 3, 4], not_run=(4,))
-    assert answers[1] == (affected["longest_txn_wait_s"] or 0), (answers[1], affected)
-    assert answers[3] == [], answers[3]                                            # no mitigation ran
+    answers = exercises(r, [1, 2, 3], not_run=(3,))
+    assert answers[1] is None, answers   # judged on other settings: no request of this run was stuck

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ...errors import LabError
 from ...experiment import TONES, Result
-from ...experiment.result import Exercise, expect, number
+from ...experiment.result import Exercise, called, expect, is_number, number
 from .quota_fencing_analysis import (BASELINES, FENCING_ANSWERS, LOOP, MITIGATIONS, STREAMS_CRASH_KINDS,
                                      SWEEP_ANSWERS, WIRE_OVERHEAD_BYTES, Measured, quota_for)
 
@@ -152,19 +152,40 @@ class QuotaResult(Result):
 
 # ---------------------------------------------------------------- the exercises
 
-def _longest_wait_s(r: QuotaResult) -> float:
-    """The longest a transactional request of the affected app waited inside the producer (0 when none waited)."""
-    waits = r.main.waits
-    mine = waits.loc[waits["variant"] == r.roles["affected"].name, "wait_s"]
-    return float(mine.max()) if len(mine) else 0.0
+def stall_s(request_timeout_ms, transaction_timeout_ms, throttle_ms):
+    # KAFKA-17455: a client without the fix waits out its whole request.timeout.ms, whatever the throttle asked
+    return request_timeout_ms / 1000
 
 
-def _check_longest_wait(r: QuotaResult, answer) -> None:
+def _throttle_only(request_timeout_ms, transaction_timeout_ms, throttle_ms):
+    """A tempting wrong answer: the wait the broker asked for, which a fixed client keeps to."""
+    return throttle_ms / 1000
+
+
+def _stuck(r: QuotaResult) -> list[tuple]:
+    """This run's stuck requests: per Streams app whose longest transactional wait was far beyond any throttle,
+    (its request.timeout.ms, its transaction.timeout.ms, its longest throttle, that wait)."""
+    out = []
+    for v in r.roles.values():
+        row = r.main.row(v.name)
+        wait, throttle = row["longest_txn_wait_s"] or 0, row["throttle_max_ms"] or 0
+        if v.client == "streams" and wait > max(3.0, 3 * throttle / 1000):
+            out.append((v.request_timeout_ms, v.txn_timeout_ms, throttle, wait))
+    return out
+
+
+def _check_stall(r: QuotaResult, fn) -> None:
     r._needs("fencing")
-    given = number(answer, "the wait in seconds")
-    expect(abs(given - _longest_wait_s(r)) <= 0.01,
-           f"{given:g} s is not the affected app's longest wait: take the largest `wait_s` of its rows in "
-           "result.main.waits (seconds, not milliseconds)")
+    cases = [(*args, wait, "a request of this run") for *args, wait in _stuck(r)]
+    cases += [(30000, 10000, 1500, 30.0, "the report's client, throttled 1.5 s"),
+              (5000, 60000, 800, 5.0, "a client with request.timeout.ms 5 s and transaction.timeout.ms 60 s")]
+    for request_ms, txn_ms, throttle_ms, truth, what in cases:
+        call = f"stall_s({request_ms}, {txn_ms}, {throttle_ms:g})"
+        given = called(fn, call, request_ms, txn_ms, throttle_ms)
+        expect(is_number(given), f"{call} returned {given!r}: return a number of seconds")
+        expect(abs(given - truth) <= max(1.0, 0.1 * truth),
+               f"{call} = {given:g} s, but {what} waited {truth:g} s: which producer setting bounds the wait of a "
+               "request the client believes it may not send yet? (seconds, not milliseconds)")
 
 
 def _headroom_quota(r: QuotaResult) -> int:
@@ -186,23 +207,6 @@ def _check_headroom_quota(r: QuotaResult, answer) -> None:
     expect(False, "50 % headroom: the quota is 1.5 times the bytes the load puts on the wire each second")
 
 
-def _clean_mitigations(r: QuotaResult) -> list:
-    return [v.name for role, v in r.roles.items() if role in r.params["mitigations"] and not r.row(role)["crashes"]]
-
-
-def _check_clean_mitigations(r: QuotaResult, answer) -> None:
-    r._needs("fencing")
-    expect(isinstance(answer, (list, tuple, set)) and all(isinstance(a, str) for a in answer),
-           "give a list of app names (strings), like the index of the mitigation table")
-    ran = [v.name for role, v in r.roles.items() if role in r.params["mitigations"]]
-    unknown = sorted(set(answer) - set(ran))
-    expect(not unknown, f"{', '.join(map(repr, unknown))}: not the name of a mitigation app in this run; name the "
-           f"apps as the mitigation table's index does ({', '.join(map(repr, ran)) or 'here no mitigation ran'})")
-    expect(sorted(answer) == sorted(_clean_mitigations(r)),
-           "compare the mitigations' crashes in the mitigation table: a mitigation worked when its app was "
-           "never fenced")
-
-
 def _transaction_budget(r: QuotaResult) -> float:
     """The bytes the quota lets through within one transaction timeout: more in one transaction, and it is aborted."""
     return r.params["quota"] * r.params["transaction_timeout_ms"] / 1000
@@ -221,15 +225,15 @@ def _check_transaction_budget(r: QuotaResult, answer) -> None:
 
 QuotaResult.exercises = {
     1: Exercise(
-        check=_check_longest_wait,
-        solution=lambda r: round(_longest_wait_s(r), 2),
-        why="The producer logs each transactional request twice: when it is queued and when it finally leaves; "
-            "`result.main.waits` holds the gap, `wait_s`, per request. The answer is the largest `wait_s` of the "
-            "affected app's rows. A request stuck by KAFKA-17455 waits about `request.timeout.ms` (30 s): "
-            "before the fix the producer polled with the whole request timeout instead of the throttle delay. "
-            "A throttled request that is not stuck waits about the throttle time; with no throttle, a fraction "
-            "of a second.",
-        wrong=lambda r: max(_longest_wait_s(r) * 1000, _longest_wait_s(r) + 1),   # the same wait in milliseconds
+        check=_check_stall,
+        solution=lambda r: stall_s,
+        why="Over its quota, the broker answers with a throttle time and the client marks the connection not ready "
+            "until then. Before the fix (KAFKA-17455), `NetworkClientUtils.awaitReady` polled with the whole "
+            "request timeout instead of the throttle delay, so a transactional request waits out "
+            "`request.timeout.ms` (30 s by default), however short the throttle, and however long the transaction "
+            "may stay open. The affected app's `wait_s` in `fencing.main.waits` shows it; a fixed client waits "
+            "about the throttle time.",
+        wrong=lambda r: _throttle_only,
     ),
     2: Exercise(
         check=_check_headroom_quota,
@@ -243,14 +247,6 @@ QuotaResult.exercises = {
         wrong=lambda r: quota_for(1.5, r.params["send_rate"], r.params["record_bytes"]),   # load 1.5x the quota
     ),
     3: Exercise(
-        check=_check_clean_mitigations,
-        solution=_clean_mitigations,
-        why="A mitigation worked when its app was never fenced: in the mitigation table (lesson 1's Mitigate "
-            "step), the rows of the mitigations this run had (`MITIGATIONS`) whose `crashes` is 0, named as the "
-            "table's index names them. With no mitigation run, or none clean, the list is empty.",
-        wrong=lambda r: list(MITIGATIONS),   # every mitigation the notebook describes, by its parameter name
-    ),
-    4: Exercise(
         check=_check_transaction_budget,
         solution=_transaction_budget,
         why="The coordinator aborts a transaction still open after `transaction.timeout.ms`. Behind a quota the "

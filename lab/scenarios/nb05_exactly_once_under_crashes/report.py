@@ -14,7 +14,7 @@ from ...experiment.result import Exercise, called, expect, number
 from ...experiment.evidence import short_line
 from ...experiment.markers import describe
 from ...history import History
-from .streams_app import EPOCH_LINE, GUARANTEES, HANDLERS, SCHEMA_MODES, SHORT, WIPE_LINE
+from .streams_app import CRASH_POINTS, EPOCH_LINE, GUARANTEES, HANDLERS, SCHEMA_MODES, SHORT, WIPE_LINE
 
 # What the broker's transaction markers say about a crash run (lab.experiment.markers.around).
 MARKER_COUNTS = ("markers", "commit_markers", "abort_markers", "commits_before", "aborts_after", "aborted_by_markers",
@@ -406,7 +406,6 @@ def _all_fine(guarantee, point):
 def _check_duplicates_after_crash(result: EosCrashResult, fn) -> None:
     if not result.crashes:
         raise LabError("this lesson was not run in this run (CRASH_POINTS or GUARANTEES is empty): run it first.")
-    from .streams_app import CRASH_POINTS
     measured = {(c.guarantee, c.point): bool(c.m["duplicates"]) for c in result.crashes.values()}
     rule = {(g, pt): duplicates_after_crash(g, pt) for g in GUARANTEES for pt in CRASH_POINTS}
     others = {k: truth for k, truth in rule.items() if k not in measured}
@@ -418,27 +417,6 @@ def _check_duplicates_after_crash(result: EosCrashResult, fn) -> None:
         expect(given == truth, f"duplicates_after_crash({guarantee!r}, {point!r}) = {given}, but {where} it "
                + ("wrote duplicates" if truth else "wrote none") + ": was work in flight since the last commit "
                "when the app halted, and what does the guarantee do with it on restart?")
-
-
-def _aborted_seen(result: EosCrashResult) -> int:
-    """Exercise 2: the records of aborted transactions a read_uncommitted reader saw, over the exactly-once runs."""
-    return int(sum(c.m["aborted_visible"] for c in result.eos().values()))
-
-
-def _check_aborted_seen(result: EosCrashResult, answer) -> None:
-    number(answer, "a number of records")
-    right = _aborted_seen(result)
-    if answer == right:
-        return
-    expect(right != 0, "no exactly-once run left an aborted transaction in this run (no crash, nothing to "
-           "abort): the answer is 0")
-    expect(answer != 0, "0 is what `read_committed` saw: the question is about `read_uncommitted`, which also "
-           "reads the records of the aborted transactions")
-    read = sum(c.m["outputs"] for c in result.eos().values()) + right
-    expect(answer != read, "that counts every record `read_uncommitted` read, the committed ones too: only the "
-           "records of aborted transactions count")
-    expect(False, f"{answer:g} is not this run's count: sum the `aborted seen by read_uncommitted` column over the "
-           "exactly-once rows")
 
 
 # What each handler or schema mode does with a record it cannot process: the mechanism, for answers not run here.
@@ -480,7 +458,7 @@ def _refused_value_bytes(result: EosCrashResult) -> int:
 
 
 def _smallest_limit(result: EosCrashResult) -> int:
-    """Exercise 5: a max.message.bytes just above one batch holding the refused record alone."""
+    """Exercise 4: a max.message.bytes just above one batch holding the refused record alone."""
     return _refused_value_bytes(result) + BATCH_HEADER + 40
 
 
@@ -519,18 +497,6 @@ EosCrashResult.exercises = {
         wrong=lambda r: _all_fine,
     ),
     2: Exercise(
-        check=_check_aborted_seen,
-        solution=_aborted_seen,
-        why="Under `exactly_once_v2` the killed app's open transaction had already written records to the output "
-            "topic. The restart fences the killed producer and the coordinator aborts that transaction: its ABORT "
-            "markers close those records. A `read_committed` reader skips them, a `read_uncommitted` reader reads "
-            "them. Sum the `aborted seen by read_uncommitted` column over the exactly-once rows; with no crash "
-            "there is no transaction to abort, and the answer is 0.",
-        # what read_committed saw (0) when there were some; otherwise everything read_uncommitted read
-        wrong=lambda r: 0 if _aborted_seen(r) else max(
-            sum(c.m["outputs"] for c in r.eos().values()), 1),
-    ),
-    3: Exercise(
         check=_check_keep_aside,
         solution=lambda r: "dead_letter",
         why="A poison record fails on every attempt, so every answer that tries it again fails again: "
@@ -541,7 +507,7 @@ EosCrashResult.exercises = {
             "at it and replay it. The handler table's `outcome` and `kept aside` columns show it measured.",
         wrong=lambda r: "continue",   # the app goes on: it looks like the fix, but the record is gone
     ),
-    4: Exercise(
+    3: Exercise(
         check=_check_carry_on,
         solution=lambda r: "tolerant",
         why="Version 2's state is restored byte for byte from the changelog, in version 1's format, so the first "
@@ -552,7 +518,7 @@ EosCrashResult.exercises = {
             "from the old counts. The schema table's `migrated on read` column counts the keys it converted.",
         wrong=lambda r: next((m for m, f in r.schema.items() if not f.outcome.startswith("clean")), "continue"),
     ),
-    5: Exercise(
+    4: Exercise(
         check=_check_smallest_limit,
         solution=_smallest_limit,
         why="The broker compares `max.message.bytes` with the record batch it receives, after compression: the "

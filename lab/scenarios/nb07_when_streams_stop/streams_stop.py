@@ -56,6 +56,12 @@ OTHER_SETTINGS = ({"poll_interval_ms": 60_000}, {"poll_batch": 10}, {"poll_slow_
                   {"poll_slow_record_ms": 120_000}, {"poll_work_ms": 200, "poll_longer_interval_ms": 60_000})
 
 
+def _poll_lesson_ran(result: StreamsStopResult) -> bool:
+    """True, or the LabError that asks to run the poll lesson first."""
+    result.lesson("poll_loop").rows
+    return True
+
+
 def _check_loops(result: StreamsStopResult, fn) -> None:
     rows = result.lesson("poll_loop").rows   # a lesson that did not run asks to be run first (LabError)
     p = result.params
@@ -191,14 +197,14 @@ def _bounce_limit_wrong(result: StreamsStopResult) -> float:
 StreamsStopResult.exercises = {
     1: Exercise(
         check=_check_loops,
-        solution=lambda result: loops,
+        solution=lambda result: _poll_lesson_ran(result) and loops,
         why="A consumer loops when the work between two of its polls lasts longer than `max.poll.interval.ms`: its "
             "own client drops it from the group, its commit fails, and the next poll rejoins at the last committed "
             "offset, the same batch again. The work is `max.poll.records` x the time per record for the plain "
             "clients; for Kafka Streams it is its one slow record, which `max.poll.records=1` does not shorten. A "
             "longer interval moves the bound; pause/resume keeps calling poll() while a worker processes, so no "
             "work counts against it. The table's `batch_ms` and `interval_ms` show the two sides for each variant.",
-        wrong=lambda result: _only_the_batch,
+        wrong=lambda result: _poll_lesson_ran(result) and _only_the_batch,
     ),
     2: Exercise(
         check=_check_interval,
