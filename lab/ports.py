@@ -8,7 +8,7 @@ from .errors import LabError
 
 
 def free_port(preferred: int | None = None) -> int:
-    """`preferred` if nothing listens on it, else a free port the system picks."""
+    """`preferred` if nothing listens on it, else a free port of PORT_RANGE (free_ports)."""
     if preferred and port_is_free(preferred):
         return preferred
     return free_ports(1)[0]
