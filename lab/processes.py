@@ -18,12 +18,21 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from pathlib import Path
 
 from .errors import LabError
 from .jvm import current as current_java, java_executable
 
 _children: set["Child"] = set()
+# A panel's Stop and a process starting in its run's thread never interleave: a process is either started
+# and seen by the Stop, or refused because the Stop came first (no process escapes a Stop by starting late).
+_start_lock = threading.Lock()
+_stopped_threads: "weakref.WeakSet[threading.Thread]" = weakref.WeakSet()
+
+
+class Stopped(LabError):
+    """A Stop ended the work of the thread that tried to start a process (a panel's run)."""
 
 # ---------------------------------------------------------------- the watchdog (lab/reaper.py)
 
@@ -85,14 +94,18 @@ class Child:
         self._log = open(self.log_path, "ab")
         self._registered = False
         ensure_reaper()   # before the child: only the `add` below separates its start from its guard
-        # start_new_session: its own process group (pgid = pid), which _signal and the reaper signal whole
-        self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, cwd=cwd,
-                                     env={**os.environ, **(env or {})}, start_new_session=True)
-        self.pid = self.proc.pid
-        self.thread = threading.get_ident()   # the thread that started it: a panel's Stop kills its run's children
-        _children.add(self)
-        self._registered = True
+        with _start_lock:
+            self.thread = threading.current_thread()   # a panel's Stop kills the children of its run's thread
+            if self.thread in _stopped_threads:
+                self._log.close()
+                raise Stopped(f"{name} was not started: a Stop ended the work of {self.thread.name}")
+            # start_new_session: its own process group (pgid = pid), which _signal and the reaper signal whole
+            self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, cwd=cwd,
+                                         env={**os.environ, **(env or {})}, start_new_session=True)
+            self.pid = self.proc.pid
+            _children.add(self)
+            self._registered = True
         _tell_reaper("add", self.pid)
 
     def alive(self) -> bool:
@@ -179,9 +192,20 @@ def stop_all() -> None:
         child.kill()
 
 
-def children_of_thread(thread: int) -> list[Child]:
+def children_of_thread(thread: threading.Thread) -> list[Child]:
     """The live children a thread started (a panel's run: what its Stop must end)."""
-    return [c for c in list(_children) if c.thread == thread and c.alive()]
+    return [c for c in list(_children) if c.thread is thread and c.alive()]
+
+
+def stop_thread(thread: threading.Thread) -> list[Child]:
+    """Kill every child `thread` started, and refuse it any new one (Stopped): a panel's Stop, which must
+    leave nothing of its run behind even when the run was just starting a broker."""
+    with _start_lock:
+        _stopped_threads.add(thread)
+        children = children_of_thread(thread)
+    for child in children:
+        child.kill()
+    return children
 
 
 @atexit.register

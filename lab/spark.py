@@ -81,6 +81,12 @@ def spark_session(cores: int = 2, memory: str = "1g"):
         return _session
 
 
+def current_session():
+    """The session this kernel has running, or None: nothing is started."""
+    session = _session
+    return session if session is not None and _alive(session) else None
+
+
 def is_connect(spark) -> bool:
     """A Spark Connect session (no sparkContext, no py4j): the work runs in the server's JVM."""
     return type(spark).__module__.startswith("pyspark.sql.connect")

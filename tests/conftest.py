@@ -12,23 +12,25 @@ NOTEBOOK_RUNS = ("tests/test_notebooks.py::test_notebook[", "tests/test_notebook
 # The order the two workers take the units in (scheduling only, never an assertion): the longest first, so that
 # the suite ends on short ones, and never two heavy units queued side by side, since each worker holds the next
 # unit while it runs one, so neighbours in the order mostly run together. Seconds as measured two at a time (the
-# fresh-clone .ci/run of c84fed9 in benchmarks/RESULTS.md; 00, 01 and 02's CONTROL estimated, under 100 s); a unit
-# not listed counts as short. Heavy: the units that peak highest
-# (notebook 07's three-node cluster with its apps, notebook 03's five Streams apps, the browser tests' chromium and
-# JupyterLab): 07's two runs side by side took 5.1 GB, the browser tests beside 07's CONTROL 5.5 GB.
+# fresh-clone .ci/run of stop 34, and this round's pairs for 01's and 05's runs, which the Spark warm-up shortened);
+# the other test modules from one run of them alone. A unit not listed counts as short. Heavy: the units that keep
+# both cores busy or peak highest (notebook 07's three-node cluster with its apps, 06's lessons, notebook 03's five
+# Streams apps, the browser tests' chromium and JupyterLab): 06's and 07's failure runs side by side kept the load
+# at 12 and took 390 and 371 s; 07's two runs side by side took 5.1 GB, the browser tests beside 07's CONTROL 5.5 GB.
 MEASURED_S = {
-    "tests/test_browser.py": 255, "05_exactly_once_under_crashes[failure]": 364,
-    "02_transactional_id_expiry[failure]": 250, "07_when_streams_stop[failure]": 333,
-    "03_quota_driven_fencing[failure]": 235, "07_when_streams_stop[control]": 95,
-    "06_state_in_production[failure]": 275, "06_state_in_production[control]": 57,
-    "08_diagnose_your_cluster[control]": 30, "01_offset_expiry_reprocessing[failure]": 136,
-    "05_exactly_once_under_crashes[control]": 99, "08_diagnose_your_cluster[failure]": 187,
-    "03_quota_driven_fencing[control]": 103, "04_stale_standby_cache[failure]": 96,
-    "04_stale_standby_cache[control]": 97, "02_transactional_id_expiry[control]": 95,
-    "01_offset_expiry_reprocessing[control]": 71, "00_setup_check[failure]": 68,
-    "tests/test_site.py": 40, "test_a_notebook_runs": 30,
+    "07_when_streams_stop[failure]": 355, "06_state_in_production[failure]": 302, "tests/test_browser.py": 284,
+    "05_exactly_once_under_crashes[failure]": 287, "02_transactional_id_expiry[failure]": 266,
+    "03_quota_driven_fencing[failure]": 231, "08_diagnose_your_cluster[failure]": 193,
+    "01_offset_expiry_reprocessing[failure]": 168, "04_stale_standby_cache[failure]": 123,
+    "tests/test_spark_cluster.py": 120, "07_when_streams_stop[control]": 117, "tests/test_audit.py": 115,
+    "05_exactly_once_under_crashes[control]": 114, "03_quota_driven_fencing[control]": 112,
+    "04_stale_standby_cache[control]": 106, "tests/test_cluster.py": 105, "02_transactional_id_expiry[control]": 100,
+    "tests/test_security.py": 75, "00_setup_check[failure]": 75, "01_offset_expiry_reprocessing[control]": 70,
+    "06_state_in_production[control]": 65, "tests/test_site.py": 60, "tests/test_doctor.py": 45,
+    "08_diagnose_your_cluster[control]": 35, "test_a_notebook_runs": 30, "tests/test_panel.py": 25,
 }
-HEAVY = ("07_when_streams_stop", "03_quota_driven_fencing", "test_a_notebook_runs", "tests/test_browser.py")
+HEAVY = ("07_when_streams_stop", "06_state_in_production", "03_quota_driven_fencing", "test_a_notebook_runs",
+         "tests/test_browser.py")
 
 
 def unit_of(nodeid: str) -> str:

@@ -13,7 +13,7 @@ import pytest
 
 from lab import processes
 from lab.experiment import run as run_module
-from lab.processes import Child, children_of_thread, wait_until
+from lab.processes import Child, Stopped, children_of_thread, stop_thread, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 SLEEP = [sys.executable, "-c", "import time; time.sleep(600)"]
@@ -109,10 +109,42 @@ def test_a_child_outlives_the_thread_that_started_it(tmp_path):
     try:
         time.sleep(0.5)
         assert child.alive()
-        assert children_of_thread(worker.ident) == [child] and children_of_thread(threading.get_ident()) == []
+        assert children_of_thread(worker) == [child] and children_of_thread(threading.current_thread()) == []
     finally:
         child.kill()
-    assert not child.alive() and children_of_thread(worker.ident) == []
+    assert not child.alive() and children_of_thread(worker) == []
+
+
+def test_a_stopped_thread_has_its_children_killed_and_may_start_no_new_one(tmp_path):
+    """A panel's Stop (stop_thread): what its run's thread started dies, and what it starts afterwards
+    (a broker it was about to start when Stop was clicked) is refused, not left running."""
+    started, refused, stopped = [], [], threading.Event()
+
+    def run():
+        started.append(Child("first", SLEEP, tmp_path / "first.log"))
+        stopped.wait(30)
+        try:
+            started.append(Child("late", SLEEP, tmp_path / "late.log"))
+        except Stopped as exc:
+            refused.append(str(exc))
+
+    worker = threading.Thread(target=run, name="lab-panel-run")
+    worker.start()
+    while not started:
+        time.sleep(0.05)
+    try:
+        assert stop_thread(worker) == started
+        stopped.set()
+        worker.join(30)
+        assert len(started) == 1 and not started[0].alive() and gone_within(started[0].pid, 10)
+        assert refused == ["late was not started: a Stop ended the work of lab-panel-run"]
+        assert children_of_thread(worker) == []
+        other = Child("other thread", SLEEP, tmp_path / "other.log")   # other threads start as before
+        assert other.alive()
+        other.kill()
+    finally:
+        for child in started:
+            child.kill()
 
 
 def test_named_by_live_processes_finds_a_folder_on_a_live_childs_command_line(tmp_path, monkeypatch):

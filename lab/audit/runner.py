@@ -68,13 +68,20 @@ def audit(history: History, *, bootstrap: str | None = None, output_topic: str |
     return verdict
 
 
+_warmed = None   # the Spark session a warm-up has run an audit on: while it runs, no warm-up is needed
+
+
 def warm_up() -> None:
     """Start Spark in a background thread and audit a tiny history there, so that a run's first audit finds
     the session up and Spark's classes loaded and its code generated: cold, the 11 audits of notebook 07's
     poll lesson took 12.5 s, and 5.3 s the next time. A failure here is dropped: the real audit meets it."""
+    from ..spark import current_session
+    if _warmed is not None and _warmed is current_session():
+        return
     __import__("pyspark.sql")  # here: two threads' first imports of pyspark trip on its circular imports
 
     def exercise():
+        global _warmed
         try:
             with tempfile.TemporaryDirectory(prefix="audit-warm-up-") as folder:
                 history = History(folder, "warm-up")
@@ -82,6 +89,7 @@ def warm_up() -> None:
                                            "offset": offset, "id": str(offset)} for offset in (0, 1, 1)])
                 history.close()
                 audit(history, kinds=["non_monotonic"])
+            _warmed = current_session()
         except Exception:
             pass
     threading.Thread(target=exercise, name="audit-warm-up", daemon=True).start()

@@ -1,11 +1,23 @@
 """A cluster the lab does not own: KAFKA_LAB_BOOTSTRAP, e.g. the docker-compose broker."""
 from __future__ import annotations
 
+import time
+
+from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from ..config import BOOTSTRAP_ENV, CLIENT_PROPERTIES_ENV
 from ..connection import explain_failure, kafka_config
 from ..errors import LabError
+
+
+ANSWER_S = 10   # how long a cluster that does not answer is waited for
+
+
+def _refused(error) -> bool:
+    """An error no wait mends: the cluster refused the client's password or certificate."""
+    return isinstance(error, KafkaError) and (error.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL)
+                                              or "SSL handshake failed" in error.str())
 
 
 class ExternalCluster:
@@ -15,14 +27,18 @@ class ExternalCluster:
         self.bootstrap, self.version = bootstrap, version
         errors: list = []   # librdkafka reports authentication failures here, the call itself only times out
         admin = AdminClient(kafka_config(bootstrap, {"log_level": 0, "error_cb": errors.append}))
-        try:
-            md = admin.list_topics(timeout=10)
-        except Exception as exc:
-            admin.poll(0.5)   # serves error_cb: the reason (authentication) behind the timeout
-            why = explain_failure(f"listing topics ({BOOTSTRAP_ENV})", bootstrap, [*errors, exc])
-            start = "start it (e.g. `docker compose up -d`), " if "does not answer" in str(why) else ""
-            raise LabError(f"{why} To go on, {start}fix {CLIENT_PROPERTIES_ENV}, or unset {BOOTSTRAP_ENV} to use the "
-                           f"embedded broker.") from None
+        deadline = time.monotonic() + ANSWER_S
+        while True:   # in one-second slices: a refused password or certificate is said at once, not after 10 s
+            try:
+                md = admin.list_topics(timeout=1)
+                break
+            except Exception as exc:
+                admin.poll(0.2)   # serves error_cb: the reason (authentication) behind the timeout
+                if time.monotonic() >= deadline or any(_refused(e) for e in errors):
+                    why = explain_failure(f"listing topics ({BOOTSTRAP_ENV})", bootstrap, [*errors, exc])
+                    start = "start it (e.g. `docker compose up -d`), " if "does not answer" in str(why) else ""
+                    raise LabError(f"{why} To go on, {start}fix {CLIENT_PROPERTIES_ENV}, or unset {BOOTSTRAP_ENV} to "
+                                   f"use the embedded broker.") from None
         self.node_ids = sorted(md.brokers)
         self.broker_config: dict = {}
 

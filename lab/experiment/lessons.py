@@ -26,7 +26,6 @@ import threading
 from dataclasses import dataclass, field
 
 from ..config import KAFKA_VERSION
-from ..audit import warm_up
 from ..errors import LabError
 from .memory import child_pids, largest, peak_rss
 from .mitigate import Mitigate
@@ -120,13 +119,16 @@ class Lessons:
         return self._run(p, self.needs(p), cluster, progress)
 
     def _run(self, p: dict, needs: dict, cluster, progress: bool) -> "LessonsResult":
-        with Run(self.scenario, cluster=cluster, progress=progress, **needs) as lab:
+        if getattr(cluster, "owns_broker", False) and cluster.running and cluster.nodes > needs["nodes"]:
+            # the notebook's cluster, made for all its lessons (run_lesson): a Mitigate step or a panel's run of a
+            # lesson that needs fewer nodes runs on it too, as the lesson itself did, not on a broker of its own
+            needs = {**needs, "nodes": cluster.nodes}
+        spark_audit = any(getattr(self.modules[name], "SPARK_AUDIT", False) for name in p["lessons"])
+        with Run(self.scenario, cluster=cluster, progress=progress, spark_audit=spark_audit, **needs) as lab:
             stop = threading.Event()
             rss = lab.background(peak_rss, stop, lambda: {
                 "apps": [pid for marker in self.apps for pid in child_pids(marker)],
                 "brokers": child_pids("kafka.Kafka")})
-            if any(getattr(self.modules[name], "SPARK_AUDIT", False) for name in p["lessons"]):
-                warm_up()   # Spark starts while the first lesson's apps work: its audit then finds it up and warm
             try:
                 outcomes = {}
                 for name in p["lessons"]:

@@ -20,7 +20,7 @@ import time
 import traceback
 
 from ..config import WORK_DIR
-from ..processes import children_of_thread
+from ..processes import children_of_thread, stop_thread
 from .params import Param, Spec
 from .run import Progress, observed
 from .timeline import TONES
@@ -94,7 +94,7 @@ class PanelProgress(Progress):
         return _WidgetBar(self, what, total, delay)
 
     def outcome(self) -> dict:
-        left = children_of_thread(self.worker.ident)
+        left = children_of_thread(self.worker)
         return {"seconds": round(time.time() - self.t0, 1), "stopped": self.stopping.is_set(),
                 "left_running": len(left), "run_ids": [r.id for r in self.runs],
                 "own_cluster": any(r.owns_cluster for r in self.runs)}
@@ -193,8 +193,7 @@ class Panel:
         self.stop_button.disabled = True
         for run in list(progress.runs):
             run.stop()
-        for child in children_of_thread(progress.worker.ident):
-            child.kill()
+        stop_thread(progress.worker)   # and a process it starts from now on is refused
         from ..spark import cancel_jobs
         cancel_jobs()
         threading.Thread(target=self._when_stopped, args=(progress,), daemon=True).start()

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..config import KAFKA_VERSION, WORK_DIR
 from ..errors import LabError
-from ..processes import Child, spawn_java, spawn_python, wait_until
+from ..processes import Child, Stopped, spawn_java, spawn_python, wait_until
 from .timeline import Timeline
 
 KEEP_RUNS = 8          # run folders kept for their logs; older ones are pruned when a run ends
@@ -34,7 +34,7 @@ PRUNE_AFTER_S = 600    # never prune a folder written to in the last 10 minutes 
 _active_runs: set["Run"] = set()
 
 
-class RunStopped(LabError):
+class RunStopped(Stopped):
     """The run was asked to stop (a panel's Stop button)."""
 
 
@@ -119,8 +119,9 @@ class Task:
 class Run:
     def __init__(self, scenario: str, *, cluster=None, nodes: int = 1, version: str = KAFKA_VERSION,
                  broker_config: dict | None = None, extra_listener: str | None = None, progress: bool = True,
-                 keep: int = KEEP_RUNS, cluster_options: dict | None = None):
+                 keep: int = KEEP_RUNS, cluster_options: dict | None = None, spark_audit: bool = False):
         self.scenario = scenario
+        self._spark_audit = spark_audit   # its results are audited on Spark: Spark starts once the broker is up
         self.id = f"{scenario}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
         self.folder = WORK_DIR / "runs" / self.id
         self.t0 = time.time()
@@ -146,6 +147,9 @@ class Run:
         except BaseException:
             self.close()
             raise
+        if self._spark_audit:   # in the background, while the run's apps work: its audit then finds Spark up and warm
+            from ..audit import warm_up
+            warm_up()
         return self
 
     def __exit__(self, *exc) -> None:

@@ -53,7 +53,7 @@ def run(cluster=None, progress: bool = True, **params) -> "SetupResult":
     """The one scenario function: notebook 00, its panel and its test call it."""
     p = SPEC.validate(**params)
     java = current_java()   # JAVA_HOME, PATH (17 to 21) or the lab's own Java 21
-    with Run("setup-check", cluster=cluster, progress=progress, **needs(p)) as r:
+    with Run("setup-check", cluster=cluster, progress=progress, spark_audit=True, **needs(p)) as r:
         if r.owns_cluster:
             r.event(f"start Kafka {r.cluster.version}", f"{p['nodes']} node(s)", at=r.t0, end=time.time())
         source, copy = r.topics(f"{r.id}-input", f"{r.id}-output")

@@ -97,7 +97,7 @@ def question(p: dict) -> tuple:
 def run(cluster=None, progress: bool = True, **params) -> "OffsetExpiryResult":
     """Every chosen variant through one shared downtime; each audited on Spark from what it read."""
     p = SPEC.validate(**params)
-    with Run("offset-expiry", cluster=cluster, progress=progress, **needs(p)) as r:
+    with Run("offset-expiry", cluster=cluster, progress=progress, spark_audit=True, **needs(p)) as r:
         return _Experiment(r, p).go()
 
 

@@ -120,7 +120,7 @@ def old_broker_question(p: dict) -> tuple:
 def run(cluster=None, progress: bool = True, **params) -> "TxnExpiryResult":
     """Clients commit, sit idle IDLE_S, get one input each: what does each one do, and the data?"""
     p = SPEC.validate(**params)
-    with Run("txn-expiry", cluster=cluster, progress=progress, **needs(p)) as lab:
+    with Run("txn-expiry", cluster=cluster, progress=progress, spark_audit=bool(rounds(p)), **needs(p)) as lab:
         old = lab.background(part_c.old_brokers, lab, p) if p["old_brokers"] or p["check_pinned_zookeeper"] else None
         clients = {}
         for names in rounds(p):

@@ -12,7 +12,7 @@ import time
 
 import pandas as pd
 
-from ...audit import audit, warm_up
+from ...audit import audit
 from ...cluster.versions import parse_version
 from ...config import KAFKA_VERSION
 from ...errors import LabError
@@ -133,12 +133,11 @@ def run(cluster=None, progress: bool = True, **params) -> "QuotaResult":
     """The main line-up side by side, the Spark audit, the bytecode check, then the sweep."""
     p = SPEC.validate(**params)
     roles = lineup(p) if p["affected_run"] else {}
-    with Run("quota-fencing", cluster=cluster, progress=progress, **needs(p)) as r:
+    with Run("quota-fencing", cluster=cluster, progress=progress, spark_audit=bool(roles), **needs(p)) as r:
         if not r.cluster.owns_broker:
             raise LabError("Quotas and the broker's log need the embedded broker: unset KAFKA_LAB_BOOTSTRAP.")
         main, aborted = None, 0
         if roles:
-            warm_up()   # Spark starts while the apps work: the audit after the load finds it up
             main = measure(r, list(roles.values()), p["duration_s"], audit=True)
             aborted = audit(History(r.folder / "history", r.id), bootstrap=r.bootstrap, kinds=["aborted_read"],
                             output_topic=f"{main.tags[roles['affected'].name]}-out",

@@ -112,7 +112,7 @@ def question(p: dict) -> tuple:
 def run(cluster=None, progress: bool = True, **params) -> "StaleStandbyResult":
     """Every variant of the program on one broker; returns what each measured."""
     p = SPEC.validate(**params)
-    with Run("stale-standby", cluster=cluster, progress=progress, **needs(p)) as lab:
+    with Run("stale-standby", cluster=cluster, progress=progress, spark_audit=True, **needs(p)) as lab:
         measured = {label: _variant(lab, label, version, caching, p) for label, version, caching in variants(p)}
         bootstrap = lab.bootstrap
     return StaleStandbyResult("stale_standby", p, lab.id, measured["main"].timeline, variants=measured,

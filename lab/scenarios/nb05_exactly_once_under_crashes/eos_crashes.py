@@ -182,7 +182,7 @@ def schema_question(p: dict) -> tuple:
 def run(cluster=None, progress: bool = True, **params) -> "EosCrashResult":
     """Every crash run, handler run and schema run on one broker; returns what each measured."""
     p = SPEC.validate(**params)
-    with Run("eos-crashes", cluster=cluster, progress=progress, **needs(p)) as lab:
+    with Run("eos-crashes", cluster=cluster, progress=progress, spark_audit=True, **needs(p)) as lab:
         stop = threading.Event()
         rss = lab.background(peak_rss, stop, lambda: {"apps": child_pids(MAIN), "brokers": child_pids("kafka.Kafka")})
         crashes = {}

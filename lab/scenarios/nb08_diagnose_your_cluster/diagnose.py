@@ -83,7 +83,7 @@ def run(cluster=None, progress: bool = True, **params) -> "DiagnoseResult":
         cluster = None   # without JMX the broker hides client versions (KIP-511): start one that has it
     from ...ports import free_port
     with Run("diagnose", cluster=cluster, progress=progress, cluster_options={"jmx_port": free_port()},
-             **needs(p)) as r:
+             spark_audit=p["verify"], **needs(p)) as r:
         if not r.cluster.owns_broker:   # KAFKA_LAB_BOOTSTRAP: never build risks into someone's cluster
             raise LabError(EMBEDDED_ONLY)
         return _Experiment(r, p).go()
