@@ -31,10 +31,14 @@ class Generated:
     aborted_ids: list = field(default_factory=list)
 
 
+HOLD_S = 60   # the longest a hold waits: a reader that never gets there shows it in its own results
+
+
 def generate(bootstrap: str, topic: str, n: int, history: History, *, keys: int = 10,
              rate: float | None = None, id_prefix: str | None = None,
              transactional: bool = False, transaction_size: int = 100, abort_transactions=(),
-             duplicate: tuple | list = (), producer_config: dict | None = None, until=None) -> Generated:
+             duplicate: tuple | list = (), producer_config: dict | None = None, until=None,
+             hold: tuple | None = None) -> Generated:
     """Produce records 0..n-1 with key `k<i % keys>` and log each acknowledged one as "produced".
 
     rate               records per second (None: as fast as the producer goes)
@@ -43,6 +47,9 @@ def generate(bootstrap: str, topic: str, n: int, history: History, *, keys: int 
     duplicate          record numbers to send a second time right after the first (an injected
                        duplicate: same id, logged as kind "injected", not as "produced")
     until              a threading.Event: produce until it is set (n=None: open-ended; no transactions)
+    hold               (i, ready): before record i, wait until ready() is true (at most HOLD_S seconds), then go
+                       on at `rate`: the rest arrives only once the reader reached a point of its own (notebook
+                       05: its first commit), however slowly it started
     """
     if n is None and until is None or n is not None and n < 0 or keys < 1 or until is not None and transactional:
         raise LabError(f"generate needs n >= 0 (or until=, without transactions) and keys >= 1 (got n={n}, "
@@ -96,6 +103,11 @@ def generate(bootstrap: str, topic: str, n: int, history: History, *, keys: int 
         for i in range(n) if n is not None else itertools.count():
             if until is not None and until.is_set() and i:
                 break
+            if hold is not None and i == hold[0]:
+                held, deadline = time.monotonic(), time.monotonic() + HOLD_S
+                while not hold[1]() and time.monotonic() < deadline:
+                    producer.poll(0.1)
+                start += time.monotonic() - held   # the pace goes on from here, no burst to catch up
             if transactional and i % transaction_size == 0:
                 txn += 1
                 producer.begin_transaction()

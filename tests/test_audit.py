@@ -286,3 +286,43 @@ def test_real_topic_with_duplicate_and_aborted_transaction(spark, cluster, tmp_p
     admin.create_topics([NewTopic(empty, 1, 1)])[empty].result(30)
     with pytest.raises(LabError, match="is empty"):
         audit(h, bootstrap=cluster.bootstrap, output_topic=empty, spark=spark)
+
+
+def test_a_hold_keeps_the_rest_of_the_input_until_the_reader_is_ready(cluster, tmp_path):
+    """generate(hold=(i, ready)): records from the i-th on are produced only once ready() is true (notebook 05:
+    the app's first commit), at the same pace and with the same running counts as without the hold."""
+    import time
+
+    from confluent_kafka.admin import NewTopic
+    from lab.generator import generate
+    topic = f"held-{uuid.uuid4().hex[:6]}"
+    admin = cluster.admin()
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    asked = []
+
+    def ready():   # true from 1.5 s after the generator first asked
+        asked.append(time.monotonic())
+        return asked[-1] - asked[0] >= 1.5
+    h = History(tmp_path, "held-1")
+    made = generate(cluster.bootstrap, topic, 20, h, keys=2, rate=100, hold=(10, ready))
+    assert made.produced == 20
+    rows = h.frame("produced").sort_values("offset")
+    assert list(rows.id.map(lambda i: int(i.rsplit("-", 1)[1]))) == list(range(20))
+    created = _create_times(cluster.bootstrap, topic, 20)   # when each record was produced (ms), by offset
+    assert len(asked) > 2 and created[10] - created[9] >= 1400, created   # held between the 10th and 11th
+    assert created[19] - created[10] >= 80, created   # then at 100/s again, not in a burst to catch up
+    assert sorted(rows.true_value[rows.key == "k0"]) == list(range(1, 11))   # one running count across the hold
+
+
+def _create_times(bootstrap: str, topic: str, n: int) -> list[int]:
+    from confluent_kafka import Consumer, TopicPartition
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"times-{uuid.uuid4().hex[:6]}",
+                         "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        got = []
+        while len(got) < n:
+            got += [m.timestamp()[1] for m in consumer.consume(n, timeout=10) if m.error() is None]
+        return got
+    finally:
+        consumer.close()

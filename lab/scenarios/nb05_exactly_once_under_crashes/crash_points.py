@@ -35,8 +35,11 @@ def _crash_run(lab: Run, point: str, guarantee: str, p: dict) -> "Crash":
         up1 = _start(lab, prog, 1, label)
         if up1 < 0:
             raise _fail(prog, "exited before RUNNING")
+        # The records from the crash-at-th on come only after the app's first commit: the halt waits for a settled
+        # commit, and an app slow to commit (a loaded machine) must still have records to halt on after it.
+        first_commit = (p["crash_at"], lambda: bool(prog.lab_lines(kind="commit"))) if point != "none" else None
         gen = lab.background(generate, lab.bootstrap, topics[0], p["records"], history, keys=p["keys"],
-                             rate=p["rate"], id_prefix=f"{app_id}-")
+                             rate=p["rate"], id_prefix=f"{app_id}-", hold=first_commit)
         feed = p["records"] / p["rate"]
         processed = lambda: max([r.get("processed", 0) for r in prog.lab_lines(kind="commit")] or [0])  # noqa: E731
         lab.wait(lambda: not prog.alive() or (gen.done and processed() >= p["records"]), feed + 60,
