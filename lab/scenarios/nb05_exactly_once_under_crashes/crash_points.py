@@ -11,7 +11,7 @@ from ...experiment import Run, Timeline, grep
 from ...experiment.consume import TopicReader
 from ...experiment.evidence import STATE_WIPE
 from ...experiment.markers import around, draw, producer_ids
-from ...generator import generate
+from ...generator import HOLD_S, generate
 from ...history import History
 from ...programs import JavaProgram
 from .analysis import app_events, measure
@@ -40,7 +40,7 @@ def _crash_run(lab: Run, point: str, guarantee: str, p: dict) -> "Crash":
         first_commit = (p["crash_at"], lambda: bool(prog.lab_lines(kind="commit"))) if point != "none" else None
         gen = lab.background(generate, lab.bootstrap, topics[0], p["records"], history, keys=p["keys"],
                              rate=p["rate"], id_prefix=f"{app_id}-", hold=first_commit)
-        feed = p["records"] / p["rate"]
+        feed = p["records"] / p["rate"] + (HOLD_S if first_commit else 0)   # at most: the rate, and the hold
         processed = lambda: max([r.get("processed", 0) for r in prog.lab_lines(kind="commit")] or [0])  # noqa: E731
         lab.wait(lambda: not prog.alive() or (gen.done and processed() >= p["records"]), feed + 60,
                  f"{label}: the crash at record {p['crash_at']}" if point != "none" else f"{label}: all records")
