@@ -155,7 +155,7 @@ class Exercise:
 def expect(ok: bool, hint: str) -> None:
     """What an exercise check raises when the answer is wrong: an AssertionError with a hint."""
     if not ok:
-        raise AssertionError(f"Not quite: {hint}.")
+        raise AssertionError(f"Not quite: {hint}" + ("" if hint.endswith(("?", ".", "!")) else "."))
 
 
 def called(fn, call: str, *args):

@@ -57,7 +57,7 @@ def check(results):
 
     # The exercises: each solution passes its check, each tempting wrong answer is refused with a hint.
     answers = exercises(results, [1, 2])
-    assert answers[1] == [first["instance"], first["task"]] and answers[2] == first["found"], (answers, first)
+    assert answers[1] is None and answers[2] == first["found"], (answers, first)   # 1 asks for a function
 
 
 def check_control(results):
@@ -76,4 +76,5 @@ def check_control(results):
     assert failing["produced"] > 0 and failing["outputs"] == failing["produced"], failing
     assert failing["round_trips"] > 0, ("no task came back to an instance: the control proves nothing", failing)
     assert results["mitigations"] == {} and results["mitigation"] is None, results["mitigation"]
-    assert exercises(results, [1, 2]) == {1: "none", 2: "none"}   # no stale read: "none" is each answer
+    # No stale read: exercise 2's answer is "none"; exercise 1's function is judged on the same round trips
+    assert exercises(results, [1, 2]) == {1: None, 2: "none"}

@@ -21,7 +21,7 @@ from ...experiment.checks import check_streams_program
 from ...experiment.consume import read_committed
 from ...experiment.memory import child_pids, peak_rss
 from ...experiment.mitigate import Mitigate
-from ...experiment.result import Exercise, expect, is_number
+from ...experiment.result import Exercise, called, expect, is_number
 from ...generator import generate
 from ...history import History
 from ...programs import JavaProgram
@@ -270,7 +270,8 @@ def _analyse(label, version, caching, t0, history, output_topic, workers, toggle
         moved = movements(assignments, row["task"], row["ts"])
     moved = moved.assign(t_s=(moved["ts"] - t0).round(2))[["t_s", "instance", "task", "was", "role"]]
     return Variant(label, version, caching, history, output_topic, trips, out, counts, first,
-                   moved.reset_index(drop=True), rss, logs, _timeline(t0, toggles, assignments, trips, out))
+                   moved.reset_index(drop=True), rss, logs, _timeline(t0, toggles, assignments, trips, out),
+                   assignments=assignments)
 
 
 def _timeline(t0, toggles, assignments, trips, out) -> Timeline:
@@ -315,6 +316,7 @@ class Variant:
     logs: dict               # instance -> log path
     timeline: Timeline
     audit: object = None     # lab.audit.Verdict once audited
+    assignments: object = None   # every role change: ts, instance, task, role, was (parse_assignments)
 
     def summary(self) -> dict:
         f = self.first_stale or {}
@@ -425,40 +427,65 @@ class StaleStandbyResult(Result):
 
 # ------------------------------------------------------------------ the exercises
 
-def _first_stale_place(r: StaleStandbyResult):
-    """(instance, task) of the first stale read, or "none" when nothing went stale."""
-    stale = r.stale_rows()
-    return (int(stale.instance.iloc[0]), str(stale.task.iloc[0])) if len(stale) else "none"
+def reads_by_roles(v: Variant) -> dict:
+    """Every place a task was read (instance, task) and the roles it had taken there up to each read, oldest first
+    (a role logged up to AFTER_READ_S after the read counts: the worker reports its assignment a little late) ->
+    (reads, stale reads) with that history."""
+    seen = {}
+    changes = v.assignments.sort_values("ts")
+    for (instance, task), reads in v.output.groupby(["instance", "task"]):
+        mine = changes[(changes["instance"] == instance) & (changes["task"] == task)]
+        for read in reads.itertuples():
+            roles = list(mine[mine["ts"] <= read.ts]["role"])
+            if not roles or roles[-1] != "active":
+                late = mine[(mine["ts"] > read.ts) & (mine["ts"] <= read.ts + AFTER_READ_S) & (mine["role"] == "active")]
+                roles += ["active"] if len(late) else []
+            key = (int(instance), str(task), tuple(roles))
+            n, stale = seen.get(key, (0, 0))
+            seen[key] = (n + 1, stale + bool(read.stale_read))
+    return seen
 
 
-def _check_first_stale_place(r: StaleStandbyResult, answer) -> None:
-    first, trips = r.main.first_stale, r.main.round_trips
-    said_none = isinstance(answer, str) and answer.strip().lower() == "none"
-    if first is None:
-        expect(said_none, "this run had no stale read (see the verdict and the timeline: no red x), so there is "
-               "no instance to name: answer \"none\"")
-        return
-    expect(not said_none, "this run did read a stale value: look for the red x on the timeline")
-    place = tuple(answer) if isinstance(answer, (tuple, list)) else ()
-    expect(len(place) == 2, 'answer (instance, "task"), like (1, "0_3"), or "none"')
-    expect(place == (first["instance"], first["task"]),
-           f"{answer!r} is not where the first stale read happened: see the first red x on the timeline, or the "
-           "first row of result.stale_rows()")
-    expect(((trips["instance"] == first["instance"]) & (trips["task"] == first["task"])).any(),
-           f"no active -> standby -> active round trip of task {first['task']} on instance {first['instance']} "
-           "was recorded in this run, so the recycled-cache path does not explain this read")
+def goes_stale(roles):
+    # recycled, not closed: the task was active here, went standby here and came back, its cache never cleared
+    return roles[-3:] == ["active", "standby", "active"]
 
 
-def _first_stale_place_wrong(r: StaleStandbyResult):
-    """The instance that wrote the key's last value (the one the read should have found), or a round trip with
-    no stale read after it: places where the first stale read did not happen."""
-    first, out = r.main.first_stale, r.main.output
-    if first is None:   # a round trip happened, so it must have gone stale there
-        trips = r.main.round_trips
-        return (int(trips["instance"].iloc[0]), str(trips["task"].iloc[0])) if len(trips) else (1, "0_0")
-    before = out[(out["key"] == first["key"]) & (out["t_s"] < first["t_s"])].sort_values("ts")
-    writer = int(before["instance"].iloc[-1]) if len(before) else first["instance"]
-    return (writer, first["task"]) if writer != first["instance"] else "none"
+def _check_goes_stale(r: StaleStandbyResult, fn) -> None:
+    """The learner's goes_stale(roles), on every role history this run read after: True wherever it read a stale
+    value (measured), False wherever nothing went stale and no round trip preceded the read; a read after a round
+    trip that stayed right (the key unchanged meanwhile, or a fixed version or no cache) is judged by the mechanism."""
+    v = r.main
+    seen = reads_by_roles(v)
+    expect(bool(seen), "this run read nothing, so there is nothing to judge the function on: run the lesson first")
+    for (instance, task, roles), (n, stale) in sorted(seen.items(), key=lambda kv: -kv[1][1]):   # the stale first
+        call = f"goes_stale({list(roles)!r})"
+        given = called(fn, call, list(roles))
+        expect(isinstance(given, bool), f"{call} returned {given!r}: return True or False")
+        if stale:
+            expect(given, f"{call} = False, but instance {instance} read {stale} stale value(s) of task {task} "
+                   "after exactly those roles in this run (the red x on the timeline)")
+        elif goes_stale(list(roles)):
+            expect(given, f"{call} = False, but those roles are the recycling path (in this run {n} read(s) of task "
+                   f"{task} on instance {instance} followed them and stayed right: "
+                   + ("a fixed version or no cache" if not (is_affected(v.version) and v.caching)
+                      else "the key was not written elsewhere meanwhile") + "); on an affected version with the "
+                   "cache on, what would that cache still hold?")
+        else:
+            expect(not given, f"{call} = True, but instance {instance} read task {task} {n} time(s) after exactly "
+                   "those roles in this run and nothing it read was stale: what must have happened to the task on "
+                   "that instance, before, for its cache to hold an old value?")
+
+
+def _goes_stale_wrong(r: StaleStandbyResult):
+    """The tempting theories, the first this run refutes: "a promoted standby is behind", "any move", "always"."""
+    for theory in (lambda roles: roles[-2:] == ["standby", "active"], lambda roles: len(roles) > 1,
+                   lambda roles: True):
+        try:
+            _check_goes_stale(r, theory)
+        except AssertionError:
+            return theory
+    return lambda roles: None   # refused by any check: not a bool
 
 
 def _stale_value(r: StaleStandbyResult):
@@ -496,14 +523,15 @@ def _stale_value_wrong(r: StaleStandbyResult):
 
 StaleStandbyResult.exercises = {
     1: Exercise(
-        check=_check_first_stale_place,
-        solution=_first_stale_place,
-        why="A stale read is a row whose `prev` is not the last value written for its key; the first of them "
-            "(`result.stale_rows()`, the first red x on the timeline) names the instance that read and its task. "
-            "`result.main.round_trips` confirms the mechanism: that task had gone active -> standby -> active on "
-            "that very instance, the recycling path whose cache is not cleared. With no stale read the answer "
-            "is `\"none\"`.",
-        wrong=_first_stale_place_wrong,
+        check=_check_goes_stale,
+        solution=lambda r: goes_stale,
+        why="The thread cache is only wrong when the task was **recycled** on that instance: active there (its cache "
+            "filled with what it wrote), then standby there (stores and cache kept open, newer values written "
+            "straight into the store, past the cache), then active again there. A task new to the instance, a "
+            "promoted standby that was never active there, or one that came back after the instance restarted "
+            "starts with an empty cache. So only the last three roles matter: active, standby, active. On a fixed "
+            "version the recycling clears the cache and nothing goes stale, but the roles are the same.",
+        wrong=_goes_stale_wrong,
     ),
     2: Exercise(
         check=_check_stale_value,
