@@ -133,22 +133,33 @@ def test_the_predict_question_names_the_first_app_and_the_run_answers_it():
     assert bb.measured_answer({"bounce": {}}, p) is None
 
 
-def test_exercise_5_the_timeout_that_kills_a_thread_before_2_8(capsys):
+def test_exercise_5_which_apps_die_judged_on_the_run_then_on_certain_settings():
     from lab.experiment import Timeline
     from lab.scenarios.nb07_when_streams_stop import streams_stop
     from lab.scenarios.nb07_when_streams_stop.streams_stop import StreamsStopResult
 
-    def result(**values):
-        p = streams_stop.SPEC.validate(lessons=["bounce"], **values)
-        return StreamsStopResult("streams_stop", p, "run-1", Timeline(0.0),
-                                 outcomes={"bounce": bb.Outcome([_row("2.7.2", died=True)], {}, BOUNCE)},
-                                 titles=dict(streams_stop.SCENARIO.titles))
+    def result(rows, **values):
+        p = streams_stop.SPEC.validate(lessons=["bounce"], bounce_down_s=15, **values)
+        return StreamsStopResult("streams_stop", p, "run-1", Timeline(0.0), outcomes={"bounce": bb.Outcome(rows, {},
+                                 BOUNCE)}, titles=dict(streams_stop.SCENARIO.titles))
     five = StreamsStopResult.exercises[5]
-    r = result()
-    assert five.solution(r) == 10 and r.check(5, 10) and r.check(5, 10.5)
-    for answer, hint in [(five.wrong(r), "only 2.8 retries"), (10_000, "not milliseconds"), (30, "not the producer's"),
-                         ("10", "a number")]:
+    measured = [_row("2.7.2", died=True), _row(f"{KAFKA_VERSION}/shutdown_client")]
+    r = result(measured)
+    assert five.solution(r) is streams_stop.dies and r.check(5, streams_stop.dies)
+    # The wrong theories: every expired send kills (4.3.1 lived here), task.timeout.ms for 2.7 (it died within
+    # 15 s, under the 20 s), no app ever dies, and answers that are no function of (app, p).
+    kills_at_task_timeout = lambda app, p: p["bounce_down_s"] * 1000 > p["bounce_task_timeout_ms"]   # noqa: E731
+    for answer, hint in [(five.wrong(r), "in this run it lived"), (kills_at_task_timeout, "in this run it died"),
+                         (lambda app, p: False, "in this run it died"), (lambda app, p: "no", "return True or False"),
+                         (lambda app: True, "raised TypeError"), (10, "is not a function")]:
         with pytest.raises(AssertionError, match=f"^Not quite: .*{hint}"):
             r.check(5, answer)
-    same = result(bounce_delivery_timeout_ms=20_000)   # both timeouts 20 s: the wrong answer is milliseconds
-    assert five.wrong(same) == 20_000 and five.solution(same) == 20
+    # Right about this run's two apps, wrong elsewhere: a delivery timeout longer than the outage.
+    only_old = lambda app, p: app.startswith("2.7")   # noqa: E731
+    with pytest.raises(AssertionError, match="BOUNCE_DELIVERY_TIMEOUT_MS=60000.*it lived"):
+        r.check(5, only_old)
+    # A run where 2.7.2 lived (a longer delivery timeout) judges the same function by that run.
+    lived = result([_row("2.7.2")], bounce_delivery_timeout_ms=60_000)
+    assert lived.check(5, streams_stop.dies)
+    with pytest.raises(AssertionError, match=r"^Not quite: dies\('2.7.2', p\) = True, but in this run it lived"):
+        lived.check(5, lambda app, p: app.startswith("2."))

@@ -104,8 +104,12 @@ record(exercises=try_exercises(result, skip={skip!r}))
 
 
 def with_exercises_tried(notebook: Path, into: Path, skip: tuple = ()) -> Path:
+    """A copy with the exercises tried before its last cell stops the notebook's cluster, where a learner tries
+    them: an experiment exercise runs on that cluster, as its lesson did."""
     nb = nbformat.read(notebook, as_version=4)
-    nb.cells.append(nbformat.v4.new_code_cell(TRY_EXERCISES.format(root=str(ROOT), skip=tuple(skip))))
+    stops = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.strip() == "cluster.stop()"]
+    at = stops[-1] if stops else len(nb.cells)
+    nb.cells[at:at] = [nbformat.v4.new_code_cell(TRY_EXERCISES.format(root=str(ROOT), skip=tuple(skip)))]
     nbformat.write(nb, into)
     return into
 

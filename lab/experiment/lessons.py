@@ -106,7 +106,8 @@ class Lessons:
         return self.result(self.scenario.replace("-", "_"), {**first.params, "lessons": list(outcomes)},
                            first.run_id, timeline, notes=[n for r in ran for n in r.notes], outcomes=outcomes,
                            titles=self.titles, peak_rss_mb=peak,
-                           answers={k: v for r in ran for k, v in r.answers.items()})
+                           answers={k: v for r in ran for k, v in r.answers.items()},
+                           cluster=next((r.cluster for r in ran if r.cluster is not None), None))
 
     def _module(self, lesson: str):
         if lesson not in self.modules:
@@ -140,7 +141,7 @@ class Lessons:
         answers = {name: self.modules[name].measured_answer(o.as_record(), p) for name, o in outcomes.items()
                    if hasattr(self.modules[name], "measured_answer")}
         return self.result(self.scenario.replace("-", "_"), p, lab.id, lab.timeline, outcomes=outcomes,
-                           titles=self.titles, peak_rss_mb=peak, answers=answers)
+                           titles=self.titles, peak_rss_mb=peak, answers=answers, cluster=cluster)
 
 
 class NotRun:
@@ -172,6 +173,12 @@ class LessonsResult(Result):
     titles: dict = field(default_factory=dict)        # lesson -> "N · title"
     peak_rss_mb: dict = field(default_factory=dict)   # {"apps": MB, "brokers": MB}: the largest at one instant
     answers: dict = field(default_factory=dict)       # lesson -> this run's answer to its Predict question
+    cluster: object = field(default=None, repr=False, compare=False)   # the notebook's cluster it ran on, if any
+
+    def running_cluster(self):
+        """The notebook's cluster this run borrowed, while it still runs (an experiment exercise runs there too,
+        as the lesson did), else None: the experiment starts a broker of its own."""
+        return self.cluster if getattr(self.cluster, "running", False) else None
 
     @property
     def failed(self) -> bool:
