@@ -87,7 +87,8 @@ def test_exercise_3_which_modes_keep_up_judged_where_the_budget_is_clear(capsys)
     assert not behind.check(3, None) and "`.solution(3)` on the same result" in capsys.readouterr().out
     for answer, hint in [(three.wrong(behind), "keeps_up('batch', p) = False, but in this run it kept up"),
                          (lambda mode, p: True, "keeps_up('plain', p) = True, but in this run it fell behind"),
-                         (lambda mode, p: mode != "plain" or p["lookup_rate"] <= 20, "LOOKUP_THREADS=1, LOOKUP_RATE=40"),
+                         (lambda mode, p: mode != "plain" or p["lookup_rate"] <= 20,
+                          "LOOKUP_THREADS=1, LOOKUP_RATE=40"),
                          (lambda mode, p: None, "returned None"), (20, "is not a function")]:
         with pytest.raises(AssertionError, match=f"^Not quite: .*{re.escape(hint)}"):
             behind.check(3, answer)
@@ -97,7 +98,8 @@ def test_exercise_3_which_modes_keep_up_judged_where_the_budget_is_clear(capsys)
     # Within one thread's budget (10 of 20) everything keeps up: the one-call theory is refused at other settings
     within = result(10, {"plain": True, "batch": True, "threads": True})
     assert within.check(3, streams_stop.keeps_up)
-    with pytest.raises(AssertionError, match=r"^Not quite: keeps_up\('batch', p\) = False, but with LOOKUP_RATE=60"):
+    with pytest.raises(AssertionError, match=r"^Not quite: keeps_up\('batch', p\) = False, but with "
+                                             "LOOKUP_RATE=60, by the budget, it keeps up"):
         within.check(3, three.wrong(within))
 
 

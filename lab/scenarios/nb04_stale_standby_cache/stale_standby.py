@@ -438,7 +438,8 @@ def reads_by_roles(v: Variant) -> dict:
         for read in reads.itertuples():
             roles = list(mine[mine["ts"] <= read.ts]["role"])
             if not roles or roles[-1] != "active":
-                late = mine[(mine["ts"] > read.ts) & (mine["ts"] <= read.ts + AFTER_READ_S) & (mine["role"] == "active")]
+                late = mine[(mine["ts"] > read.ts) & (mine["ts"] <= read.ts + AFTER_READ_S)
+                            & (mine["role"] == "active")]
                 roles += ["active"] if len(late) else []
             key = (int(instance), str(task), tuple(roles))
             n, stale = seen.get(key, (0, 0))

@@ -127,9 +127,10 @@ def _check_keeps_up(result: StreamsStopResult, fn) -> None:
     def said(mode, q, truth, where):
         given = called(fn, f"keeps_up({mode!r}, p)", mode, dict(q))
         expect(isinstance(given, bool), f"keeps_up({mode!r}, p) returned {given!r}: return True or False")
-        expect(given == truth, f"keeps_up({mode!r}, p) = {given}, but {where} it "
-               + ("kept up" if truth else "fell behind") + ": how many calls can that mode have waiting at once, "
-               "and how many records does one call answer for?")
+        outcome = ("kept up" if truth else "fell behind") if where == "in this run" else \
+            ("keeps up" if truth else "falls behind")
+        expect(given == truth, f"keeps_up({mode!r}, p) = {given}, but {where} it {outcome}: how many calls can "
+               "that mode have waiting at once, and how many records does one call answer for?")
     for r in rows:   # what this run measured, where the budget is clear
         if r["mode"] in JUDGED_MODES and _clear(p, r["mode"]) is not None:
             said(r["mode"], p, r["keeps_up"], "in this run")
@@ -137,7 +138,8 @@ def _check_keeps_up(result: StreamsStopResult, fn) -> None:
         q = {**p, **change}
         for mode in JUDGED_MODES:
             if _clear(q, mode) is not None:
-                said(mode, q, _clear(q, mode), f"with {', '.join(f'{k.upper()}={v:g}' for k, v in change.items())}")
+                said(mode, q, _clear(q, mode),
+                     f"with {', '.join(f'{k.upper()}={v:g}' for k, v in change.items())}, by the budget,")
 
 
 def _interval_bounds(result: StreamsStopResult) -> tuple[float, int, int]:
@@ -246,9 +248,10 @@ def _check_dies(result: StreamsStopResult, fn) -> None:
     def said(app, q, truth, where):
         given = called(fn, f"dies({app!r}, p)", app, dict(q))
         expect(isinstance(given, bool), f"dies({app!r}, p) returned {given!r}: return True or False")
-        expect(given == truth, f"dies({app!r}, p) = {given}, but {where} it " + ("died" if truth else "lived")
-               + ": how long was the output without a leader it could reach, against which timeout, and what does "
-               "that version do when a send expires?")
+        outcome = ("died" if truth else "lived") if where == "in this run" else ("dies" if truth else "lives")
+        expect(given == truth, f"dies({app!r}, p) = {given}, but {where} it {outcome}: how long was the output "
+               "without a leader it could reach, against which timeout, and what does that version do when a send "
+               "expires?")
     for r in rows:   # what this run measured
         said(r["app"], p, r["died"], "in this run")
     for change, apps in _other_bounces(p):
@@ -313,7 +316,8 @@ StreamsStopResult.exercises = {
             "its last commit (KIP-572), so the app lives; with `replace_thread` (KIP-671) even a thread that dies is "
             "replaced. Measured here on 4.3.1, not documented: `task.timeout.ms` was never reached that way. With "
             "three replicas a follower takes over the leadership; with the whole cluster down the input is down "
-            "too, nothing is sent and nothing expires (measured here with 15 s down). The bounce table's `died` and `died_after_s` show each app.",
+            "too, nothing is sent and nothing expires (measured here with 15 s down). The bounce table's `died` "
+            "and `died_after_s` show each app.",
         wrong=lambda result: _bounce_ran(result) and _every_expired_send_kills,
     ),
 }
