@@ -170,6 +170,22 @@ def called(fn, call: str, *args):
     return out
 
 
+def judge_rule(fn, name: str, cases, outcomes: tuple, question: str) -> None:
+    """A learner's rule `fn` (True or False for one case), judged case by case, the run's own first: each case is
+    (shown, args, truth, setting), `shown` the arguments as the hint prints them (like "'java', 'none', p"),
+    `setting` None for what this run measured, else the other setting (like "POLL_INTERVAL_MS=60000") whose truth
+    the mechanism gives. `outcomes`: what True and False are, measured and predicted, like
+    (("looped", "read on"), ("loops", "reads on")). expect()'s hint, with `question`, at the first wrong case."""
+    measured, predicted = outcomes
+    for shown, args, truth, setting in cases:
+        call = f"{name}({shown})"
+        given = called(fn, call, *(dict(a) if isinstance(a, dict) else a for a in args))   # each call its own p
+        expect(isinstance(given, bool), f"{call} returned {given!r}: return True or False")
+        said = f"in this run it {measured[not truth]}" if setting is None else \
+            f"with {setting} it {predicted[not truth]}"
+        expect(given == truth, f"{call} = {given}, but {said}: {question}")
+
+
 def is_number(x) -> bool:
     """A real number: not a bool (True is 1 to Python, not to a learner), not NaN."""
     return isinstance(x, numbers.Real) and not isinstance(x, bool) and x == x

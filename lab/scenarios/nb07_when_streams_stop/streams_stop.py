@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ...config import KAFKA_VERSION
 from ...experiment.lessons import Lessons, LessonsResult
-from ...experiment.result import Exercise, called, count, expect, number
+from ...experiment.result import Exercise, count, expect, judge_rule, number
 from . import broker_bounce, partition_parallelism, poll_loop, slow_lookups
 
 
@@ -57,31 +57,28 @@ OTHER_SETTINGS = ({"poll_interval_ms": 60_000}, {"poll_batch": 10}, {"poll_slow_
                   {"poll_slow_record_ms": 120_000}, {"poll_work_ms": 200, "poll_longer_interval_ms": 60_000})
 
 
-def _poll_lesson_ran(result: StreamsStopResult) -> bool:
-    """True, or the LabError that asks to run the poll lesson first."""
-    result.lesson("poll_loop").rows
+def _ran(result: StreamsStopResult, lesson: str) -> bool:
+    """True, or the LabError that asks to run that lesson first."""
+    result.lesson(lesson).rows
     return True
 
 
-def _check_loops(result: StreamsStopResult, fn) -> None:
-    rows = result.lesson("poll_loop").rows   # a lesson that did not run asks to be run first (LabError)
-    p = result.params
+def _setting(change: dict) -> str:
+    return ", ".join(f"{k.upper()}={v:g}" if isinstance(v, float) else f"{k.upper()}={v!r}" for k, v in change.items())
 
-    def said(client, fix, q, truth, where):
-        given = called(fn, f"loops({client!r}, {fix!r}, p)", client, fix, dict(q))
-        expect(isinstance(given, bool), f"loops({client!r}, {fix!r}, p) returned {given!r}: return True or False")
-        expect(given == truth, f"loops({client!r}, {fix!r}, p) = {given}, but {where} it "
-               + ("looped" if truth else "read on") + ": compare the work between two of its polls with its "
-               "max.poll.interval.ms (for Kafka Streams, its one slow record), and ask what each fix changes")
-    for r in rows:   # what this run measured
-        said(r["client"], r["fix"], p, r["looped"], "in this run")
+
+def _check_loops(result: StreamsStopResult, fn) -> None:
+    rows, p = result.lesson("poll_loop").rows, result.params   # a lesson that did not run asks to be run first
+    cases = [(f"{r['client']!r}, {r['fix']!r}, p", (r["client"], r["fix"], dict(p)), r["looped"], None)
+             for r in rows]
     for change in OTHER_SETTINGS:   # the same arithmetic at other settings
         q = {**p, **change}
-        for client in poll_loop.CLIENTS:
-            for fix in poll_loop.FIXES:
-                if poll_loop.applies(client, fix):
-                    said(client, fix, q, poll_loop.expected_to_loop(q, fix, client),
-                         f"with {', '.join(f'{k.upper()}={v}' for k, v in change.items())}")
+        cases += [(f"{client!r}, {fix!r}, p", (client, fix, q), poll_loop.expected_to_loop(q, fix, client),
+                   _setting(change))
+                  for client in poll_loop.CLIENTS for fix in poll_loop.FIXES if poll_loop.applies(client, fix)]
+    judge_rule(fn, "loops", cases, (("looped", "read on"), ("loops", "reads on")),
+               "compare the work between two of its polls with its max.poll.interval.ms (for Kafka Streams, its one "
+               "slow record), and ask what each fix changes")
 
 
 def keeps_up(mode, p):
@@ -115,31 +112,16 @@ def _other_lookups(p: dict) -> list[dict]:
             {"lookup_batch": 2, "lookup_rate": 4 * per}]
 
 
-def _lookups_ran(result: StreamsStopResult) -> bool:
-    """True, or the LabError that asks to run the lookup lesson first."""
-    result.lesson("lookups").rows
-    return True
-
-
 def _check_keeps_up(result: StreamsStopResult, fn) -> None:
     rows, p = result.lesson("lookups").rows, result.params   # a lesson that did not run asks to be run first
-
-    def said(mode, q, truth, where):
-        given = called(fn, f"keeps_up({mode!r}, p)", mode, dict(q))
-        expect(isinstance(given, bool), f"keeps_up({mode!r}, p) returned {given!r}: return True or False")
-        outcome = ("kept up" if truth else "fell behind") if where == "in this run" else \
-            ("keeps up" if truth else "falls behind")
-        expect(given == truth, f"keeps_up({mode!r}, p) = {given}, but {where} it {outcome}: how many calls can "
-               "that mode have waiting at once, and how many records does one call answer for?")
-    for r in rows:   # what this run measured, where the budget is clear
-        if r["mode"] in JUDGED_MODES and _clear(p, r["mode"]) is not None:
-            said(r["mode"], p, r["keeps_up"], "in this run")
-    for change in _other_lookups(p):   # the budget at other settings, where it is clear
+    cases = [(f"{r['mode']!r}, p", (r["mode"], dict(p)), r["keeps_up"], None) for r in rows
+             if r["mode"] in JUDGED_MODES and _clear(p, r["mode"]) is not None]   # where the budget is clear
+    for change in _other_lookups(p):
         q = {**p, **change}
-        for mode in JUDGED_MODES:
-            if _clear(q, mode) is not None:
-                said(mode, q, _clear(q, mode),
-                     f"with {', '.join(f'{k.upper()}={v:g}' for k, v in change.items())}, by the budget,")
+        cases += [(f"{mode!r}, p", (mode, q), _clear(q, mode), f"{_setting(change)}, by the budget,")
+                  for mode in JUDGED_MODES if _clear(q, mode) is not None]
+    judge_rule(fn, "keeps_up", cases, (("kept up", "fell behind"), ("keeps up", "falls behind")),
+               "how many calls can that mode have waiting at once, and how many records does one call answer for?")
 
 
 def _interval_bounds(result: StreamsStopResult) -> tuple[float, int, int]:
@@ -236,42 +218,29 @@ def _other_bounces(p: dict) -> list[tuple[dict, tuple]]:
             ({"bounce_down_s": 3 * timeout_s}, ("2.7.2", "2.8.2/replace_thread"))]
 
 
-def _bounce_ran(result: StreamsStopResult) -> bool:
-    """True, or the LabError that asks to run the bounce lesson first."""
-    result.lesson("bounce").rows
-    return True
-
-
 def _check_dies(result: StreamsStopResult, fn) -> None:
     rows, p = result.lesson("bounce").rows, result.params   # a lesson that did not run asks to be run first
-
-    def said(app, q, truth, where):
-        given = called(fn, f"dies({app!r}, p)", app, dict(q))
-        expect(isinstance(given, bool), f"dies({app!r}, p) returned {given!r}: return True or False")
-        outcome = ("died" if truth else "lived") if where == "in this run" else ("dies" if truth else "lives")
-        expect(given == truth, f"dies({app!r}, p) = {given}, but {where} it {outcome}: how long was the output "
-               "without a leader it could reach, against which timeout, and what does that version do when a send "
-               "expires?")
-    for r in rows:   # what this run measured
-        said(r["app"], p, r["died"], "in this run")
+    cases = [(f"{r['app']!r}, p", (r["app"], dict(p)), r["died"], None) for r in rows]
     for change, apps in _other_bounces(p):
         q = {**p, **change}
-        for app in apps:
-            said(app, q, broker_bounce.expected_to_die(q, broker_bounce.parse_variant(app)),
-                 f"with {', '.join(f'{k.upper()}={v!r}' for k, v in change.items())}")
+        cases += [(f"{app!r}, p", (app, q), broker_bounce.expected_to_die(q, broker_bounce.parse_variant(app)),
+                   _setting(change)) for app in apps]
+    judge_rule(fn, "dies", cases, (("died", "lived"), ("dies", "lives")),
+               "how long was the output without a leader it could reach, against which timeout, and what does that "
+               "version do when a send expires?")
 
 
 StreamsStopResult.exercises = {
     1: Exercise(
         check=_check_loops,
-        solution=lambda result: _poll_lesson_ran(result) and loops,
+        solution=lambda result: _ran(result, "poll_loop") and loops,
         why="A consumer loops when the work between two of its polls lasts longer than `max.poll.interval.ms`: its "
             "own client drops it from the group, its commit fails, and the next poll rejoins at the last committed "
             "offset, the same batch again. The work is `max.poll.records` x the time per record for the plain "
             "clients; for Kafka Streams it is its one slow record, which `max.poll.records=1` does not shorten. A "
             "longer interval moves the bound; pause/resume keeps calling poll() while a worker processes, so no "
             "work counts against it. The table's `batch_ms` and `interval_ms` show the two sides for each variant.",
-        wrong=lambda result: _poll_lesson_ran(result) and _only_the_batch,
+        wrong=lambda result: _ran(result, "poll_loop") and _only_the_batch,
     ),
     2: Exercise(
         check=_check_interval,
@@ -285,7 +254,7 @@ StreamsStopResult.exercises = {
     ),
     3: Exercise(
         check=_check_keeps_up,
-        solution=lambda result: _lookups_ran(result) and keeps_up,
+        solution=lambda result: _ran(result, "lookups") and keeps_up,
         why="With one call per record, a thread waits `LOOKUP_LATENCY_MS` for each record and does nothing else "
             "meanwhile: in a second, 1000 ms, it finishes `1000 / LOOKUP_LATENCY_MS` records. That is one thread's "
             "budget. `threads` has `LOOKUP_THREADS` calls waiting at once, so its budget is that many times larger "
@@ -293,7 +262,7 @@ StreamsStopResult.exercises = {
             "`LOOKUP_BATCH` records with one call. A mode keeps up when `LOOKUP_RATE` is within its budget; past "
             "it, the lag grows for ever. The lookup table's `capacity_per_s` is that budget, and `keeps_up` what "
             "the run measured. Near the budget a run can go either way, so the check leaves that zone out.",
-        wrong=lambda result: _lookups_ran(result) and _one_call_bounds_all,
+        wrong=lambda result: _ran(result, "lookups") and _one_call_bounds_all,
     ),
     4: Exercise(
         check=_check_most_records_per_s,
@@ -308,7 +277,7 @@ StreamsStopResult.exercises = {
     ),
     5: Exercise(
         check=_check_dies,
-        solution=lambda result: _bounce_ran(result) and dies,
+        solution=lambda result: _ran(result, "bounce") and dies,
         why="An app dies when its output has no leader it can reach for longer than a send may wait: its producer "
             "gives up `delivery.timeout.ms` after the send (the leader stays away for `BOUNCE_DOWN_S` and its "
             "restart). Before 2.8 that expired send kills the stream thread, "
@@ -318,6 +287,6 @@ StreamsStopResult.exercises = {
             "three replicas a follower takes over the leadership; with the whole cluster down the input is down "
             "too, nothing is sent and nothing expires (measured here with 15 s down). The bounce table's `died` "
             "and `died_after_s` show each app.",
-        wrong=lambda result: _bounce_ran(result) and _every_expired_send_kills,
+        wrong=lambda result: _ran(result, "bounce") and _every_expired_send_kills,
     ),
 }
