@@ -5,7 +5,7 @@ like lab.spark.read_topic's frame, with a few anomalies of every kind injected),
 session, then times audit() alone: median of --repeats runs. Prints one markdown row for
 benchmarks/RESULTS.md.
 
-    python benchmarks/audit_bench.py [--records 1000000] [--repeats 3]
+    python benchmarks/audit_bench.py [--records 1000000] [--repeats 3] [--c1]
         [--master spark://host:7077 | --standalone CORES]   # on a cluster instead of local[2]
 
 --standalone starts a master and one worker with CORES cores on 127.0.0.1 (lab.spark_standalone).
@@ -25,7 +25,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lab.audit import audit  # noqa: E402
-from lab.config import SPARK_MASTER_ENV, WORK_DIR  # noqa: E402
+from lab.config import SPARK_FULL_JIT_ENV, SPARK_MASTER_ENV, WORK_DIR  # noqa: E402
 from lab.history import History  # noqa: E402
 
 KEYS, PARTITIONS, T0 = 1000, 4, 1_700_000_000.0
@@ -93,7 +93,11 @@ def main() -> None:
     where.add_argument("--master", help="a Spark master URL to run on (sets KAFKA_LAB_SPARK_MASTER)")
     where.add_argument("--standalone", type=int, metavar="CORES",
                        help="start a standalone master + one worker with CORES cores on 127.0.0.1 and run there")
+    parser.add_argument("--c1", action="store_true", help="the lab's default driver (C1 alone) instead of the "
+                        "full JIT that an audit of millions of records wants (KAFKA_LAB_SPARK_FULL_JIT=1)")
     args = parser.parse_args()
+    if not args.c1:
+        os.environ[SPARK_FULL_JIT_ENV] = "1"
 
     folder = WORK_DIR / "bench-audit"
     t = time.monotonic()

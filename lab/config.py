@@ -22,6 +22,9 @@ CLIENT_PROPERTIES_ENV = "KAFKA_LAB_CLIENT_PROPERTIES"
 # Connect server in Spark's own SPARK_REMOTE (sc://host:15002). Neither set: local[2] in the kernel.
 SPARK_MASTER_ENV = "KAFKA_LAB_SPARK_MASTER"
 SPARK_REMOTE_ENV = "SPARK_REMOTE"
+# Set to 1 for an audit of millions of records: the Spark driver then compiles its hot code with C2 too (see
+# lab.spark._classic_session).
+SPARK_FULL_JIT_ENV = "KAFKA_LAB_SPARK_FULL_JIT"
 
 CACHE_DIR = Path(os.environ.get("KAFKA_LAB_CACHE", Path.home() / ".cache" / "kafka-failure-lab"))
 WORK_DIR = Path(os.environ.get("KAFKA_LAB_WORK", Path.home() / ".cache" / "kafka-failure-lab" / "work"))

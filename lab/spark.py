@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from . import maven
-from .config import SCALA_BINARY, SPARK_MASTER_ENV, SPARK_REMOTE_ENV, SPARK_VERSION
+from .config import SCALA_BINARY, SPARK_FULL_JIT_ENV, SPARK_MASTER_ENV, SPARK_REMOTE_ENV, SPARK_VERSION
 from .connection import spark_kafka_options
 from .errors import LabError
 from .logs import log_file, verbose
@@ -98,6 +98,13 @@ def _alive(spark) -> bool:
     return not spark.is_stopped if is_connect(spark) else spark.sparkContext._jsc is not None
 
 
+def _jit_option() -> str:
+    """C1 alone unless KAFKA_LAB_SPARK_FULL_JIT=1. The lab's audits are small (thousands of records): with C1 alone
+    the driver started in 5 s instead of 7 and spent 17 JVM CPU-s instead of 32 on its start and seven small audits
+    (each 0.65 s instead of 1.0). An audit of a million records, though, took 84 s instead of 32 (RESULTS.md)."""
+    return "" if os.environ.get(SPARK_FULL_JIT_ENV) == "1" else "-XX:TieredStopAtLevel=1 "
+
+
 def _classic_session(master: str, cores: int, memory: str):
     """A driver in this process (py4j JVM) for a master URL: local[N], or a cluster's executors."""
     if not MASTER_URL.fullmatch(master):
@@ -123,7 +130,7 @@ def _classic_session(master: str, cores: int, memory: str):
                "spark.jars": jars,   # on a cluster the driver serves them to the executors
                "spark.driver.memory": memory, "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
                "spark.sql.session.timeZone": "UTC",
-               "spark.driver.extraJavaOptions": f"-XX:+UseSerialGC "
+               "spark.driver.extraJavaOptions": f"-XX:+UseSerialGC {_jit_option()}"
                                                 f"-Dlog4j2.configurationFile=file:{_log4j2_config(log)}"}
     if master.startswith("local"):
         options["spark.sql.shuffle.partitions"] = str(cores * 2)

@@ -326,3 +326,12 @@ def _create_times(bootstrap: str, topic: str, n: int) -> list[int]:
         return got
     finally:
         consumer.close()
+
+
+def test_the_spark_driver_runs_c1_alone_unless_a_large_audit_asks_for_the_full_jit(monkeypatch):
+    from lab.config import SPARK_FULL_JIT_ENV
+    from lab.spark import _jit_option
+    monkeypatch.delenv(SPARK_FULL_JIT_ENV, raising=False)
+    assert _jit_option() == "-XX:TieredStopAtLevel=1 "
+    monkeypatch.setenv(SPARK_FULL_JIT_ENV, "1")
+    assert _jit_option() == ""
