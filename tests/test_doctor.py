@@ -108,6 +108,15 @@ def test_an_idle_transactional_id_expires_one_expiration_after_its_last_update()
     assert by_rule(cluster_facts(txn_idle=500), "transactional-id-expires") == []     # commits often: active
 
 
+def test_idleness_is_measured_when_its_section_was_read_not_when_the_reading_ended():
+    # 7 days expire ids silent for a minute (a tenth, at most a minute). Read 50 s after the last update, and the
+    # diagnosis ending 20 s later: active when read, so no finding; without the read moment, 70 s: idle.
+    slow = {**cluster_facts(txn_idle=70_000, producer_idle=70_000),
+            "section_read_ms": {"transaction_log": NOW - 20_000, "producers": NOW - 20_000}}
+    assert by_rule(slow, "transactional-id-expires") == [] and by_rule(slow, "producer-id-expires") == []
+    assert len(by_rule(cluster_facts(txn_idle=70_000), "transactional-id-expires")) == 1
+
+
 def test_an_idle_idempotent_producer_expires_but_transactional_ones_are_left_to_their_id():
     found = by_rule(cluster_facts(), "producer-id-expires")
     assert [f.subject for f in found] == ["producer id 7"] and found[0].when_ms == NOW - 5 * MIN + DAY

@@ -53,6 +53,12 @@ def section(facts: dict, name: str):
         else value
 
 
+def read_ms(facts: dict, name: str, now_ms: int) -> int:
+    """When a section was read (its own moment, so that a slow reading of the rest counts no idle time), else now."""
+    done = (facts.get("section_read_ms") or {}).get(name)
+    return min(int(done), now_ms) if isinstance(done, (int, float)) else now_ms
+
+
 def split_partition(tp: str) -> tuple[str, int]:
     topic, _, p = tp.rpartition("-")
     return topic, int(p)
@@ -151,10 +157,11 @@ def transactional_id_expires(facts: dict, now_ms: int) -> list[Finding]:
     idle_after = idle_threshold_ms(expiration)
     streams = streams_client_ids(facts)
     findings = []
+    seen_ms = read_ms(facts, "transaction_log", now_ms)
     for tid, t in txns.items():
         record = log.get(tid) or {}
         last = record.get("last_update_ms")
-        if t.get("state") not in IDLE_STATES or last is None or now_ms - last < idle_after:
+        if t.get("state") not in IDLE_STATES or last is None or seen_ms - last < idle_after:
             continue
         when_ms = last + expiration
         consequence = (f"transactional id {tid} idle for {duration_text(now_ms - last)}: "
@@ -191,8 +198,9 @@ def producer_id_expires(facts: dict, now_ms: int) -> list[Finding]:
             last, tps = latest.get(pid, (0, []))
             latest[pid] = (max(last, p["last_timestamp"]), tps + [tp])
     findings = []
+    seen_ms = read_ms(facts, "producers", now_ms)
     for pid, (last, tps) in sorted(latest.items()):
-        if last <= 0 or now_ms - last < idle_after:
+        if last <= 0 or seen_ms - last < idle_after:
             continue
         when_ms = last + expiration
         consequence = (f"producer id {pid} idle for {duration_text(now_ms - last)} on {len(tps)} partition(s): the "

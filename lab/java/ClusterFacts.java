@@ -361,6 +361,9 @@ public class ClusterFacts {
         out.put(name, value);
         ((Map<String, Object>) out.computeIfAbsent("section_seconds", k -> new LinkedHashMap<>()))
                 .put(name, (System.nanoTime() - t0) / 1e9);
+        // when the section was read: how long a client has been idle is measured then, not at the end of the reading
+        ((Map<String, Object>) out.computeIfAbsent("section_read_ms", k -> new LinkedHashMap<>()))
+                .put(name, System.currentTimeMillis());
         return value instanceof Map && ((Map<String, Object>) value).containsKey("error") ? null : (T) value;
     }
 

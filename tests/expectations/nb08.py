@@ -13,7 +13,7 @@ PARAMETERS = dict(
     INTERACTIVE=False,
 )
 
-# The control: nothing risky (the group stays a member, the producer commits every second, no quota, a current
+# The control: nothing risky (the group stays a member, the producer commits twice a second, no quota, a current
 # client) and the production default retentions (7 days), the diagnosis only: it finds nothing. The same
 # verification after the same wait, on the failure's short retentions, is the failure run's Mitigate step.
 CONTROL = dict(

@@ -90,7 +90,8 @@ def run(cluster=None, progress: bool = True, **params) -> "DiagnoseResult":
 
 
 # The Mitigate step: the same broker, the same short retentions, and the risks the learner's fix leaves (FIX =
-# {"risks": []}: a member stays in the group, the producer sends a transaction a second, no quota, a current client).
+# {"risks": []}: a member stays in the group, the producer sends two transactions a second, no quota, a current
+# client).
 mitigate = Mitigate(run, SPEC)
 
 
@@ -145,11 +146,12 @@ class _Experiment:
 
     # ---------------------------------------------------------------- the pieces
     def start_producer(self):
-        """lab/java/IdleTransactionalProducer.java: a transaction a second until told to go idle."""
+        """lab/java/IdleTransactionalProducer.java: two transactions a second until told to go idle (busy, so far from
+        the doctor's idle threshold, a tenth of the expiration, even on a loaded machine)."""
         folder = self.run.folder
         self.idle, self.go_file = folder / "producer.idle", folder / "producer.go"
         producer = idle_producer(self.run, "producer", self.client_version, self.txn_id, self.go_file, "invoice",
-                                 **{"lab.idle.file": self.idle, "lab.busy.ms": 1000})
+                                 **{"lab.idle.file": self.idle, "lab.busy.ms": 500})
         producer.start()
         return producer
 
