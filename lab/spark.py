@@ -100,8 +100,8 @@ def _alive(spark) -> bool:
 
 def _jit_option() -> str:
     """C1 alone unless KAFKA_LAB_SPARK_FULL_JIT=1. The lab's audits are small (thousands of records): with C1 alone
-    the driver started in 5 s instead of 7 and spent 17 JVM CPU-s instead of 32 on its start and seven small audits
-    (each 0.65 s instead of 1.0). An audit of a million records, though, took 84 s instead of 32 (RESULTS.md)."""
+    the driver spent 16-17 JVM CPU-s instead of 27-32 on its start and seven small audits (benchmarks/spark_start.py).
+    An audit of a million records, though, took 84 s instead of 32 (RESULTS.md)."""
     return "" if os.environ.get(SPARK_FULL_JIT_ENV) == "1" else "-XX:TieredStopAtLevel=1 "
 
 
