@@ -48,7 +48,10 @@ import org.slf4j.LoggerFactory;
  * reaches its crash-at-th record (a marker file keeps the restarted app from crashing again). The halt
  * waits for a settled commit: one commit of processed records, and one output record acknowledged after
  * it (so the broker has written that commit's markers). A run whose first batch arrives late then halts
- * at the first record after that commit, never before any commit:
+ * at the first record after that commit, never before any commit. before_read and during_processing
+ * also wait until the broker holds an output sent since the last commit (else a halt right after a commit
+ * would leave nothing in flight to abort or redo): at the crash-at-th record, or the first after it.
+ * The points:
  *   before_read               a consumer interceptor, when poll() hands over the record (before processing)
  *   during_processing         inside the processor: state written and output forwarded, count not yet
  *   after_send_before_commit  a producer interceptor, when the broker acknowledged the record's output
@@ -191,6 +194,11 @@ public class EosCrashApp {
         Runtime.getRuntime().halt(1);
     }
 
+    /** The broker acknowledged an output sent since the last commit: a halt now leaves it uncommitted. */
+    static boolean inFlight() {
+        return AckHook.sinceCommit > 0 && AckHook.commitsAtAck == metric(streams, "commit-total", "stream-thread-metrics");
+    }
+
     /** before_read: poll() handed over the crash-at-th record; nothing of this batch is processed yet. */
     public static class ReadHook implements ConsumerInterceptor<Object, Object> {
         @Override
@@ -198,7 +206,7 @@ public class EosCrashApp {
             int n = 0;
             for (TopicPartition tp : records.partitions()) if (tp.topic().equals(input)) n += records.records(tp).size();
             int before = read.getAndAdd(n);
-            if (armed && settled && before + n >= crashAt) crash("before_read", "batch", n);
+            if (armed && settled && before + n >= crashAt && inFlight()) crash("before_read", "batch", n);
             return records;
         }
         @Override public void onCommit(Map<TopicPartition, OffsetAndMetadata> offsets) { }
@@ -213,12 +221,18 @@ public class EosCrashApp {
      * markers are written.
      */
     public static class AckHook implements ProducerInterceptor<Object, Object> {
+        static volatile double commitsAtAck = -1;   // commit-total when the last output was acknowledged
+        static volatile int sinceCommit = 0;        // outputs acknowledged since that commit
+
         @Override public ProducerRecord<Object, Object> onSend(ProducerRecord<Object, Object> record) { return record; }
         @Override
         public void onAcknowledgement(RecordMetadata metadata, Exception exception) {
-            if (exception != null || metadata == null || !output.equals(metadata.topic())) return;
+            if (exception != null || metadata == null || !output.equals(metadata.topic()) || streams == null) return;
             int n = acked.incrementAndGet();
-            if (!settled && streams != null && metric(streams, "commit-total", "stream-thread-metrics") > 0) settled = true;
+            double commits = metric(streams, "commit-total", "stream-thread-metrics");
+            sinceCommit = commits == commitsAtAck ? sinceCommit + 1 : 1;
+            commitsAtAck = commits;
+            if (!settled && commits > 0) settled = true;
             if (armed && settled && crashPoint.equals("after_send_before_commit") && n >= crashAt) {
                 crash("after_send_before_commit", "partition", metadata.partition(), "offset", metadata.offset());
             }
@@ -340,7 +354,7 @@ public class EosCrashApp {
                 incarnation, context.taskId(), System.currentTimeMillis(), pad);
             if (!pad.isEmpty()) Lab.emit("padded", "id", id, "bytes", out.getBytes(StandardCharsets.UTF_8).length);
             context.forward(record.withValue(out), "output");
-            if (armed && settled && crashPoint.equals("during_processing") && n >= crashAt) {
+            if (armed && settled && crashPoint.equals("during_processing") && n >= crashAt && inFlight()) {
                 crash("during_processing", "id", id);  // the count update is never forwarded
             }
             context.forward(record.withValue("{\"id\":\"" + id + "\",\"key\":\"" + key + "\",\"count\":" + count + "}"),

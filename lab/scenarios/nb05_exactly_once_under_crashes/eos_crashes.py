@@ -91,7 +91,8 @@ SPEC = Spec(
           choices=GUARANTEES),
     Param("streams_version", KAFKA_VERSION, "Kafka Streams version of the crash runs", check=check_streams_version),
     Param("records", 200, "input records per run", lo=10, hi=100_000),
-    Param("crash_at", 80, "the app halts at its N-th record (read, processed or acknowledged), once it committed", lo=1, hi=100_000),
+    Param("crash_at", 80, "the app halts at its N-th record (read, processed or acknowledged), once it committed "
+          "and an output is in flight", lo=1, hi=100_000),
     Param("rate", 50.0, "input records per second", lo=1, hi=2000, unit="records/s"),
     Param("keys", 10, "distinct keys counted", lo=1, hi=10_000),
     Param("partitions", 2, "partitions of every topic (one task each)", lo=1, hi=12),
