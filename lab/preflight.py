@@ -16,7 +16,7 @@ import psutil
 from .config import WORK_DIR
 
 MEMORY_GB = 3.0   # the largest notebook (07) peaks at 2.3 GB across its JVMs; the kernel and JupyterLab beside it
-DISK_GB = 3.0     # run folders (pruned) and RocksDB stores; the jars and the environment are already on disk
+DISK_GB = 4.0     # run folders (pruned), RocksDB stores, class archives (up to 0.7 GB); the jars are already on disk
 
 
 @dataclass

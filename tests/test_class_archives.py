@@ -1,0 +1,102 @@
+"""Class archives (lab.class_archives): a classpath's first JVM lists its classes, a later start dumps them, every
+start after that maps the archive; a failed dump is never used. On the real broker classpath, with real JVMs."""
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from lab import class_archives, processes
+from lab.cluster import kafka_classpath
+from lab.config import KAFKA_VERSION
+from lab.jvm import java_executable
+
+
+@pytest.fixture
+def archives(tmp_path, monkeypatch):
+    here = tmp_path / "class-archives"
+    monkeypatch.setattr(class_archives, "folder", lambda: here)
+    monkeypatch.delenv(class_archives.ENV, raising=False)
+    return here
+
+
+def usage(java: str, classpath: list[Path], options: list[str]) -> subprocess.CompletedProcess:
+    """kafka.Kafka without a config: it loads its classes, prints its usage and exits (the JVM's output in stdout)."""
+    return subprocess.run([java, *options, "-cp", os.pathsep.join(map(str, classpath)), "kafka.Kafka"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+
+
+def settled(seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while class_archives._dumping and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not class_archives._dumping, "the dump did not end"
+
+
+def test_the_first_start_lists_its_classes_a_later_one_dumps_them_and_then_every_start_maps_the_archive(archives):
+    java, jars = java_executable(), kafka_classpath(KAFKA_VERSION)
+    first = class_archives.options(java, jars)
+    assert len(first) == 1 and first[0].startswith("-XX:DumpLoadedClassList="), first
+    assert "USAGE" in usage(java, jars, first).stdout
+    listed = Path(first[0].split("=", 1)[1])
+    assert "kafka/Kafka" in listed.read_text()
+    # While the list may still grow (its JVM starting up), a start neither dumps nor lists again.
+    assert class_archives.options(java, jars) == [] and not class_archives._dumping
+    os.utime(listed, (time.time() - 60, time.time() - 60))
+    assert class_archives.options(java, jars) == []   # this start runs as before; the dump runs beside it
+    settled()
+    names = sorted(p.name for p in archives.iterdir() if not p.name.endswith(".log"))
+    assert names == [f"{class_archives.key(java, jars)}.jsa"], names   # no part file, no list left
+    mapped = class_archives.options(java, jars)
+    assert f"-XX:SharedArchiveFile={archives / names[0]}" in mapped
+    # -Xshare:on: the JVM refuses to start unless it maps the archive.
+    run = usage(java, jars, [*mapped, "-Xshare:on"])
+    assert "USAGE" in run.stdout and "shared archive" not in run.stdout.lower(), run
+
+
+@pytest.mark.parametrize("ends", ["exit 3", "kill -9 $$"])
+def test_a_dump_that_fails_is_never_used_and_a_killed_one_is_tried_again(archives, tmp_path, ends):
+    """A Java whose dump exits with an error (noted: that classpath runs without an archive from then on), or is
+    killed (a stopped lab: tried again later). Either may leave a part file behind: it is never used."""
+    java = tmp_path / "java"
+    half_written = "for a; do case $a in -XX:SharedArchiveFile=*) echo half > ${a#*=};; esac; done"
+    java.write_text(f"#!/bin/sh\n{half_written}\n{ends}\n")
+    java.chmod(0o755)
+    classpath = kafka_classpath(KAFKA_VERSION)[:2]
+    name = class_archives.key(str(java), classpath)
+    archives.mkdir()
+    listed = archives / f"{name}.x.classlist"
+    listed.write_text("java/lang/Object id: 0\n")
+    class_archives._dump_in_background(str(java), classpath, name, listed)
+    settled()
+    left = sorted(p.suffix for p in archives.iterdir())
+    assert left == sorted([".classlist", ".log", *([".failed"] if "exit" in ends else [])]), left
+    if "exit" in ends:
+        assert class_archives.options(str(java), classpath) == []
+    else:   # the list is there and quiet: the next start dumps again
+        os.utime(listed, (time.time() - 60, time.time() - 60))
+        class_archives.options(str(java), classpath)
+        assert class_archives._dumping == {name}
+        settled()
+
+
+def test_a_changed_jar_is_another_archive_and_the_switch_turns_archives_off(archives, tmp_path, monkeypatch):
+    jar = tmp_path / "a.jar"
+    jar.write_bytes(b"one")
+    before = class_archives.key("java", [jar])
+    os.utime(jar, (1, 1))
+    assert class_archives.key("java", [jar]) != before
+    monkeypatch.setenv(class_archives.ENV, "0")
+    assert class_archives.options("java", [jar]) == [] and not archives.exists()
+
+
+def test_the_jars_come_before_the_lab_classes_and_only_the_jars_are_archived(archives, tmp_path, monkeypatch):
+    seen = {}
+    monkeypatch.setattr(processes, "Child", lambda name, argv, *a, **kw: seen.setdefault("argv", argv))
+    monkeypatch.setattr(class_archives, "options", lambda java, jars: seen.setdefault("jars", jars) and [])
+    classes, jar = tmp_path / "classes", tmp_path / "b.jar"
+    processes.spawn_java("x", [classes, jar], "Main", [], tmp_path / "x.log")
+    assert seen["jars"] == [jar]
+    argv = seen["argv"]
+    assert argv[argv.index("-cp") + 1] == os.pathsep.join([str(jar), str(classes)])
