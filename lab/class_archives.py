@@ -29,7 +29,7 @@ from .config import CACHE_DIR
 ENV = "KAFKA_LAB_CLASS_ARCHIVES"
 QUIET_FOR_S = 10.0      # a class list unchanged this long: the JVM that writes it has started up
 DUMP_TIMEOUT_S = 180.0
-KEPT = 10               # archives kept (40 to 70 MB each), the least recently used go first
+KEPT = 16               # archives kept (40 to 70 MB each: 0.7 GB at most), the least used lately go first
 _dumping: set[str] = set()
 _lock = threading.Lock()
 

@@ -105,7 +105,15 @@ def _state_result(outcomes, params):
                                            titles=dict(state_in_production.SCENARIO.titles))
 
 
-def test_exercise_1_the_ttl_stores_keys_from_the_arithmetic_and_the_table(capsys):
+def _ttl_run(p: dict, peak: int) -> Outcome:
+    """A ttl store's lesson that measured `peak` keys just before its sweeps."""
+    row = {"kind": "ttl", "keys_max": peak - 50, "keys_end": peak - 100, "tombstones_written": 5_000, "sweeps": 9}
+    return Outcome([row], {}, [], p, 0.0, 1.0, 0.0, 0,
+                   {"ttl": [{"deleted": 0, "kept": 120}, {"deleted": 160, "kept": peak - 160}]})
+
+
+def test_exercise_1_runs_the_ttl_store_with_the_learners_ttl_and_what_it_measured_decides(monkeypatch, capsys):
+    from lab.scenarios.nb06_state_in_production import state_in_production
     from lab.scenarios.nb06_state_in_production.state_in_production import StateResult
     p = SPEC.validate(growth_records=15_000, growth_kinds=["kv", "ttl"])   # TTL 300 s, a key every 100 ms
     swept = [dict(r, keys=min(r["processed"], 3_000 + r["processed"] % 700), tombstones=r["processed"] // 2)
@@ -113,19 +121,39 @@ def test_exercise_1_the_ttl_stores_keys_from_the_arithmetic_and_the_table(capsys
     rows = [summarise("kv", SERIES["kv"], 15_000, p, [(0, 15_000)], CONTENTS),
             summarise("ttl", swept, 15_000, p, [(0, 15_000)], CONTENTS)]
     r = _state_result({"growth": Outcome(rows, {"kv": SERIES["kv"], "ttl": swept}, [], p, 0.0, 1.0, 0.0, 0)}, p)
-    assert r.lesson("growth").by_kind()["ttl"]["keys_end"] == 3_300
     one = StateResult.exercises[1]
-    assert one.solution(r) == 3_000 and r.check(1, 3_000) and r.check(1, 3_400)
+    # (80 s + a sweep every 16 s) / 100 ms, and the key on the sweep: 961 keys just before a sweep, within 97 % of the
+    # budget (83 s: 997; 84 s: 1,009)
+    assert one.solution(r) == 80 and one.wrong(r) == 100
+
+    runs, measured = [], {}
+
+    def run(cluster=None, **params):   # the real run is the notebook's; here the mechanism's peak, or `measured`
+        runs.append(params)
+        ttl = params["growth_ttl_s"]
+        peak = measured.get(ttl, expected_bound({**p, **params, "growth_records": 10**9}, "ttl"))
+        return _state_result({"growth": _ttl_run({**p, **params}, peak)}, {**p, **params})
+
+    monkeypatch.setattr(state_in_production.SCENARIO, "run", run)
+    assert r.check(1, 80) and r.check(1, 83) and r.check(1, 70)
+    assert [(x["growth_ttl_s"], x["growth_kinds"], x["growth_records"]) for x in runs] == [
+        (80, ["ttl"], (80_000 + 4 * 16_000) // 100 + 200), (83, ["ttl"], 1_694), (70, ["ttl"], 1_460)]
+    assert "at most 997 keys (just before a sweep)" in capsys.readouterr().out
     assert not r.check(1, None) and "`.solution(1)` on the same result" in capsys.readouterr().out
-    for answer, hint in [(one.wrong(r), "GROWTH_TTL_S is in seconds"), (15_000, "every key fed"),
-                         (5_000, "not about GROWTH_TTL_S / GROWTH_STEP_MS"), (0, "not about"),
-                         (2_300, "held 3,300 keys at the end"),   # within the arithmetic's 25 %, far from the table
-                         ("3000", "a number"), ([3_000], "a number")]:
+    before = len(runs)
+    for answer, hint in [(one.wrong(r), "held up to 1,201 keys, just before a sweep"), (84, "held up to 1,009"),
+                         (63, "well under 1,000 keys"), (300, "far over 1,000"), ("83", "whole number"),
+                         (83.5, "whole number")]:
         with pytest.raises(AssertionError, match=f"^Not quite: .*{re.escape(hint)}"):
             r.check(1, answer)
+    assert [x["growth_ttl_s"] for x in runs[before:]] == [100, 84]   # only what could pass is run
+    # The measurement decides, not the arithmetic: a run that peaked over the budget refuses even the solution.
+    measured[83] = 1_040
+    with pytest.raises(AssertionError, match="held up to 1,040 keys"):
+        r.check(1, 83)
 
     # the growth lesson did not run: the check, the solution and the wrong answer ask for it
     missing = _state_result({}, p)
-    for attempt in (lambda: missing.check(1, 3_000), lambda: one.solution(missing), lambda: one.wrong(missing)):
+    for attempt in (lambda: missing.check(1, 83), lambda: one.solution(missing), lambda: one.wrong(missing)):
         with pytest.raises(LabError, match="not run in this run"):
             attempt()

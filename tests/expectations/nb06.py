@@ -123,9 +123,10 @@ def check(results):
     assert rows["explicit"]["store_renamed"] is False, rows["explicit"]
     _clean_views(results["changelog_views"], "explicit")
 
-    # The exercises, tried on this run: the ttl store's keys younger than the TTL (the notebook's 300 s over its
-    # 100 ms step), 10 GiB at the largest exactly-once restore's rate, the partitions whose default store instances
-    # fit 2,048 MB, and version 3's changelog: version 2's with the store's number one up.
+    # The exercises, tried on this run: the longest TTL whose store stays under 1,000 keys at the 100 ms step (80 s,
+    # run on the cluster and judged by the peak it measured; the tempting 100 s measured over it), 10 GiB at the
+    # largest exactly-once restore's rate, the partitions whose default store instances fit 2,048 MB, and version 3's
+    # changelog: version 2's with the store's number one up.
     disk = results["disk"]
     # RocksDB's space limit reached: the thread died of it, near the keys the early bytes per key predicted; a
     # restart on the same limit died again; on more space every key fed was in the store.
@@ -144,7 +145,7 @@ def check(results):
 
     answers = exercises(results, [1, 2, 3, 4, 5])
     assert answers[5] == round(10 * 2**30 / (disk["sst_bytes_per_key"] * 500) / 3600, 1), answers
-    assert answers[1] == 300 * 1000 / 100, answers
+    assert answers[1] == 80, answers
     assert answers[2] == round(10 * 1024 / results["restore_rate"]["eos"]["mb_s"], 1), answers
     top = memory["default-p4"]
     assert answers[3] == 2048 // (2 * top["rocksdb_mb"] / top["store_instances"]), (answers, top)

@@ -315,6 +315,15 @@ class Outcome:
     def by_kind(self) -> dict:
         return {r["kind"]: r for r in self.rows}
 
+    def ttl_peak(self) -> int | None:
+        """The most keys the ttl store held: just before a sweep (its keys then, deleted and kept), or in a
+        report; None when no ttl store ran."""
+        row = self.by_kind().get("ttl")
+        if row is None:
+            return None
+        before_sweeps = [s["deleted"] + s["kept"] for s in self.sweeps.get("ttl", [])]
+        return max([row["keys_max"], *before_sweeps])
+
     @property
     def failed(self) -> bool:
         """The key-value store grew without bound: still gaining about an entry per record at the end, and
