@@ -61,7 +61,10 @@ def options(java: str, classpath: list[Path]) -> list[str]:
         name = key(java, classpath)
         archive = here / f"{name}.jsa"
         if archive.exists():
-            os.utime(archive)   # used now: the last to go (prune)
+            try:
+                os.utime(archive)   # used now: the last to go (prune)
+            except OSError:         # another user's cache: use it all the same
+                pass
             return [f"-XX:SharedArchiveFile={archive}", "-Xshare:auto", "-Xlog:cds=off", "-Xlog:cds+dynamic=off"]
         if (here / f"{name}.failed").exists():
             return []
