@@ -50,8 +50,9 @@ tools:
 	command -v docker-compose >/dev/null || echo "docker-compose is not installed: the compose-file test will be skipped"; \
 	command -v chromium >/dev/null || echo "chromium is not installed: the browser test (tests/test_browser.py) will be skipped"
 
-# Two tests at a time by default (the notebook runs mostly wait on Kafka's clocks); JOBS=1 for one at a time.
-JOBS ?= 2
+# Three workers by default: two run the notebooks (they mostly wait on Kafka's clocks), the third the other test
+# modules beside them (tests/conftest.py); JOBS=2 takes turns, JOBS=1 runs one test at a time.
+JOBS ?= 3
 test: jars tools
 	$(PY) -m pytest -n $(JOBS) $(PYTEST_ARGS)
 

@@ -9,25 +9,26 @@ SUITE_MARK = "KAFKA_LAB_SUITE"
 
 NOTEBOOK_RUNS = ("tests/test_notebooks.py::test_notebook[", "tests/test_notebooks.py::test_a_notebook_runs")
 
-# The order the two workers take the units in (scheduling only, never an assertion): the longest first, so that
-# the suite ends on short ones, and never two heavy units queued side by side, since each worker holds the next
-# unit while it runs one, so neighbours in the order mostly run together. Seconds as measured two at a time (the
-# fresh-clone .ci/run of stop 34, and this round's pairs for 01's and 05's runs, which the Spark warm-up shortened);
-# the other test modules from one run of them alone. A unit not listed counts as short. Heavy: the units that keep
-# both cores busy or peak highest (notebook 07's three-node cluster with its apps, 06's lessons, notebook 03's five
-# Streams apps, the browser tests' chromium and JupyterLab): 06's and 07's failure runs side by side kept the load
-# at 12 and took 390 and 371 s; 07's two runs side by side took 5.1 GB, the browser tests beside 07's CONTROL 5.5 GB.
+# The order the workers take the units in (scheduling only, never an assertion): the longest first, so that the
+# suite ends on short ones, and never two heavy units queued side by side, since each worker holds the next unit
+# while it runs one, so neighbours in the order mostly run together. Seconds as measured in the suite on three
+# workers (2026-11-27, two notebook lanes and a side lane: 25 min 27 s); a unit not listed counts as short. Heavy:
+# the units that keep both cores busy or peak highest (notebook 07's three-node cluster with its apps, 06's
+# lessons, notebook 03's five Streams apps, the browser tests' chromium and JupyterLab): 06's and 07's failure runs
+# side by side kept the load at 12 and took 390 and 371 s; 07's two runs side by side took 5.1 GB, the browser
+# tests beside 07's CONTROL 5.5 GB.
 MEASURED_S = {
-    "07_when_streams_stop[failure]": 355, "06_state_in_production[failure]": 302, "tests/test_browser.py": 284,
-    "05_exactly_once_under_crashes[failure]": 287, "02_transactional_id_expiry[failure]": 266,
-    "03_quota_driven_fencing[failure]": 231, "08_diagnose_your_cluster[failure]": 193,
-    "01_offset_expiry_reprocessing[failure]": 168, "04_stale_standby_cache[failure]": 123,
-    "tests/test_spark_cluster.py": 120, "07_when_streams_stop[control]": 117, "tests/test_audit.py": 115,
-    "05_exactly_once_under_crashes[control]": 114, "03_quota_driven_fencing[control]": 112,
-    "04_stale_standby_cache[control]": 106, "tests/test_cluster.py": 105, "02_transactional_id_expiry[control]": 100,
-    "tests/test_security.py": 75, "00_setup_check[failure]": 75, "01_offset_expiry_reprocessing[control]": 70,
-    "06_state_in_production[control]": 65, "tests/test_site.py": 60, "tests/test_doctor.py": 45,
-    "08_diagnose_your_cluster[control]": 35, "test_a_notebook_runs": 30, "tests/test_panel.py": 25,
+    "05_exactly_once_under_crashes[failure]": 393, "07_when_streams_stop[failure]": 334,
+    "06_state_in_production[failure]": 311, "tests/test_spark_cluster.py": 325, "tests/test_browser.py": 280,
+    "02_transactional_id_expiry[failure]": 277, "03_quota_driven_fencing[failure]": 221,
+    "08_diagnose_your_cluster[failure]": 188, "01_offset_expiry_reprocessing[failure]": 160,
+    "tests/test_audit.py": 115, "03_quota_driven_fencing[control]": 116, "tests/test_cluster.py": 105,
+    "07_when_streams_stop[control]": 100, "05_exactly_once_under_crashes[control]": 98,
+    "04_stale_standby_cache[control]": 89, "04_stale_standby_cache[failure]": 86, "tests/test_security.py": 75,
+    "01_offset_expiry_reprocessing[control]": 78, "02_transactional_id_expiry[control]": 72,
+    "tests/test_site.py": 60, "00_setup_check[failure]": 56, "06_state_in_production[control]": 54,
+    "tests/test_doctor.py": 45, "test_a_notebook_runs": 34, "08_diagnose_your_cluster[control]": 31,
+    "tests/test_panel.py": 25,
 }
 HEAVY = ("07_when_streams_stop", "06_state_in_production", "03_quota_driven_fencing", "test_a_notebook_runs",
          "tests/test_browser.py")
@@ -59,15 +60,40 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: rank[unit_of(item.nodeid)])
 
 
-@pytest.hookimpl(optionalhook=True)   # pytest-xdist's hook: `make test` runs two workers (JOBS=2)
+NOTEBOOK_LANES = 2   # notebook runs at a time, whatever the number of workers
+
+
+def runs_a_notebook(unit: str) -> bool:
+    """A unit that executes notebooks in a kernel: a notebook run, or the browser tests' JupyterLab."""
+    return unit.startswith(NOTEBOOK_RUNS) or unit == "tests/test_browser.py"
+
+
+def next_unit(queue: list[str], side_lane: bool) -> str | None:
+    """The unit a worker takes next from the queue (in unit_order): a notebook lane the first notebook run, or else
+    the first unit; a side lane the first unit that runs no notebook, or nothing."""
+    if side_lane:
+        return next((unit for unit in queue if not runs_a_notebook(unit)), None)
+    return next((unit for unit in queue if runs_a_notebook(unit)), queue[0] if queue else None)
+
+
+@pytest.hookimpl(optionalhook=True)   # pytest-xdist's hook: `make test` runs three workers (JOBS=3)
 def pytest_xdist_make_scheduler(config, log):
-    """Units of work for the workers (unit_of): each notebook run alone, so that two run side by side (they mostly
-    wait on Kafka's clocks); every other test module whole. In the collection's order (unit_order)."""
+    """Units of work for the workers (unit_of): each notebook run alone, every other test module whole, in the
+    collection's order (unit_order). At most NOTEBOOK_LANES workers run notebooks; a worker beyond them takes only
+    the other modules, which then run beside the two notebooks instead of taking turns with them."""
     from xdist.scheduler import LoadScopeScheduling
 
     class ByUnit(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return unit_of(nodeid)
+
+        def _assign_work_unit(self, node) -> None:
+            scope = next_unit(list(self.workqueue), side_lane=int(node.gateway.id.removeprefix("gw")) >= NOTEBOOK_LANES)
+            if scope is None:   # only notebook runs left: this side worker is done
+                node.shutdown()
+                return
+            self.workqueue.move_to_end(scope, last=False)   # the parent takes the queue's first unit
+            super()._assign_work_unit(node)
 
     config.option.loadscopereorder = False
     return ByUnit(config, log)
