@@ -129,7 +129,41 @@ def _result(idle_s, clients):
     return tx.TxnExpiryResult("txn_expiry", p, "r", Timeline(0.0), clients=clients)
 
 
-def test_verdict_for_the_control_names_the_branch():
+@pytest.fixture
+def heartbeat_runs(monkeypatch):
+    """Exercise 2's experiment without a broker: the heartbeat client, its first heartbeat skipped, goes two
+    intervals without a transaction, and its id expires when that is past the expiration. The runs it asked for."""
+    asked = []
+
+    def run(cluster=None, progress=True, **p):
+        asked.append(p)
+        gap = 2 * p["heartbeat_ms"] / 1000
+        beat = _summary(expired=gap > p["expiration_ms"] / 1000, longest_idle_s=gap)
+        return tx.TxnExpiryResult("txn_expiry", p, "r2", Timeline(0.0), clients={"python-heartbeat": beat})
+    monkeypatch.setattr(tx, "run", run)
+    return asked
+
+
+def test_the_heartbeat_exercise_runs_the_learners_interval_with_one_heartbeat_missed(heartbeat_runs):
+    r = _result(15, {"python-crash": _summary()})
+    assert r.check(2, 3333) and tx.TxnExpiryResult.exercises[2].solution(r) == 3333
+    ran = heartbeat_runs[-1]
+    assert ran["python_modes"] == ["heartbeat"] and ran["java_clients"] == [] and ran["heartbeat_misses"] == 1
+    assert ran["heartbeat_ms"] == 3333 and ran["idle_s"] >= 2 * 3.333 + 1, ran   # two intervals and a sweep
+    with pytest.raises(AssertionError, match="a sweep removed it"):   # 2 x 9 s without a transaction
+        r.check(2, 9000)
+    for answer, words in [(10000, "no need to run that"), (1000, "room for more than two missed"),
+                          (100, "not a heartbeat"), ("3 s", "as a number"), (None, None)]:
+        before = len(heartbeat_runs)
+        if answer is None:
+            assert not r.check(2, answer)   # not answered
+        else:
+            with pytest.raises(AssertionError, match=words):
+                r.check(2, answer)
+        assert len(heartbeat_runs) == before, answer   # refused before anything ran
+
+
+def test_verdict_for_the_control_names_the_branch(heartbeat_runs):
     r = _result(5, {"python-crash": _summary()})
     assert not r.failed
     assert r.verdict() == "idle 5 s < expiration 10 s + one sweep: the id was never expired, the commit succeeded"
@@ -138,7 +172,7 @@ def test_verdict_for_the_control_names_the_branch():
     r.check(3, lambda table: set())   # no client met the error: none needed a new producer
 
 
-def test_verdict_for_the_failure():
+def test_verdict_for_the_failure(heartbeat_runs):
     r = _result(15, {"python-crash": _summary(expired=True, sweep=11.0, code=49, error="INVALID_PRODUCER_ID_MAPPING",
                                               first_error=15.0, then="exit", handling="abortable",
                                               call="send_offsets_to_transaction")})
@@ -149,7 +183,7 @@ def test_verdict_for_the_failure():
     r.check(3, lambda table: {"python-crash"})
     _each_solution_passes_and_each_wrong_answer_is_refused(r)
     for n, answer in [(1, lambda e, c: (0, 100)), (1, lambda e, c: None), (1, lambda e, c: "soon"), (1, 5),
-                      (2, lambda e, c: 0), (2, lambda e, c: e), (2, lambda e, c: "x"), (2, lambda: 1),
+                      (2, lambda e, c: 0), (2, 0), (2, 10000), (2, "x"),
                       (3, lambda table: set()), (3, lambda table: "python-crash"), (3, lambda table: 1 / 0)]:
         with pytest.raises(AssertionError, match="^Not quite: "):
             r.check(n, answer)

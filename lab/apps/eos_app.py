@@ -17,6 +17,8 @@ What it does when a transaction call fails (--on-error):
               the aborted batch, so that batch is never written (lost)
 --heartbeat-ms N: while idle, run a transaction every N ms that only re-commits the current
 positions (AddOffsetsToTxn + EndTxn): the coordinator sees the transactional id in use.
+--skip-heartbeats N: the first N heartbeats due are not sent (an app stalled by a long GC pause or a slow
+deploy): the id then goes N + 1 intervals without a transaction.
 --offsets-first: call send_offsets_to_transaction before producing (which call sees the error).
 
 What it does goes to stdout as evidence lines `LAB {json}` (lab.experiment.evidence.emit;
@@ -66,6 +68,7 @@ def main(argv=None) -> int:
     p.add_argument("--run-id", required=True)
     p.add_argument("--on-error", choices=("crash", "abort", "recreate", "naive"), default="abort")
     p.add_argument("--heartbeat-ms", type=int, default=0, help="0: no heartbeat transactions")
+    p.add_argument("--skip-heartbeats", type=int, default=0, help="the first N heartbeats due are not sent")
     p.add_argument("--offsets-first", action="store_true")
     p.add_argument("--transaction-timeout-ms", type=int, default=10000)
     p.add_argument("--call-timeout-s", type=float, default=30.0)
@@ -128,6 +131,7 @@ def main(argv=None) -> int:
         producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), args.call_timeout_s)
 
     last_txn = time.monotonic()
+    skipped = 0
     exit_code = 0
     while running:
         call = "consume"
@@ -138,7 +142,10 @@ def main(argv=None) -> int:
             if not msgs:
                 if args.heartbeat_ms and (time.monotonic() - last_txn) * 1000 >= args.heartbeat_ms:
                     positions = [tp for tp in consumer.position(consumer.assignment()) if tp.offset >= 0]
-                    if positions:
+                    if positions and skipped < args.skip_heartbeats:
+                        skipped += 1
+                        emit("heartbeat_skipped", n=skipped)
+                    elif positions:
                         call = "begin_transaction"
                         producer.begin_transaction()
                         call = "send_offsets_to_transaction"

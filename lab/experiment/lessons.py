@@ -173,12 +173,6 @@ class LessonsResult(Result):
     titles: dict = field(default_factory=dict)        # lesson -> "N · title"
     peak_rss_mb: dict = field(default_factory=dict)   # {"apps": MB, "brokers": MB}: the largest at one instant
     answers: dict = field(default_factory=dict)       # lesson -> this run's answer to its Predict question
-    cluster: object = field(default=None, repr=False, compare=False)   # the notebook's cluster it ran on, if any
-
-    def running_cluster(self):
-        """The notebook's cluster this run borrowed, while it still runs (an experiment exercise runs there too,
-        as the lesson did), else None: the experiment starts a broker of its own."""
-        return self.cluster if getattr(self.cluster, "running", False) else None
 
     @property
     def failed(self) -> bool:

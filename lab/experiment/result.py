@@ -30,6 +30,12 @@ class Result:
     run_id: str
     timeline: Timeline
     notes: list[str] = field(default_factory=list)   # what the run noticed along the way (said, not hidden)
+    cluster: object = field(default=None, repr=False, compare=False)   # the notebook's cluster it ran on, if any
+
+    def running_cluster(self):
+        """The notebook's cluster this run borrowed, while it still runs (an experiment exercise runs there too,
+        as the lesson did), else None: the experiment starts a broker of its own."""
+        return self.cluster if getattr(self.cluster, "running", False) else None
 
     @property
     def ran(self) -> bool:

@@ -34,11 +34,16 @@ def streams_examples(version):
                            label=f"streams-examples-{version}")
 
 
-SHOWN = {"commit": "info", "committed": "info", "heartbeat": "info", "error": "failure", "abort": "mitigation",
-         "aborted": "mitigation", "recreate": "mitigation", "recreated": "mitigation", "rewind": "mitigation",
+SHOWN = {"commit": "info", "committed": "info", "heartbeat": "info", "heartbeat_skipped": "fault", "error": "failure",
+         "abort": "mitigation", "aborted": "mitigation", "recreate": "mitigation", "recreated": "mitigation", "rewind": "mitigation",
          "exit": "fault", "InvalidPidMappingException": "failure", "TaskMigratedException": "mitigation",
          "thread died": "failure"}
 FOLLOW = ("abort", "aborted", "recreate", "recreated", "rewind", "exit", "thread died", "TaskMigratedException")
+
+
+def heartbeat_interval_ms(p: dict) -> int:
+    """The `heartbeat` client's interval: HEARTBEAT_MS, or by default a third of the expiration."""
+    return p["heartbeat_ms"] or max(200, p["expiration_ms"] // 3)
 
 
 class _Client:
@@ -79,6 +84,14 @@ class _Client:
     def errors(self, after):
         return [e for e in after if e["kind"] == "error"]
 
+    def longest_idle_s(self, events, idle_start, input_at) -> float | None:
+        """The longest time the id went without a transaction, from the last one before the idle period to the
+        input after it (heartbeats count: each is a transaction)."""
+        done = sorted(e["ts"] for e in events if e["kind"] in (self.COMMIT, "heartbeat") and e["ts"] <= input_at)
+        last_before = [t for t in done if t <= idle_start + 0.01][-1:]
+        marks = [*last_before, *(t for t in done if t > idle_start + 0.01), input_at]
+        return round(max(b - a for a, b in zip(marks, marks[1:])), 2) if len(marks) > 1 else None
+
     def summarise(self, idle_start, input_at, sweep):
         events = self.events()
         after = [e for e in events if e["ts"] >= input_at]
@@ -90,6 +103,7 @@ class _Client:
             "kind": self.kind, "expired": sweep is not None, "sweep": sweep, "input_at": input_at,
             "last_txn": max((e["ts"] for e in events if e["kind"] in (self.COMMIT, "heartbeat")
                              and e["ts"] <= idle_start + 0.01), default=None),
+            "longest_idle_s": self.longest_idle_s(events, idle_start, input_at),
             "errors": len(errors), **{k: first.get(k) for k in ("error", "code", "call", "message", "handling")},
             "then": " -> ".join(dict.fromkeys(then)) if errors else None, "recovered": done is not None,
             "restarts": len(self.restarts), "first_error": first.get("ts"),
@@ -133,7 +147,8 @@ class _Python(_Client):
                 self.txn_id, "--transactional-id", self.txn_id, "--app", self.name, "--incarnation",
                 len(self.restarts), "--history", self.history.folder, "--run-id", self.history.run_id,
                 "--on-error", {"heartbeat": "recreate", "abort-offsets-first": "abort"}.get(mode, mode)]
-        args += ["--heartbeat-ms", max(200, self.p["expiration_ms"] // 3)] if mode == "heartbeat" else []
+        args += ["--heartbeat-ms", heartbeat_interval_ms(self.p), "--skip-heartbeats", self.p["heartbeat_misses"]] \
+            if mode == "heartbeat" else []
         args += ["--offsets-first"] if mode == "abort-offsets-first" else []
         self.child = self.lab.spawn_python(self.name, "lab.apps.eos_app", args)
 

@@ -8,6 +8,7 @@ step; broker 2.0.1 (forgets the producer), and 2.4.1 (keeps it) in its Mitigate 
 """
 from __future__ import annotations
 
+import math
 import re
 import time
 from dataclasses import dataclass, field
@@ -21,10 +22,10 @@ from ...experiment import Param, Result, Run, Spec, Timeline, grep
 from ...experiment.admin import expired_at
 from ...experiment.consume import read_to_end
 from ...experiment.parts import Parts
-from ...experiment.result import Exercise, called, expect, is_number
+from ...experiment.result import Exercise, called, expect, is_number, number
 from ...programs import clients_classpath
 from . import txn_unknown_producer as part_c
-from .txn_clients import CLIENTS, ERROR_CODE, streams_examples
+from .txn_clients import CLIENTS, ERROR_CODE, heartbeat_interval_ms, streams_examples
 
 SOURCE_MESSAGE = "The producer attempted to use a producer id which is not currently assigned to its transactional id"
 PYTHON_MODES = ("crash", "abort", "recreate", "naive", "heartbeat", "abort-offsets-first")
@@ -46,6 +47,10 @@ SPEC = Spec(
     Param("idle_s", 15.0, "how long the clients sit idle after their last transaction", lo=0, hi=3600, unit="s"),
     Param("observe_s", 45.0, "how long to watch the clients once the input arrives", lo=5, hi=600, unit="s"),
     Param("python_modes", list(PYTHON_MODES), "lab/apps/eos_app.py behaviours on error", choices=PYTHON_MODES),
+    Param("heartbeat_ms", 0, "the `heartbeat` client's interval between transactions while idle (0: a third of "
+          "EXPIRATION_MS)", lo=0, hi=2 ** 31 - 1, unit="ms"),
+    Param("heartbeat_misses", 0, "heartbeats the `heartbeat` client skips while idle (an app stalled by a long GC "
+          "pause or a slow deploy)", lo=0, hi=10),
     Param("java_clients", ["3.9.1", "4.3.1"], "kafka-clients versions of the lone Java producer",
           check=lambda vs: [clients_classpath(v) for v in vs]),
     Param("streams_versions", ["3.7.0"], "Kafka Streams versions (WordCountDemo, exactly-once), one "
@@ -133,7 +138,7 @@ def run(cluster=None, progress: bool = True, **params) -> "TxnExpiryResult":
         result = TxnExpiryResult("txn_expiry", p, lab.id, lab.timeline, clients={n: c.summary for n, c in
                                                                                  clients.items()}, audits=audits,
                                  part_c={v: r for v, r in upid.items() if v != "pinned"}, pinned=upid.get("pinned"),
-                                 logs={n: c.log for n, c in clients.items()})
+                                 logs={n: c.log for n, c in clients.items()}, cluster=lab.cluster)
     return result
 
 
@@ -146,7 +151,8 @@ def _merged(ran: list, params: dict) -> "TxnExpiryResult":
                            clients={n: c for r in ran for n, c in r.clients.items()},
                            audits={n: a for r in ran for n, a in r.audits.items()},
                            part_c={v: c for r in ran for v, c in r.part_c.items()}, pinned=pinned,
-                           logs={n: log for r in ran for n, log in r.logs.items()})
+                           logs={n: log for r in ran for n, log in r.logs.items()},
+                           cluster=next((r.cluster for r in ran if r.running_cluster()), None))
 
 
 # The notebook's lessons, each its own section: the parameters that are its runs, and its Predict question.
@@ -327,7 +333,7 @@ class TxnExpiryResult(Result):
         return [re.sub(r"\[[^\]]{40,}\] ?", "", line)[:300] for _, line in grep(Path(self.logs[client]), pattern)][:limit]
 
     def mitigations(self) -> list[dict]:
-        rows = [("heartbeat transaction every expiration/3", self, "python-heartbeat"),
+        rows = [(f"heartbeat transaction every {heartbeat_interval_ms(self.params)} ms", self, "python-heartbeat"),
                  ("new producer on INVALID_PRODUCER_ID_MAPPING", self, "python-recreate"),
                  *[(f"Kafka Streams {v}", self, f"streams-{v}") for v in self.params["streams_versions"]
                    if parse_version(v) >= (3, 8)]]
@@ -364,11 +370,6 @@ def idle_bounds(expiration_ms, cleanup_ms):
     return expiration_ms / 1000, (expiration_ms + cleanup_ms) / 1000
 
 
-def heartbeat_ms(expiration_ms, cleanup_ms):
-    # a third of the expiration: even after one missed beat, at most two thirds have passed without a transaction
-    return expiration_ms // 3
-
-
 def needed_new_producer(table):
     if not len(table):
         return set()
@@ -400,23 +401,44 @@ def _expiration_alone(expiration_ms, cleanup_ms):
     return expiration_ms / 1000, expiration_ms / 1000
 
 
-def _check_heartbeat(r: TxnExpiryResult, fn) -> None:
+def _heartbeat_ms(r: TxnExpiryResult) -> int:
+    """Exercise 2: a third of the expiration: after one missed heartbeat, two thirds of it without a transaction."""
+    return r.params["expiration_ms"] // 3
+
+
+def _just_before_the_sweep(r: TxnExpiryResult) -> int:
+    return r.params["expiration_ms"] - r.params["cleanup_interval_ms"]
+
+
+def _check_heartbeat(r: TxnExpiryResult, answer) -> None:
+    """An experiment: the `heartbeat` client alone with the learner's interval, its first heartbeat skipped, idle
+    until two intervals and a sweep have passed; what the coordinator did with its id decides."""
     _ran(r, "clients", "python_modes")
-    for expiration_ms, cleanup_ms in [(r.params["expiration_ms"], r.params["cleanup_interval_ms"]), PRODUCTION,
-                                      (60000, 5000)]:
-        call = f"heartbeat_ms({expiration_ms}, {cleanup_ms})"
-        hb = called(fn, call, expiration_ms, cleanup_ms)
-        expect(is_number(hb), f"{call} returned {hb!r}, not milliseconds")
-        expect(hb > 0, f"{call} = {hb:g}: a heartbeat needs an interval longer than nothing")
-        expect(2 * hb < expiration_ms, f"{call} = {hb:g}: one missed heartbeat ({2 * hb:g} ms without a "
-                                       "transaction) expires the id")
-    beat = r.clients.get("python-heartbeat")
-    expect(beat is None or (beat["errors"] == 0 and not beat["expired"]),
-           f"this run's heartbeat client (every expiration / 3) did not keep its id: {beat}")
-
-
-def _just_before_the_sweep(expiration_ms, cleanup_ms):
-    return expiration_ms - cleanup_ms
+    exp, sweep = r.params["expiration_ms"], r.params["cleanup_interval_ms"]
+    given = number(answer, "the milliseconds between two heartbeat transactions")
+    expect(given >= 200, f"a heartbeat every {given:g} ms is a transaction at least five times a second: that is "
+           "traffic, not a heartbeat; the question is the longest interval that is still safe")
+    expect(given < exp, f"a heartbeat every {given:g} ms leaves the id idle {given / 1000:g} s between two "
+           f"transactions even when none is missed, at least the {exp / 1000:g} s expiration: no need to run that")
+    expect(given >= exp / 4, f"a heartbeat every {given:g} ms keeps the id, with room for more than two missed "
+           "ones: the question is the longest interval that still has room for one")
+    idle_s = math.ceil((2 * given + sweep) / 1000) + 2   # the skipped heartbeat, the next one, a sweep after it
+    cluster = r.running_cluster()
+    print(f"Exercise 2: the `heartbeat` client alone, a transaction every {given:g} ms while idle {idle_s} s, its "
+          "first heartbeat skipped, " + ("on the notebook's cluster ..." if cluster else "on a broker of its own ..."))
+    again = run(cluster=cluster, **{
+        **r.params, **PLAIN_CLIENTS, "python_modes": ["heartbeat"], "java_clients": [], "heartbeat_ms": int(given),
+        "heartbeat_misses": 1, "idle_s": idle_s, "observe_s": 20})
+    beat = again.clients["python-heartbeat"]
+    gap = beat["longest_idle_s"]
+    print(f"Measured: at most {gap:.1f} s without a transaction; the coordinator "
+          f"{'expired the id' if beat['expired'] else 'kept the id'}.")
+    expect(not beat["expired"], f"with a heartbeat every {given:g} ms and one missed, the id was to go "
+           f"{2 * given / 1000:g} s without a transaction, past the {exp / 1000:g} s expiration: a sweep removed it "
+           f"before the next heartbeat, which failed ({gap:.1f} s without a transaction that succeeded)")
+    expect(gap is not None and gap < exp / 1000, f"the id lived, but it went {gap:.1f} s without a transaction, "
+           f"past the {exp / 1000:g} s expiration: it lived because no sweep (every {sweep / 1000:g} s) came in "
+           "the few moments it was expired; in production that is a lottery")
 
 
 def _needed_new_producer(r: TxnExpiryResult) -> set:
@@ -516,11 +538,12 @@ TxnExpiryResult.exercises = {
             "than the expiration is certainly still there; one idle the expiration plus one sweep interval has "
             "certainly met a sweep after its expiration. In between, when the sweep comes decides."),
     2: Exercise(
-        check=_check_heartbeat, solution=lambda r: heartbeat_ms, wrong=lambda r: _just_before_the_sweep,
-        why="Any transaction, even one that only re-commits the offsets, resets the id's idle clock. A beat every "
-            "third of the expiration leaves room for a late or missed one: after one missed beat, at most two thirds "
-            "of the expiration have passed without a transaction. A beat just short of the expiration has no such "
-            "margin."),
+        check=_check_heartbeat, solution=_heartbeat_ms, wrong=_just_before_the_sweep,
+        why="Any transaction, even one that only re-commits the offsets, resets the id's idle clock. After one "
+            "missed heartbeat the id goes two intervals without a transaction, so two intervals must stay under "
+            "the expiration: at most half of it, and a third leaves room for a heartbeat that comes late as well. "
+            "A heartbeat just short of the expiration keeps the id only while none is ever missed, and the sweep "
+            "interval gives no room: a sweep may come any moment after the expiration."),
     3: Exercise(
         check=_check_needed_new_producer, solution=lambda r: needed_new_producer, wrong=_every_client,
         why="Error 49 is abortable for most of librdkafka's transaction calls (the table of requests in lesson 1) "
