@@ -35,9 +35,9 @@ def streams_examples(version):
 
 
 SHOWN = {"commit": "info", "committed": "info", "heartbeat": "info", "heartbeat_skipped": "fault", "error": "failure",
-         "abort": "mitigation", "aborted": "mitigation", "recreate": "mitigation", "recreated": "mitigation", "rewind": "mitigation",
-         "exit": "fault", "InvalidPidMappingException": "failure", "TaskMigratedException": "mitigation",
-         "thread died": "failure"}
+         "abort": "mitigation", "aborted": "mitigation", "recreate": "mitigation", "recreated": "mitigation",
+         "rewind": "mitigation", "exit": "fault", "InvalidPidMappingException": "failure",
+         "TaskMigratedException": "mitigation", "thread died": "failure"}
 FOLLOW = ("abort", "aborted", "recreate", "recreated", "rewind", "exit", "thread died", "TaskMigratedException")
 
 

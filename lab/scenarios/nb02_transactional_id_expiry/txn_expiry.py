@@ -416,8 +416,6 @@ def _check_heartbeat(r: TxnExpiryResult, answer) -> None:
     _ran(r, "clients", "python_modes")
     exp, sweep = r.params["expiration_ms"], r.params["cleanup_interval_ms"]
     given = number(answer, "the milliseconds between two heartbeat transactions")
-    expect(given >= 200, f"a heartbeat every {given:g} ms is a transaction at least five times a second: that is "
-           "traffic, not a heartbeat; the question is the longest interval that is still safe")
     expect(given < exp, f"a heartbeat every {given:g} ms leaves the id idle {given / 1000:g} s between two "
            f"transactions even when none is missed, at least the {exp / 1000:g} s expiration: no need to run that")
     expect(given >= exp / 4, f"a heartbeat every {given:g} ms keeps the id, with room for more than two missed "
