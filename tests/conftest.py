@@ -88,7 +88,8 @@ def pytest_xdist_make_scheduler(config, log):
             return unit_of(nodeid)
 
         def _assign_work_unit(self, node) -> None:
-            scope = next_unit(list(self.workqueue), side_lane=int(node.gateway.id.removeprefix("gw")) >= NOTEBOOK_LANES)
+            side_lane = int(node.gateway.id.removeprefix("gw")) >= NOTEBOOK_LANES
+            scope = next_unit(list(self.workqueue), side_lane)
             if scope is None:   # only notebook runs left: this side worker is done
                 node.shutdown()
                 return

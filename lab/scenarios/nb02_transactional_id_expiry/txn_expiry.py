@@ -152,7 +152,7 @@ def _merged(ran: list, params: dict) -> "TxnExpiryResult":
                            audits={n: a for r in ran for n, a in r.audits.items()},
                            part_c={v: c for r in ran for v, c in r.part_c.items()}, pinned=pinned,
                            logs={n: log for r in ran for n, log in r.logs.items()},
-                           cluster=next((r.cluster for r in ran if r.running_cluster()), None))
+                           cluster=next((r.cluster for r in ran if r.cluster), None))
 
 
 # The notebook's lessons, each its own section: the parameters that are its runs, and its Predict question.
