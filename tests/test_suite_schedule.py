@@ -7,8 +7,9 @@ BROWSER = "tests/test_browser.py"
 MODULE, LIGHT = "tests/test_spark_cluster.py", "tests/test_layout.py"
 
 
-def test_a_side_lane_never_takes_a_notebook_and_stops_when_only_notebooks_are_left():
-    assert next_unit([NOTEBOOK, BROWSER, MODULE, LIGHT], side_lane=True) == MODULE
+def test_a_side_lane_takes_the_shortest_module_never_a_notebook_and_stops_when_only_notebooks_are_left():
+    assert next_unit([NOTEBOOK, BROWSER, MODULE, LIGHT], side_lane=True) == LIGHT    # the shortest first
+    assert next_unit([NOTEBOOK, BROWSER, MODULE], side_lane=True) == MODULE
     assert next_unit([NOTEBOOK, BROWSER, CONTROL], side_lane=True) is None
 
 
