@@ -81,6 +81,32 @@ def spark_session(cores: int = 2, memory: str = "1g"):
         return _session
 
 
+# An audit of a run of the lab reads a few thousand records in a few dozen tiny jobs, and Spark's settings for big
+# data cost it more than its data: notebook 05's crash audit (150 records, 22 jobs) took 4.5 JVM CPU-s with them
+# and 3.1 to 3.4 with these (benchmarks/RESULTS.md). Past SMALL_DATA_ROWS the session's own settings apply.
+SMALL_DATA_ROWS = 100_000
+SMALL_DATA_CONF = {"spark.sql.shuffle.partitions": "1", "spark.sql.adaptive.enabled": "false",
+                   "spark.sql.codegen.wholeStage": "false"}
+_small_twins: dict = {}   # id(session) -> (session, its twin for small data)
+
+
+def sized_session(spark, rows: int):
+    """The session to read about `rows` rows with: for small data a twin of `spark` (the same SparkContext and
+    cache, its own SQL settings: SMALL_DATA_CONF), so that no other audit's settings change; else `spark`.
+    Under Spark Connect, `spark` itself."""
+    if rows > SMALL_DATA_ROWS or is_connect(spark):
+        return spark
+    with _session_lock:
+        base, twin = _small_twins.get(id(spark), (None, None))
+        if base is not spark:
+            twin = spark.newSession()
+            for key, value in {"spark.sql.session.timeZone": spark.conf.get("spark.sql.session.timeZone"),
+                               **SMALL_DATA_CONF}.items():
+                twin.conf.set(key, value)
+            _small_twins[id(spark)] = (spark, twin)
+        return twin
+
+
 def current_session():
     """The session this kernel has running, or None: nothing is started."""
     session = _session
@@ -310,6 +336,7 @@ def stop_spark() -> None:
 
 def _stop_spark() -> None:
     global _session
+    _small_twins.clear()
     if _session is not None:
         if is_connect(_session):
             with _quick_retries(_session):

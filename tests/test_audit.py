@@ -217,6 +217,26 @@ def test_bad_input_is_a_clear_message(spark, tmp_path):
         audit(History(tmp_path / "b", "run-1"), output_df=no_ids, spark=spark)
 
 
+def test_a_small_audit_runs_on_a_twin_session_with_small_data_settings(spark, tmp_path, monkeypatch):
+    """A few hundred rows: a twin session (same SparkContext, its own SQL settings) for small data; the lab's
+    session keeps its settings for a learner's large audits, and the verdict is the same either way."""
+    import lab.spark
+    from lab.spark import SMALL_DATA_CONF, SMALL_DATA_ROWS, sized_session
+    twin = sized_session(spark, 10)
+    assert twin is not spark and twin.sparkContext is spark.sparkContext and sized_session(spark, 10) is twin
+    assert sized_session(spark, SMALL_DATA_ROWS + 1) is spark
+    assert {key: twin.conf.get(key) for key in SMALL_DATA_CONF} == SMALL_DATA_CONF
+    assert twin.conf.get("spark.sql.session.timeZone") == "UTC"
+    assert spark.conf.get("spark.sql.codegen.wholeStage") == "true"
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "4"    # local[2]: two per core
+    run = Run()
+    expected = reset_to_earliest(run)
+    small = audit(run.history(tmp_path / "small"), spark=spark)
+    monkeypatch.setattr(lab.spark, "SMALL_DATA_ROWS", -1)           # the same history, as if it were large
+    large = audit(run.history(tmp_path / "large"), spark=spark)
+    assert small.counts == large.counts and small.counts["reprocessed_after_reset"] == expected, small.counts
+
+
 def _append_lines(history, start):
     for i in range(start, start + 2000):
         history.log("read", app="p", incarnation=0, group="g", topic="in", partition=0, offset=i, id="x" * 300)

@@ -53,8 +53,10 @@ def audit(history: History, *, bootstrap: str | None = None, output_topic: str |
         raise LabError(f"The input topic {input_topic!r} is empty: nothing was produced to it (did the "
                        "generator run, against this cluster?). Pass allow_empty=True to audit it anyway.")
 
-    from ..spark import spark_session
+    from ..spark import sized_session, spark_session
     spark = spark or spark_session()
+    if output_df is None and output_uncommitted_df is None:   # (given frames stay on their own session)
+        spark = sized_session(spark, _rows(offsets, history))
     cached: list = []  # every frame this audit caches, released whatever happens
     try:
         verdict = _run(spark, history, cached, bootstrap=bootstrap, output_topic=output_topic,
@@ -66,6 +68,12 @@ def audit(history: History, *, bootstrap: str | None = None, output_topic: str |
             df.unpersist()
     verdict.seconds = time.monotonic() - started
     return verdict
+
+
+def _rows(offsets: dict, history: History) -> int:
+    """About how many rows the audit reads: the topics' records, and the history's lines (about 200 bytes each)."""
+    records = sum(high - earliest for topic in offsets.values() for earliest, _, high in topic.values())
+    return records + sum(f.stat().st_size for f in history.folder.glob("*.jsonl")) // 200
 
 
 _warmed = None   # the Spark session a warm-up has run an audit on: while it runs, no warm-up is needed

@@ -307,8 +307,8 @@ class _Streams(_Client):
         count of 2 is a double count (duplicate) and a missing word is lost."""
         from pyspark.sql import functions as F
         from ...audit import audit
-        from ...spark import spark_session
-        spark = spark_session()
+        from ...spark import sized_session, spark_session
+        spark = sized_session(spark_session(), self.end or 0)   # its frames and the audit on one session
 
         def frame(isolation):
             raw = (spark.read.format("kafka").options(**spark_kafka_options(self.lab.bootstrap))

@@ -23,7 +23,7 @@ from ...experiment.evidence import incidents, txn_waits
 from ...experiment.parts import Parts
 from ...generator import generate
 from ...history import History
-from ...spark import read_topic
+from ...spark import read_topic, sized_session, spark_session
 from ...programs import JavaProgram, streams_classpath
 from .quota_fencing_analysis import (BASELINES, FENCING_ANSWERS, LOOP, SWEEP_ANSWERS, LOOP_CRASH_KINDS, MITIGATIONS,
                                      STREAMS_CRASH_KINDS, WIRE_OVERHEAD_BYTES, Measured, Variant,
@@ -245,8 +245,10 @@ def _start(run: Run, v: Variant, tag: str):
 def _audit(run: Run, got: Measured, history: History) -> None:
     """One Spark pass over every output topic: lab.audit's duplicate check, split per variant."""
     run.phase("auditing the read_committed output on Spark")
-    out = read_topic(run.bootstrap, ",".join(f"{t}-out" for t in got.tags.values()), "read_committed")
-    got.verdict = audit(history, output_df=out, expect="clean", kinds=["duplicate"], examples=1_000_000)
+    spark = sized_session(spark_session(), sum(got.produced.values()))
+    out = read_topic(run.bootstrap, ",".join(f"{t}-out" for t in got.tags.values()), "read_committed", spark=spark)
+    got.verdict = audit(history, output_df=out, spark=spark, expect="clean", kinds=["duplicate"],
+                        examples=1_000_000)
     dup = got.verdict.examples.get("duplicate")
     for name, tag in got.tags.items():
         got.duplicates[name] = 0 if dup is None or not len(dup) else int(dup["id"].str.startswith(f"{tag}-").sum())

@@ -33,15 +33,17 @@ class Outcome(OutcomeReport):
     def measure(cls, lab, p: dict, variants: dict, readers: dict, history: History, waited: float,
                 spark) -> "Outcome":
         from ...experiment.streaming import audit_many
+        from ...spark import sized_session
         admin = lab.cluster.admin()
         partitions = p["changelog_partitions"]
         produced = history.rows("produced")
+        spark = sized_session(spark, len(produced) + sum(len(reader.rows) for reader in readers.values()))
         jobs, views = {}, []
         for (name, view), reader in readers.items():
             # the live readers: what they really read; the changelog nobody reads is expected to be wrong
             expect = "clean" if variants[name].output and view == LIVE else "anomalies"
-            jobs[f"{name}/{view}"] = dict(history=history, output_df=reader.frame(spark), expect=expect,
-                                          kinds=AUDITED)
+            jobs[f"{name}/{view}"] = dict(history=history, output_df=reader.frame(spark), spark=spark,
+                                          expect=expect, kinds=AUDITED)
             views.append({"variant": name, "view": view, "topic": reader.topic, "read": len(reader.rows)})
         for name, v in variants.items():   # a late reader: the downstream topic read from the start, now
             jobs[f"{name}/{LATE}"] = dict(history=history, bootstrap=lab.bootstrap, output_topic=v.downstream_topic,
