@@ -77,9 +77,9 @@ def test_client_spec_parsing_into_rounds():
 
 def test_broker_config_follows_the_version():
     p = tx.SPEC.validate(expiration_ms=5000, **NO_MAVEN)
-    config = tx.broker_config({**p, "broker_version": "3.9.1"})
+    config = tx.broker_config({**p, "broker_version": "3.7.2"})   # log.initial.task.delay.ms came in 3.8.0
     assert config["transactional.id.expiration.ms"] == "5000" and "log.initial.task.delay.ms" not in config
-    assert tx.broker_config({**p, "broker_version": "4.3.1"})["log.initial.task.delay.ms"] == "1000"
+    assert tx.broker_config({**p, "broker_version": "3.8.1"})["log.initial.task.delay.ms"] == "1000"
     assert "producer.id.expiration.ms" not in tx.broker_config({**p, "broker_version": "3.3.2"})
 
 

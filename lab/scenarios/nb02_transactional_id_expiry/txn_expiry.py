@@ -68,7 +68,7 @@ def broker_config(p: dict) -> dict:
     config = {"transactional.id.expiration.ms": p["expiration_ms"],
               "transaction.remove.expired.transaction.cleanup.interval.ms": p["cleanup_interval_ms"],
               "log.retention.check.interval.ms": 1000, **({"producer.id.expiration.ms": 5000} if v >= (3, 4) else {}),
-              **({"log.initial.task.delay.ms": 1000} if v >= (4, 0) else {})}
+              **({"log.initial.task.delay.ms": 1000} if v >= (3, 8) else {})}
     return {k: str(v) for k, v in config.items()}
 
 
@@ -559,6 +559,7 @@ TxnExpiryResult.exercises = {
         check=_check_forgets, solution=lambda r: forgets, wrong=lambda r: (lambda v: parse_version(v) < (2, 5)),
         why="A broker keeps a producer's state in its producer-state snapshots, per partition. Before 2.4 it dropped "
             "that state as soon as retention deleted the producer's last records, so the next transaction met "
-            "UNKNOWN_PRODUCER_ID; 2.4.0 keeps it (KAFKA-7190). KIP-360 (2.5) is the client side: it lets a producer "
-            "recover from the error, it does not stop a 2.4 broker from keeping the state."),
+            "UNKNOWN_PRODUCER_ID; 2.4.0 keeps it until the transactional id expires (KAFKA-7190, the first change of "
+            "KIP-360). KIP-360's other changes came in 2.5: the broker stops answering UNKNOWN_PRODUCER_ID there "
+            "(KAFKA-8710), and the producer can bump its epoch and go on. A 2.4 broker already keeps the state."),
 }

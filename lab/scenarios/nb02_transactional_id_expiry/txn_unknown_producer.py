@@ -69,7 +69,7 @@ def unknown_producer(run: Run, p: dict, timeline, parent: Run | None = None) -> 
     try:
         run.wait(lambda: lab_lines(program.log_path, kind="idle"), 120, "the producer's first commit", child=child)
         timeline.add(lane, "committed, idle", detail=f"retention.ms={p['retention_ms']}")
-        # brokers before 4.0 start their retention task 30 s after boot (log.initial.task.delay.ms)
+        # brokers before 3.8 start their retention task 30 s after boot (no log.initial.task.delay.ms yet)
         start_offset = run.wait(deleted, 90 + p["retention_ms"] / 1000, "retention to delete the producer's records",
                                 child=child)[0]
         timeline.add(lane, "segments deleted", tone="wait", detail=f"log start offset {start_offset}")

@@ -353,8 +353,8 @@ class Outcome:
                 f"- **{r['config']}, {r['partitions']} partition(s), {r['store_instances']} store instances**: "
                 f"memtables {r['memtables_mb']:.0f} MB, block cache {r['block_cache_mb']:.0f} MB "
                 f"(capacity {r['block_cache_capacity_mb']:.0f} MB), index/filter outside the cache "
-                f"{r['table_readers_mb']:.1f} MB: RocksDB {r['rocksdb_mb']:.0f} MB against a cap of "
-                f"{r['cap_mb']:.0f} MB; RSS {r['rss_mb']:.0f} MB (peak {r['peak_rss_mb']} MB) with a heap of "
+                f"{r['table_readers_mb']:.1f} MB: RocksDB {r['rocksdb_mb']:.0f} MB against "
+                f"{'a bound of' if r['config'] == 'bounded' else 'block caches and write buffers of'} {r['cap_mb']:.0f} MB; RSS {r['rss_mb']:.0f} MB (peak {r['peak_rss_mb']} MB) with a heap of "
                 f"{r['heap_used_mb']:.0f} used / {r['heap_committed_mb']:.0f} MB committed; native memory (RSS - "
                 f"committed heap) {r['native_mb']:.0f} MB, {r['native_growth_mb']} MB more than with the stores "
                 "open and empty.")
@@ -406,7 +406,7 @@ class Outcome:
                             name=f"{config}: native growth (RSS)", line=dict(color=colours[config], dash="dot"))
         x = sorted({r["store_instances"] for r in self.rows})
         fig.add_scatter(x=x, y=[DEFAULT_CAP_MB * n for n in x], mode="lines",
-                        name=f"default cap ({DEFAULT_CAP_MB} MB each)",
+                        name=f"default: cache + write buffers ({DEFAULT_CAP_MB} MB each)",
                         line=dict(color="grey", dash="dash"))
         fig.add_hline(y=self.bound_mb, line_dash="dash", line_color=colours["bounded"],
                       annotation_text=f"bound {self.bound_mb:g} MB")

@@ -258,7 +258,8 @@ StateResult.exercises = {
             f"config's RocksDB memory and its `store_instances`: divided, the memory of one instance. {BUDGET_MB:,} MB "
             "divided by (`MEMORY_STORES` x that) is the most partitions the app can take on; one more and it goes "
             "past. Measured at this lesson's fill (`MEMORY_MB_PER_STORE`): more data per store, or reads that keep "
-            "coming, move each instance towards Kafka's cap of 98 MB. The bounded config shares one cache instead, "
+            "coming, move each instance towards the 98 MB of cache and write buffers Kafka gives it, and index and "
+            "filter blocks come on top of that. The bounded config shares one cache instead, "
             "so its memory stays near `MEMORY_BOUND_MB` however many partitions.",
         wrong=lambda r: int(BUDGET_MB // _default_per_instance_mb(r)),   # one store per partition, not MEMORY_STORES
     ),
