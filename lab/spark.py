@@ -87,23 +87,24 @@ def spark_session(cores: int = 2, memory: str = "1g"):
 SMALL_DATA_ROWS = 100_000
 SMALL_DATA_CONF = {"spark.sql.shuffle.partitions": "1", "spark.sql.adaptive.enabled": "false",
                    "spark.sql.codegen.wholeStage": "false"}
-_small_twins: dict = {}   # id(session) -> (session, its twin for small data)
+_small_twin: tuple = (None, None)   # (the lab's session, its twin for small data)
 
 
 def sized_session(spark, rows: int):
     """The session to read about `rows` rows with: for small data a twin of `spark` (the same SparkContext and
     cache, its own SQL settings: SMALL_DATA_CONF), so that no other audit's settings change; else `spark`.
     Under Spark Connect, `spark` itself."""
+    global _small_twin
     if rows > SMALL_DATA_ROWS or is_connect(spark):
         return spark
     with _session_lock:
-        base, twin = _small_twins.get(id(spark), (None, None))
+        base, twin = _small_twin
         if base is not spark:
             twin = spark.newSession()
             for key, value in {"spark.sql.session.timeZone": spark.conf.get("spark.sql.session.timeZone"),
                                **SMALL_DATA_CONF}.items():
                 twin.conf.set(key, value)
-            _small_twins[id(spark)] = (spark, twin)
+            _small_twin = (spark, twin)
         return twin
 
 
@@ -335,8 +336,8 @@ def stop_spark() -> None:
 
 
 def _stop_spark() -> None:
-    global _session
-    _small_twins.clear()
+    global _session, _small_twin
+    _small_twin = (None, None)
     if _session is not None:
         if is_connect(_session):
             with _quick_retries(_session):

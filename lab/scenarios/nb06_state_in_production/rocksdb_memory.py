@@ -354,7 +354,8 @@ class Outcome:
                 f"memtables {r['memtables_mb']:.0f} MB, block cache {r['block_cache_mb']:.0f} MB "
                 f"(capacity {r['block_cache_capacity_mb']:.0f} MB), index/filter outside the cache "
                 f"{r['table_readers_mb']:.1f} MB: RocksDB {r['rocksdb_mb']:.0f} MB against "
-                f"{'a bound of' if r['config'] == 'bounded' else 'block caches and write buffers of'} {r['cap_mb']:.0f} MB; RSS {r['rss_mb']:.0f} MB (peak {r['peak_rss_mb']} MB) with a heap of "
+                f"{'a bound of' if r['config'] == 'bounded' else 'block caches and write buffers of'} "
+                f"{r['cap_mb']:.0f} MB; RSS {r['rss_mb']:.0f} MB (peak {r['peak_rss_mb']} MB) with a heap of "
                 f"{r['heap_used_mb']:.0f} used / {r['heap_committed_mb']:.0f} MB committed; native memory (RSS - "
                 f"committed heap) {r['native_mb']:.0f} MB, {r['native_growth_mb']} MB more than with the stores "
                 "open and empty.")
