@@ -50,7 +50,9 @@ import org.slf4j.LoggerFactory;
  * it (so the broker has written that commit's markers). A run whose first batch arrives late then halts
  * at the first record after that commit, never before any commit. before_read and during_processing
  * also wait until the broker holds an output sent since the last commit (else a halt right after a commit
- * would leave nothing in flight to abort or redo): at the crash-at-th record, or the first after it.
+ * would leave nothing in flight to abort or redo): at the crash-at-th record, or the first after it. They
+ * run on the stream thread, which also commits: when such an output is sent but not yet acknowledged, they
+ * wait for its ack (no commit can come in between), so a loaded machine whose acks lag still halts.
  * The points:
  *   before_read               a consumer interceptor, when poll() hands over the record (before processing)
  *   during_processing         inside the processor: state written and output forwarded, count not yet
@@ -199,6 +201,21 @@ public class EosCrashApp {
         return AckHook.sinceCommit > 0 && AckHook.commitsAtAck == metric(streams, "commit-total", "stream-thread-metrics");
     }
 
+    /**
+     * On the stream thread: after a commit of processed records, an output sent since the last commit is on the
+     * broker, acknowledged (which also settles that commit). An output sent but not yet acknowledged is waited
+     * for (at most 10 s): the stream thread is here, so no commit can come before its ack.
+     */
+    static boolean readyToHalt() {
+        if (metric(streams, "commit-total", "stream-thread-metrics") <= 0) return false;
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (!inFlight()) {
+            if (!AckHook.sentSinceCommit() || System.nanoTime() > deadline) return false;
+            try { Thread.sleep(2); } catch (InterruptedException e) { Thread.currentThread().interrupt(); return false; }
+        }
+        return true;
+    }
+
     /** before_read: poll() handed over the crash-at-th record; nothing of this batch is processed yet. */
     public static class ReadHook implements ConsumerInterceptor<Object, Object> {
         @Override
@@ -206,7 +223,7 @@ public class EosCrashApp {
             int n = 0;
             for (TopicPartition tp : records.partitions()) if (tp.topic().equals(input)) n += records.records(tp).size();
             int before = read.getAndAdd(n);
-            if (armed && settled && before + n >= crashAt && inFlight()) crash("before_read", "batch", n);
+            if (armed && before + n >= crashAt && readyToHalt()) crash("before_read", "batch", n);
             return records;
         }
         @Override public void onCommit(Map<TopicPartition, OffsetAndMetadata> offsets) { }
@@ -223,8 +240,23 @@ public class EosCrashApp {
     public static class AckHook implements ProducerInterceptor<Object, Object> {
         static volatile double commitsAtAck = -1;   // commit-total when the last output was acknowledged
         static volatile int sinceCommit = 0;        // outputs acknowledged since that commit
+        static volatile double commitsAtSend = -1;  // commit-total when the last output was sent
+        static volatile int sent = 0;               // outputs sent since that commit
 
-        @Override public ProducerRecord<Object, Object> onSend(ProducerRecord<Object, Object> record) { return record; }
+        @Override
+        public ProducerRecord<Object, Object> onSend(ProducerRecord<Object, Object> record) {
+            if (output.equals(record.topic()) && streams != null) {
+                double commits = metric(streams, "commit-total", "stream-thread-metrics");
+                sent = commits == commitsAtSend ? sent + 1 : 1;
+                commitsAtSend = commits;
+            }
+            return record;
+        }
+
+        /** An output was sent since the last commit (acknowledged or not). */
+        static boolean sentSinceCommit() {
+            return sent > 0 && commitsAtSend == metric(streams, "commit-total", "stream-thread-metrics");
+        }
         @Override
         public void onAcknowledgement(RecordMetadata metadata, Exception exception) {
             if (exception != null || metadata == null || !output.equals(metadata.topic()) || streams == null) return;
@@ -354,7 +386,7 @@ public class EosCrashApp {
                 incarnation, context.taskId(), System.currentTimeMillis(), pad);
             if (!pad.isEmpty()) Lab.emit("padded", "id", id, "bytes", out.getBytes(StandardCharsets.UTF_8).length);
             context.forward(record.withValue(out), "output");
-            if (armed && settled && crashPoint.equals("during_processing") && n >= crashAt && inFlight()) {
+            if (armed && crashPoint.equals("during_processing") && n >= crashAt && readyToHalt()) {
                 crash("during_processing", "id", id);  // the count update is never forwarded
             }
             context.forward(record.withValue("{\"id\":\"" + id + "\",\"key\":\"" + key + "\",\"count\":" + count + "}"),
