@@ -43,9 +43,12 @@ def _measured(unit: str) -> float:
     return next((s for name, s in MEASURED_S.items() if name in unit), 0)
 
 
+def heavy(unit: str) -> bool:
+    return any(name in unit for name in HEAVY)
+
+
 def unit_order(units: list[str]) -> list[str]:
     """Longest first; a heavy unit never right after another heavy one while a light one is left."""
-    heavy = lambda unit: any(name in unit for name in HEAVY)   # noqa: E731
     pending, order = sorted(units, key=lambda u: -_measured(u)), []
     while pending:
         pick = next((u for u in pending if not (order and heavy(order[-1]) and heavy(u))), pending[0])
@@ -60,7 +63,20 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: rank[unit_of(item.nodeid)])
 
 
-NOTEBOOK_LANES = 2   # notebook runs at a time, whatever the number of workers
+NOTEBOOK_LANES = 2   # workers that run any notebook; a worker beyond them (a side lane) only the light ones
+SIDE_LANE_NICENESS = 10   # how much a side lane yields the CPU to the notebook lanes
+
+
+def is_side_lane(worker: str | None) -> bool:
+    """A pytest-xdist worker (gw0, gw1, ...) beyond the notebook lanes: it runs only the modules without notebooks."""
+    return bool(worker) and worker.startswith("gw") and int(worker.removeprefix("gw")) >= NOTEBOOK_LANES
+
+
+def pytest_configure(config):
+    """A side lane runs at a lower CPU priority, and so do its children (brokers, Spark): the notebook lanes set the
+    suite's length, and a side lane has time to spare, so it takes the CPU they leave (os.nice: Linux, macOS, WSL2)."""
+    if is_side_lane(os.environ.get("PYTEST_XDIST_WORKER")):
+        os.nice(SIDE_LANE_NICENESS)
 
 
 def runs_a_notebook(unit: str) -> bool:
@@ -70,19 +86,24 @@ def runs_a_notebook(unit: str) -> bool:
 
 def next_unit(queue: list[str], side_lane: bool) -> str | None:
     """The unit a worker takes next from the queue (in unit_order): a notebook lane the first notebook run, or else
-    the first unit; a side lane the last unit that runs no notebook (the shortest), or nothing. The side lane starts
-    light so that its Spark cluster tests come later, not beside the two longest notebooks' first audits and
-    JVM starts, when the machine is busiest."""
+    the first unit; a side lane the last unit that runs no notebook (the shortest), then, with none left, the last
+    notebook run that is not heavy, or nothing. The side lane starts light so that its Spark cluster tests come
+    later, not beside the two longest notebooks' first audits and JVM starts, when the machine is busiest; once its
+    modules are done, it takes the short notebook runs from the end of the queue while the notebook lanes take the
+    long ones from its front, so that the suite does not end on two lanes with a third one idle."""
     if side_lane:
-        return next((unit for unit in reversed(queue) if not runs_a_notebook(unit)), None)
+        modules = (unit for unit in reversed(queue) if not runs_a_notebook(unit))
+        light = (unit for unit in reversed(queue) if runs_a_notebook(unit) and not heavy(unit))
+        return next(modules, None) or next(light, None)
     return next((unit for unit in queue if runs_a_notebook(unit)), queue[0] if queue else None)
 
 
 @pytest.hookimpl(optionalhook=True)   # pytest-xdist's hook: `make test` runs three workers (JOBS=3)
 def pytest_xdist_make_scheduler(config, log):
     """Units of work for the workers (unit_of): each notebook run alone, every other test module whole, in the
-    collection's order (unit_order). At most NOTEBOOK_LANES workers run notebooks; a worker beyond them takes only
-    the other modules, which then run beside the two notebooks instead of taking turns with them."""
+    collection's order (unit_order). NOTEBOOK_LANES workers run the notebooks; a worker beyond them takes the other
+    modules, which then run beside two notebooks instead of taking turns with them, and then the short notebook
+    runs that are not heavy (next_unit)."""
     from xdist.scheduler import LoadScopeScheduling
 
     class ByUnit(LoadScopeScheduling):
@@ -90,9 +111,8 @@ def pytest_xdist_make_scheduler(config, log):
             return unit_of(nodeid)
 
         def _assign_work_unit(self, node) -> None:
-            side_lane = int(node.gateway.id.removeprefix("gw")) >= NOTEBOOK_LANES
-            scope = next_unit(list(self.workqueue), side_lane)
-            if scope is None:   # only notebook runs left: this side worker is done
+            scope = next_unit(list(self.workqueue), is_side_lane(node.gateway.id))
+            if scope is None:   # only heavy notebook runs left: this side worker is done
                 node.shutdown()
                 return
             self.workqueue.move_to_end(scope, last=False)   # the parent takes the queue's first unit

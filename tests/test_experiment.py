@@ -555,7 +555,7 @@ def test_the_prediction_line_is_shown_once_in_a_cell(capsys):
     assert capsys.readouterr().out == ""
 
 
-def test_an_exercise_tried_in_the_failure_run_only_is_recorded_as_skipped_and_only_it():
+def test_an_exercise_tried_in_the_other_run_only_is_recorded_as_skipped_and_only_it():
     from lab.experiment.result import Exercise, expect
     from tests.expectations import exercises, try_exercises
 

@@ -210,7 +210,8 @@ def test_list_parameters_check_each_item_and_take_text():
 def quota_result(tmp_path, fenced_affected: bool = True, mitigations=("transaction_timeout",)):
     """The affected app (stuck 30 s and fenced, or clean) beside the mitigations asked for, each clean."""
     p = {"send_rate": 33.0, "record_bytes": 1024, "mitigations": list(mitigations), "affected_run": True,
-         "sweep_ratios": [], "quota": 35000, "transaction_timeout_ms": 10000}
+         "sweep_ratios": [], "quota": 35000, "transaction_timeout_ms": 10000, "affected_version": "3.8.1",
+         "duration_s": 60}
     roles = {"affected": qf.Variant("3.8.1 quota"),
              **{m: qf.Variant(f"3.8.1 {m}", txn_timeout_ms=60000) for m in mitigations}}
     stuck = [metrics(9, 300, 90, throttle=900), debug(10, "Enqueuing", "AddOffsetsToTxn"),
@@ -226,10 +227,26 @@ def quota_result(tmp_path, fenced_affected: bool = True, mitigations=("transacti
     return qf.QuotaResult("quota_fencing", p, "x", None, roles=roles, main=main)
 
 
+class _Rerun:
+    """Stands in for the scenario's run() in exercise 2's experiment: records each call, and measures what it is told."""
+
+    def __init__(self, crashes: int):
+        self.crashes, self.calls = crashes, []
+
+    def __call__(self, **params):
+        self.calls.append(params)
+        row = {"crashes": self.crashes, "mechanism": "1x stuck transactional request" if self.crashes else "not fenced",
+               "throttle_max_ms": 900.0, "longest_txn_wait_s": 30.0 if self.crashes else 0.9, "output_records": 900,
+               "produced": 1485}
+        return type("Measured", (), {"row": lambda _self, role: row})()
+
+
 @pytest.mark.parametrize("fenced_affected, mitigations", [(True, ("transaction_timeout",)), (False, ())])
 def test_the_exercises_take_the_solution_and_refuse_the_tempting_wrong_answer(tmp_path, fenced_affected,
-                                                                              mitigations):
+                                                                              mitigations, monkeypatch):
     result = quota_result(tmp_path, fenced_affected, mitigations)
+    rerun = _Rerun(crashes=0)
+    monkeypatch.setattr(qf, "run", rerun)
     assert result.failed is fenced_affected
     tried = try_exercises(result)
     for number in (1, 2):
@@ -244,13 +261,27 @@ def test_the_exercises_take_the_solution_and_refuse_the_tempting_wrong_answer(tm
     from lab.scenarios.nb03_quota_driven_fencing.quota_fencing_report import _stuck
     assert _stuck(result) == ([(30000, 10000, 900.0, 30.0)] if fenced_affected else [])
     assert result.check(1, lambda request_ms, txn_ms, throttle_ms: request_ms / 1000 + 0.5)
-    assert result.check(2, solve[2] + 1)
+    # exercise 2 is an experiment: lesson 1's affected app alone at the learner's quota, for the lesson's load
+    runs = len(rerun.calls)
+    assert result.check(2, solve[2] + 1) and len(rerun.calls) == runs + 1
+    assert {k: rerun.calls[-1][k] for k in ("quota", "compare", "mitigations", "sweep_ratios", "duration_s",
+                                            "affected_version", "cluster")} == {
+        "quota": solve[2] + 1, "compare": [], "mitigations": [], "sweep_ratios": [], "duration_s": 60,
+        "affected_version": "3.8.1", "cluster": None}
+    load = 33 * (1024 + qf.WIRE_OVERHEAD_BYTES)
+    assert result.check(2, round(1.1 * load))   # whatever the measurement says, above the load and within twice it
     refused = [(1, 30), (1, lambda r, t, th: t / 1000), (1, lambda r, t, th: r), (1, lambda r, t, th: "30"),
                (1, lambda r, t, th: max(r, t) / 1000), (1, lambda r: 30.0),
-               (2, "57618"), (2, 0), (2, 10**9), (2, round(1.5 * 33 * 1024))]
+               (2, "57618"), (2, 0), (2, 10**9), (2, round(33 * 1024 + 100)), (2, round(load / 1.5))]
+    runs = len(rerun.calls)
     for number, answer in refused:
         with pytest.raises(AssertionError, match="^Not quite: "):
             result.check(number, answer)
+    assert len(rerun.calls) == runs   # refused before anything runs
+    # a quota at which the experiment measured fencing is refused, with what it measured
+    monkeypatch.setattr(qf, "run", _Rerun(crashes=1))
+    with pytest.raises(AssertionError, match="fenced again .*stuck transactional request"):
+        result.check(2, round(1.1 * load))
     shown = []
     result.solution(2, display=shown.append)
     assert f"For this run: `{solve[2]}`" in shown[0].data and "1 / 1.5" in shown[0].data

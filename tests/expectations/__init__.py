@@ -39,8 +39,8 @@ def try_exercises(result, skip: tuple = ()) -> dict:
 def exercises(r: dict, numbers: list[int], not_run: tuple = (), skipped: tuple = ()) -> dict:
     """Every exercise tried on the run (try_exercises, in a cell tests/test_notebooks.py adds): no answer is
     "not answered", the solution is correct, the tempting wrong answer is refused with a hint. An exercise whose
-    lesson this run left out (`not_run`) asks for the lesson instead; one tried in the failure run only (`skipped`)
-    is recorded as skipped, and only it. Returns the solutions' answers, by exercise number."""
+    lesson this run left out (`not_run`) asks for the lesson instead; one tried in the other run only (`skipped`,
+    TRIED_IN_FAILURE_ONLY or TRIED_IN_CONTROL_ONLY) is recorded as skipped, and only it. Returns the solutions' answers, by exercise number."""
     tried = r["exercises"]
     assert sorted(map(int, tried)) == numbers, tried
     assert sorted(int(n) for n, t in tried.items() if t.get("skipped")) == sorted(skipped), tried

@@ -147,7 +147,7 @@ def run(cluster=None, progress: bool = True, **params) -> "QuotaResult":
         cells, n = sweep_cells(p), p["sweep_parallel"]
         sweep = [measure(r, cells[i:i + n], p["sweep_seconds"], audit=False) for i in range(0, len(cells), n)]
         return QuotaResult("quota_fencing", p, r.id, r.timeline, roles=roles, main=main, sweep=sweep,
-                           fix_in_bytecode=fix, aborted_output_records=aborted)
+                           fix_in_bytecode=fix, aborted_output_records=aborted, cluster=r.cluster)
 
 
 def _merged(ran: list, params: dict) -> QuotaResult:
@@ -158,7 +158,8 @@ def _merged(ran: list, params: dict) -> QuotaResult:
                        roles=main.roles if main else {}, main=main.main if main else None,
                        sweep=[m for r in ran for m in r.sweep],
                        fix_in_bytecode={v: f for r in ran for v, f in r.fix_in_bytecode.items()},
-                       aborted_output_records=main.aborted_output_records if main else 0)
+                       aborted_output_records=main.aborted_output_records if main else 0,
+                       cluster=next((r.cluster for r in ran if r.cluster), None))
 
 
 # The notebook's lessons, each its own section: the parameters that are its runs, and its Predict question.
