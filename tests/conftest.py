@@ -12,7 +12,8 @@ NOTEBOOK_RUNS = ("tests/test_notebooks.py::test_notebook[", "tests/test_notebook
 # The order the workers take the units in (scheduling only, never an assertion): the longest first, so that the
 # suite ends on short ones, and never two heavy units queued side by side, since each worker holds the next unit
 # while it runs one, so neighbours in the order mostly run together. Seconds as measured in the suite on three
-# workers (2026-11-27, two notebook lanes and a side lane: 25 min 27 s); a unit not listed counts as short. Heavy:
+# workers (2026-11-27, two notebook lanes and a side lane: 25 min 27 s; 03's CONTROL since it tries exercise 2's
+# experiment: 160 s); a unit not listed counts as short. Heavy:
 # the units that keep both cores busy or peak highest (notebook 07's three-node cluster with its apps, 06's
 # lessons, notebook 03's five Streams apps, the browser tests' chromium and JupyterLab): 06's and 07's failure runs
 # side by side kept the load at 12 and took 390 and 371 s; 07's two runs side by side took 5.1 GB, the browser
@@ -22,7 +23,7 @@ MEASURED_S = {
     "06_state_in_production[failure]": 311, "tests/test_spark_cluster.py": 325, "tests/test_browser.py": 280,
     "02_transactional_id_expiry[failure]": 313, "03_quota_driven_fencing[failure]": 221,
     "08_diagnose_your_cluster[failure]": 188, "01_offset_expiry_reprocessing[failure]": 160,
-    "tests/test_audit.py": 115, "03_quota_driven_fencing[control]": 116, "tests/test_cluster.py": 105,
+    "tests/test_audit.py": 115, "03_quota_driven_fencing[control]": 160, "tests/test_cluster.py": 105,
     "07_when_streams_stop[control]": 100, "05_exactly_once_under_crashes[control]": 98,
     "04_stale_standby_cache[control]": 89, "04_stale_standby_cache[failure]": 86, "tests/test_security.py": 75,
     "01_offset_expiry_reprocessing[control]": 78, "02_transactional_id_expiry[control]": 72,
@@ -65,6 +66,7 @@ def pytest_collection_modifyitems(config, items):
 
 NOTEBOOK_LANES = 2   # workers that run any notebook; a worker beyond them (a side lane) only the light ones
 SIDE_LANE_NICENESS = 10   # how much a side lane yields the CPU to the notebook lanes
+UNITS_AHEAD = 1   # a worker with this many tests left gets the next unit (pytest-xdist's own: 2)
 
 
 def is_side_lane(worker: str | None) -> bool:
@@ -117,6 +119,18 @@ def pytest_xdist_make_scheduler(config, log):
                 return
             self.workqueue.move_to_end(scope, last=False)   # the parent takes the queue's first unit
             super()._assign_work_unit(node)
+
+        def _reschedule(self, node) -> None:
+            # pytest-xdist hands a worker more once it has two tests or fewer left; a notebook run is one test, so a
+            # lane would hold two runs besides the one it runs, and the suite could end on one lane while the others
+            # idle. A worker runs a test once it knows the next one: more only when it is down to one.
+            if node.shutting_down:
+                return
+            if not self.workqueue:
+                node.shutdown()
+                return
+            if self._pending_of(self.assigned_work[node]) <= UNITS_AHEAD:
+                self._assign_work_unit(node)
 
     config.option.loadscopereorder = False
     return ByUnit(config, log)

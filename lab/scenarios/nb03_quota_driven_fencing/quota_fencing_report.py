@@ -199,7 +199,7 @@ def _check_clean_quota(r: QuotaResult, answer) -> None:
     p = r.params
     given, rate, state = number(answer, "the quota in bytes/s"), p["send_rate"], p["record_bytes"]
     load = rate * (state + WIRE_OVERHEAD_BYTES)
-    if given <= load:
+    if given < load:
         expect(given < rate * state, "that covers the state bytes only: each record also puts a changelog key, an "
                "output record and batch overhead on the wire (WIRE_OVERHEAD_BYTES), and the quota counts them all")
         expect(False, f"a quota of {given:,.0f} B/s is below this load (about {load:,.0f} B/s on the wire): the "
@@ -263,7 +263,7 @@ QuotaResult.exercises = {
             "`request.timeout.ms`. This solution keeps 50 % headroom: a quota 1.5 times the load, "
             "`quota_fencing.quota_for(1 / 1.5, SEND_RATE, RECORD_BYTES)`. Where between the load and that the "
             "affected client starts to run clean depends on how bursty the load is: measured here, not "
-            "documented. The real fix is a client with the fix.",
+            "documented. The real remedy is a client with the KAFKA-17455 fix (lesson 1's fixed client).",
         wrong=lambda r: quota_for(1.5, r.params["send_rate"], r.params["record_bytes"]),   # load 1.5x the quota
     ),
     3: Exercise(
