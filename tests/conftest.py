@@ -70,7 +70,8 @@ UNITS_AHEAD = 1   # a worker with this many tests left gets the next unit (pytes
 
 
 def is_side_lane(worker: str | None) -> bool:
-    """A pytest-xdist worker (gw0, gw1, ...) beyond the notebook lanes: it runs only the modules without notebooks."""
+    """A pytest-xdist worker (gw0, gw1, ...) beyond the notebook lanes: it runs the modules without notebooks, then
+    the light notebook runs (next_unit)."""
     return bool(worker) and worker.startswith("gw") and int(worker.removeprefix("gw")) >= NOTEBOOK_LANES
 
 
