@@ -55,12 +55,12 @@ SPEC = Spec(
     Param("retention_minutes", 1, "offsets.retention.minutes (the source's cluster: 1440 = 24 h)", lo=1, hi=60,
           unit="min",
           why="Kafka's minimum is 1; every minute is a minute of waiting"),
-    Param("check_interval_ms", 2000, "offsets.retention.check.interval.ms: how often the coordinator sweeps",
+    Param("check_interval_ms", 1000, "offsets.retention.check.interval.ms: how often the coordinator sweeps",
           lo=500, hi=600000, unit="ms", why="a sweep more often than twice a second only loads the broker"),
     Param("downtime_s", None, "how long the apps stay down", lo=1, hi=7200, unit="s",
           none="until every group's offsets are gone"),
     Param("control_downtime_s", 15, "how long the control group stays down", lo=1, hi=7200, unit="s"),
-    Param("idle_s", 20, "how long the idle-* groups sit quiet (still members) before the stop", lo=0, hi=600,
+    Param("idle_s", 10, "how long the idle-* groups sit quiet (still members) before the stop", lo=0, hi=600,
           unit="s"),
     Param("messages_before", 200, "records consumed and committed before the stop", lo=1, hi=200000),
     Param("messages_while_down", 100, "records produced while the apps are down", lo=0, hi=200000),
@@ -146,16 +146,16 @@ class _Experiment:
         self.produce("while down", p["messages_while_down"])
         loss = run.background(spark.data_loss, name="spark failOnDataLoss") if spark else None
         self.window()
+        if spark:  # the data-loss pair is done within the window; the checkpointed query resumes beside the apps
+            loss.result(600)
+            resumed = run.background(spark.queries["spark-checkpoint"].once, name="spark-checkpoint restart")
         names = [v.name for v in self.variants]
         self.trickle(names)
         self.wait_caught_up(names, "catch up with the end of the topic")
-        if spark:
-            loss.result(600)
-            spark.queries["spark-checkpoint"].once()
+        stop_together(self.apps[name] for name in names)
         for name in names:
-            self.apps[name].stop()
             run.event(name, "end", detail="stopped after catching up")
-        return self.result(spark)
+        return self.result(spark, resumed if spark else None)
 
     def start(self, variants) -> None:
         for v in variants:
@@ -210,7 +210,7 @@ class _Experiment:
                            for n, parts in seen.items() for part in range(self.p["partitions"])]
 
     def window(self) -> None:
-        """The one shared wait: poll every group's offsets each second, restart each variant when due."""
+        """The one shared wait: poll every group's offsets twice a second, restart each variant when due."""
         p, stop, retention = self.p, self.stop_at, self.p["retention_minutes"] * 60
         give_up = retention + 3 * p["check_interval_ms"] / 1000 + 45   # DOWNTIME_S None: offsets should be gone
         due = {v.name: stop + (p["control_downtime_s"] if v.restart == "early" else p["downtime_s"] or give_up)
@@ -234,7 +234,7 @@ class _Experiment:
                     self.spawn(v, 1)
                     del waiting[v.name]
             return not waiting
-        self.run.wait(poll, max(due.values()) - time.time() + 60, "every group's restart", interval=1.0)
+        self.run.wait(poll, max(due.values()) - time.time() + 60, "every group's restart", interval=0.5)
         self.run.timeline.band("apps down", stop, restarts[0], tone="fault")
         self.run.timeline.band(f"offsets.retention.minutes={p['retention_minutes']}", stop, stop + retention)
 
@@ -266,7 +266,7 @@ class _Experiment:
         self.run.event(name, "operator reset", tone="mitigation", detail=f"offsets set to {self.operator[name]}")
         self.spawn(VARIANTS[name], 2)
 
-    def result(self, spark) -> "OffsetExpiryResult":
+    def result(self, spark, resumed=None) -> "OffsetExpiryResult":
         owns = self.run.cluster.owns_broker
         notes = [] if owns else ["External cluster: the broker log is not readable from the lab."]
         broker_log = [] if not owns else [l for l in self.run.cluster.grep_log(
@@ -275,7 +275,7 @@ class _Experiment:
         for name, h in self.hist.items():  # every history gets the ground truth of the topic it read
             if name not in ("spark-strict", "spark-lenient"):
                 h.path("produced").write_bytes(self.input.path("produced").read_bytes())
-        verdicts = {**(spark.verdicts if spark else {}), **self.audit()}
+        verdicts = {**(spark.verdicts if spark else {}), **self.audit(resumed)}
         self.errors.update(spark.errors if spark else {})
         facts, t_stop = {}, self.stop_at - self.run.t0
         for v in self.variants:
@@ -298,16 +298,23 @@ class _Experiment:
             topic=self.topic, stop_t=round(t_stop, 3), facts=facts, verdicts=verdicts, errors=self.errors,
             operator=self.operator, snapshots=self.snapshots, broker_log=broker_log, histories=self.hist)
 
-    def audit(self) -> dict:
-        """The Spark audit (lab.audit) of each group from its history; the idle probes measure clocks only."""
+    def audit(self, resumed=None) -> dict:
+        """The Spark audit (lab.audit) of each group from its history; the idle probes measure clocks only. The
+        groups' audits start while the checkpointed query (`resumed`, a background task) may still be reading."""
         jobs = {v.name: dict(history=self.hist[v.name], bootstrap=self.run.bootstrap, output_topic=self.out.get(v.name),
                              kinds=RESET_KINDS + ["duplicate", "lost"] * bool(v.sink),
                              expect="anomalies" if v.name in self.expired and v.reset != "error" else "clean")
                 for v in self.variants if not v.idle}
-        if "spark-checkpoint" in self.hist:
-            jobs["spark-checkpoint"] = dict(history=self.hist["spark-checkpoint"], kinds=RESET_KINDS, expect="clean")
-        self.run.phase(f"auditing on Spark: {', '.join(jobs)}")
-        return audit_many(jobs)
+        self.run.phase(f"auditing on Spark: {', '.join(jobs)}" + ", spark-checkpoint" * bool(resumed))
+        groups = self.run.background(audit_many, jobs, name="audit of the groups")
+        checkpoint = {}
+        if resumed:
+            self.run.wait(lambda: resumed.done, 600, "spark-checkpoint to resume from its checkpoint")
+            resumed.result()
+            checkpoint = audit_many({"spark-checkpoint": dict(history=self.hist["spark-checkpoint"],
+                                                              kinds=RESET_KINDS, expect="clean")})
+        self.run.wait(lambda: groups.done, 600, "the groups' audits")
+        return {**groups.result(), **checkpoint}
 
 
 # ------------------------------------------------------------------ pure parts (unit-tested)
