@@ -24,7 +24,7 @@ MEASURED_S = {
     "02_transactional_id_expiry[failure]": 313, "03_quota_driven_fencing[failure]": 221,
     "08_diagnose_your_cluster[failure]": 188, "01_offset_expiry_reprocessing[failure]": 160,
     "tests/test_audit.py": 115, "03_quota_driven_fencing[control]": 160, "tests/test_cluster.py": 105,
-    "07_when_streams_stop[control]": 100, "05_exactly_once_under_crashes[control]": 98,
+    "07_when_streams_stop[control]": 118, "05_exactly_once_under_crashes[control]": 98,
     "04_stale_standby_cache[control]": 89, "04_stale_standby_cache[failure]": 86, "tests/test_security.py": 75,
     "01_offset_expiry_reprocessing[control]": 78, "02_transactional_id_expiry[control]": 72,
     "tests/test_site.py": 60, "00_setup_check[failure]": 56, "06_state_in_production[control]": 54,

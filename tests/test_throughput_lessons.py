@@ -116,17 +116,38 @@ def test_the_predict_questions_of_the_parallelism_and_lookup_lessons():
     assert slow_lookups.measured_answer(lookups, LOOKUP.validate(lookup_modes=["cache"])) == "yes, it keeps up"
 
 
-def test_exercise_4_the_partitions_are_the_ceiling_however_many_instances():
+def test_exercise_4_the_fewest_partitions_for_the_input_is_an_experiment(monkeypatch, capsys):
+    """Exercise 4 runs the partitions lesson again on the learner's partition count; what it measured decides.
+    Too few partitions (their threads cannot reach the input's rate) and more than the fewest are refused before
+    anything runs."""
     from lab.experiment import Timeline
     from lab.scenarios.nb07_when_streams_stop import streams_stop
     from lab.scenarios.nb07_when_streams_stop.streams_stop import StreamsStopResult
-    p = streams_stop.SPEC.validate(lessons=["partitions"], par_partitions=[2, 4], par_instances=[1, 6], par_work_ms=10)
+    p = streams_stop.SPEC.validate(lessons=["partitions"], par_partitions=[2, 4], par_instances=[1, 4], par_work_ms=20,
+                                   par_window_s=5)
     r = StreamsStopResult("streams_stop", p, "run-1", Timeline(0.0),
-                          outcomes={"partitions": partition_parallelism.Outcome([], 10)},
+                          outcomes={"partitions": partition_parallelism.Outcome([], 20)},
                           titles=dict(streams_stop.SCENARIO.titles))
+    calls, measured = [], {"records_per_s": 140.0}
+
+    def rerun(**params):
+        calls.append(params)
+        row = {"records_per_s": measured["records_per_s"], "busy_instances": params["par_instances"][0]}
+        outcome = partition_parallelism.Outcome([row], params["par_work_ms"])
+        return StreamsStopResult("streams_stop", p, "run-2", Timeline(0.0), outcomes={"partitions": outcome},
+                                 titles=r.titles)
+    monkeypatch.setattr(streams_stop.SCENARIO, "run", rerun)
     four = StreamsStopResult.exercises[4]
-    assert four.solution(r) == 400 and r.check(4, 400) and r.check(4, 380)
-    for answer, hint in [(four.wrong(r), "gets no task"), (600, "gets no task"), (100, "one thread's"),
-                         (250, "not the partitions times"), (0, "not the partitions times")]:
+    assert streams_stop.target_rate(p) == 125 and four.solution(r) == 3 and four.wrong(r) == 2
+    for answer, hint in [(2, "short of 125"), (0, "short of 125"), (4, "fewer would too"), (40, "fewer would too"),
+                         ("3", "whole number"), (2.5, "whole number")]:
         with pytest.raises(AssertionError, match=f"^Not quite: .*{hint}"):
             r.check(4, answer)
+    assert calls == []   # refused before anything runs
+    assert r.check(4, 3)
+    assert calls == [{"cluster": None, "lessons": ["partitions"], "par_partitions": [3], "par_instances": [3],
+                      "par_work_ms": 20, "par_window_s": 5}]
+    assert "Measured: 140 records/s with 3 busy instance(s), against 125 records/s" in capsys.readouterr().out
+    measured["records_per_s"] = 110.0   # a machine too busy to keep up: what was measured decides
+    with pytest.raises(AssertionError, match="measured 110 records/s, short of 125"):
+        r.check(4, 3)
