@@ -20,7 +20,7 @@ NOTEBOOK_RUNS = ("tests/test_notebooks.py::test_notebook[", "tests/test_notebook
 # tests beside 07's CONTROL 5.5 GB.
 MEASURED_S = {
     "05_exactly_once_under_crashes[failure]": 393, "07_when_streams_stop[failure]": 334,
-    "06_state_in_production[failure]": 311, "tests/test_spark_cluster.py": 325, "tests/test_browser.py": 280,
+    "06_state_in_production[failure]": 330, "tests/test_spark_cluster.py": 325, "tests/test_browser.py": 280,
     "02_transactional_id_expiry[failure]": 313, "03_quota_driven_fencing[failure]": 221,
     "08_diagnose_your_cluster[failure]": 188, "01_offset_expiry_reprocessing[failure]": 160,
     "tests/test_audit.py": 115, "03_quota_driven_fencing[control]": 160, "tests/test_cluster.py": 105,

@@ -66,16 +66,33 @@ def test_bad_input_is_refused_before_anything_starts():
     assert s.SPEC.validate(lessons=["growth"], disk_more_kb=512)
 
 
-def test_exercise_5_hours_to_full_from_the_measured_bytes_per_key():
+def test_exercise_5_a_limit_with_room_to_spare_is_an_experiment(monkeypatch, capsys):
+    """Exercise 5 runs the disk lesson again with the learner's limit; whether the store filled decides. A limit
+    below what the keys need at the measured bytes a key, or over twice that, is refused before anything runs."""
     five = s.StateResult.exercises[5]
     r = s.StateResult("state-in-production", outcome().params, "run", Timeline(T0), outcomes={"disk": outcome()})
-    per_key = 262_144 / 8_000
-    right = round(10 * 2**30 / (round(per_key, 1) * 500) / 3600, 1)
-    assert five.solution(r) == right and r.check(5, right) and r.check(5, right * 1.02)
-    for answer, hint in [(five.wrong(r), "that is seconds"), (right / 1.024**3, r"2\^30"),
-                         (right * 2, "is not 10 GiB"), ("soon", "a number")]:
+    calls, filled = [], {"full": False}
+
+    def rerun(**params):
+        calls.append(params)
+        again = outcome(full=filled["full"], limit_kb=params["disk_limit_kb"])
+        return s.StateResult("state-in-production", again.params, "run-2", Timeline(T0), outcomes={"disk": again})
+    monkeypatch.setattr(s.SCENARIO, "run", rerun)
+    # 30,000 keys at 32.8 bytes a key need 960.9 KB; half as much again is 1,442 KB
+    assert five.solution(r) == 1442 and five.wrong(r) == 512   # the lesson's own limit, which filled
+    for answer, hint in [(512, "fewer than the 30,000 keys fed"), (960, "fewer than"), (1922, "more than twice"),
+                         (30_000 * 33, "more than twice"), ("1 MB", "whole number"), (0, "fewer than")]:
         with pytest.raises(AssertionError, match=f"^Not quite: .*{hint}"):
             r.check(5, answer)
+    assert calls == []   # refused before anything runs
+    assert r.check(5, 1442)
+    assert calls == [{"cluster": None, "lessons": ["disk"], "disk_limit_kb": 1442, "disk_more_kb": 8192,
+                      "disk_records": 30_000, "disk_rate": 2000.0, "disk_memtable_kb": 128}]
+    assert "Measured: never full, 30,000 of 30,000 keys in the store" in capsys.readouterr().out
+    filled["full"] = True   # a run whose store filled all the same: what was measured decides
+    with pytest.raises(AssertionError, match="with 1,000 KB the store was full at 16,000 keys"):
+        r.check(5, 1000)
+    assert calls[-1]["disk_limit_kb"] == 1000 and calls[-1]["disk_more_kb"] == 8192
 
 
 def test_the_disk_fix_runs_the_disk_lesson_again():

@@ -5,6 +5,7 @@ notebook runs each alone (run_lesson) on one broker; StateResult shows a lesson 
 """
 from __future__ import annotations
 
+import math
 import re
 
 from ...errors import LabError
@@ -198,9 +199,6 @@ def _changelog_v3_wrong(result: StateResult) -> str:
     return row["changelog_v2"].replace(STORE_NAME_SUFFIX, "KSTREAM-AGGREGATE-STATE-STORE-0000000003-changelog")
 
 
-VOLUME_GIB, NEW_KEYS_PER_S = 10, 500   # exercise 5: a production store's volume, and its new keys per second
-
-
 def _disk(result: StateResult) -> dict:
     disk = result.lesson("disk").measured()
     if disk["sst_bytes_per_key"] is None:
@@ -208,19 +206,41 @@ def _disk(result: StateResult) -> dict:
     return disk
 
 
-def _hours_to_full(result: StateResult) -> float:
-    """Exercise 5: hours until VOLUME_GIB fills at NEW_KEYS_PER_S, at the SST bytes per key measured here."""
-    return round(VOLUME_GIB * 2**30 / (_disk(result)["sst_bytes_per_key"] * NEW_KEYS_PER_S) / 3600, 1)
+def _needed_kb(result: StateResult) -> float:
+    """The SST files that every key fed needs, in KB, at the bytes per key the lesson measured."""
+    return result.params["disk_records"] * _disk(result)["sst_bytes_per_key"] / 1024
 
 
-def _check_hours_to_full(result: StateResult, answer) -> None:
-    given, right = number(answer, "a number of hours"), _hours_to_full(result)
-    per_key = _disk(result)["sst_bytes_per_key"]
-    if abs(given - right) <= 0.03 * right:   # the same measured number, rounded differently
-        return
-    expect(abs(given - right * 3600) > 0.03 * right * 3600, "that is seconds: the question asks for hours")
-    expect(abs(given - right / 1.024**3) > 0.03 * right, "10 GiB is 10 x 2^30 bytes, not 10^10")
-    expect(False, f"{given:g} h is not 10 GiB / ({per_key} bytes a key x {NEW_KEYS_PER_S} keys/s)")
+def _headroom_limit_kb(result: StateResult) -> int:
+    """Exercise 5: a limit that holds every key fed with half as much again to spare."""
+    return math.ceil(1.5 * _needed_kb(result))
+
+
+def _check_limit_kb(result: StateResult, answer) -> None:
+    """An experiment: the disk lesson runs again with the learner's limit, fed the same keys; whether the store
+    filled decides."""
+    need, p, per_key = _needed_kb(result), result.params, _disk(result)["sst_bytes_per_key"]
+    given = count(answer, "KB")
+    expect(given >= need, f"{given:,} KB of SST files hold about {int(given * 1024 / per_key):,} keys at the {per_key} "
+           f"bytes a key this run measured: fewer than the {p['disk_records']:,} keys fed (and a limit is in KB: "
+           "1,024 bytes)")
+    expect(given <= 2 * need, f"{given:,} KB would do, but it is more than twice the {need:,.0f} KB that the keys "
+           "need: the question is a limit with room to spare, not a disk that sits mostly empty")
+    cluster = result.running_cluster()
+    print(f"Exercise 5: running the disk lesson with DISK_LIMIT_KB = {given:,}, {p['disk_records']:,} new keys, "
+          + ("on the notebook's cluster ..." if cluster else "on a broker of its own ..."))
+    again = SCENARIO.run(cluster=cluster, lessons=["disk"], disk_limit_kb=given,
+                         disk_more_kb=max(p["disk_more_kb"], 2 * given), disk_records=p["disk_records"],
+                         disk_rate=p["disk_rate"], disk_memtable_kb=p["disk_memtable_kb"])
+    m = again.lesson("disk").measured()
+    if m["full"]:
+        expect(False, f"with {given:,} KB the store was full at {m['keys_at_full']:,} keys ({m['sst_bytes_per_key']} "
+               "bytes a key in this run): leave more room than the bytes a key measured once, they vary from run "
+               "to run")
+    expect((m["keys_end"] or 0) >= m["fed"], f"the store never filled, yet it held {m['keys_end']} of {m['fed']} "
+           f"keys at the end: {again.lesson('disk').verdict()}")
+    print(f"Measured: never full, {m['keys_end']:,} of {m['fed']:,} keys in the store, {m['sst_bytes_per_key']} "
+          "bytes a key.")
 
 
 StateResult.exercises = {
@@ -276,14 +296,16 @@ StateResult.exercises = {
         wrong=_changelog_v3_wrong,
     ),
     5: Exercise(
-        check=_check_hours_to_full,
-        solution=_hours_to_full,
-        why="A store without a TTL keeps every key it ever saw, so its files grow by the same number of bytes with "
-            "every new key: the `sst_bytes_per_key` the lesson measured while the store filled (the key, its "
-            "value and RocksDB's own framing, after compaction). At 500 new keys a second the files grow by 500 "
-            "times that each second, and 10 GiB (10 x 2^30 bytes) last 10 x 2^30 / (500 x bytes per key) seconds: "
-            "divided by 3,600, the hours. The changelog on the brokers grows beside it, and compaction keeps every "
-            "key too. Watch the state directory's size, or give the store a TTL (lesson 1).",
-        wrong=lambda r: _hours_to_full(r) * 3600,   # seconds, not hours
+        check=_check_limit_kb,
+        solution=_headroom_limit_kb,
+        why="A store without a TTL keeps every key it ever saw, so its SST files grow by about the same number of "
+            "bytes with every new key: the `sst_bytes_per_key` the lesson measured while the store filled (the key, "
+            "its value and RocksDB's own framing). Every key fed needs `DISK_RECORDS x sst_bytes_per_key` bytes, "
+            "divided by 1,024 for KB. This solution keeps half as much again to spare: the bytes per key vary a "
+            "little from run to run, and the keys still in the memtable reach the files at the next flush. The "
+            "same arithmetic sizes a production volume: its bytes divided by the bytes a key and by the new keys "
+            "a second is how long it lasts. The changelog on the brokers grows beside it, and compaction keeps "
+            "every key too. Watch the state directory's size, or give the store a TTL (lesson 1).",
+        wrong=lambda r: min(r.params["disk_limit_kb"], math.floor(_needed_kb(r)) - 1),   # the limit that filled
     ),
 }
