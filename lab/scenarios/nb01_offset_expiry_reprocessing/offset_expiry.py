@@ -146,6 +146,7 @@ class _Experiment:
         self.produce("while down", p["messages_while_down"])
         loss = run.background(spark.data_loss, name="spark failOnDataLoss") if spark else None
         self.window()
+        resumed = None
         if spark:  # the data-loss pair is done within the window; the checkpointed query resumes beside the apps
             loss.result(600)
             resumed = run.background(spark.queries["spark-checkpoint"].once, name="spark-checkpoint restart")
@@ -155,7 +156,7 @@ class _Experiment:
         stop_together(self.apps[name] for name in names)
         for name in names:
             run.event(name, "end", detail="stopped after catching up")
-        return self.result(spark, resumed if spark else None)
+        return self.result(spark, resumed)
 
     def start(self, variants) -> None:
         for v in variants:

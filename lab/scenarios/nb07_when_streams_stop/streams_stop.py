@@ -205,8 +205,8 @@ def _check_fewest_partitions(result: StreamsStopResult, answer) -> None:
     print(f"Measured: {row['records_per_s']:g} records/s with {row['busy_instances']} busy instance(s), against "
           f"{target:g} records/s coming in.")
     expect(row["records_per_s"] >= target, f"on {given} partitions the app measured {row['records_per_s']:g} "
-           f"records/s, short of {target:g} ({row['busy_instances']} of {given} instances busy): this run of the "
-           "machine did not keep up")
+           f"records/s, short of {target:g} ({row['busy_instances']} of {given} instances busy): measured here, "
+           "the app did not keep up")
 
 
 def dies(app, p):
