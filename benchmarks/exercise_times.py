@@ -2,7 +2,7 @@
 the notebook runs it (`run_lesson`), then the exercise's check with its solution, which runs the lesson again with
 that setting. Each argument is NOTEBOOK:LESSON:EXERCISE.
 
-    python benchmarks/exercise_times.py 06:disk:5 07:partitions:4
+    python benchmarks/exercise_times.py 06:disk:5 07:partitions:3
 
 Prints a markdown table to paste into benchmarks/RESULTS.md, with the load average at the start and the end.
 """

@@ -55,7 +55,7 @@ def test_a_lesson_that_did_not_run_says_so_and_an_exercise_about_it_asks_to_run_
     assert "not run in this run" in missing.figure().data and "not run" in missing.explain()
     assert missing.audits == {}
     assert not ran.check(1, None)   # not answered: nothing asked of the lesson yet
-    for number, answer in ((1, streams_stop.loops), (2, 10_000), (3, streams_stop.keeps_up), (4, 200),
+    for number, answer in ((1, streams_stop.loops), (2, 10_000), (3, 3), (4, streams_stop.keeps_up),
                            (5, streams_stop.dies)):
         exercise = StreamsStopResult.exercises[number]
         # the check, the solution and the tempting wrong answer all ask to run the lesson first
@@ -67,7 +67,7 @@ def test_a_lesson_that_did_not_run_says_so_and_an_exercise_about_it_asks_to_run_
         ran.lesson("polling")
 
 
-def test_exercise_3_which_modes_keep_up_judged_where_the_budget_is_clear(capsys):
+def test_exercise_4_which_modes_keep_up_judged_where_the_budget_is_clear(capsys):
     from lab.experiment import Timeline
     from lab.scenarios.nb07_when_streams_stop import streams_stop
     from lab.scenarios.nb07_when_streams_stop.streams_stop import StreamsStopResult
@@ -80,27 +80,27 @@ def test_exercise_3_which_modes_keep_up_judged_where_the_budget_is_clear(capsys)
                                  outcomes={"lookups": slow_lookups.Outcome(rows, {}, 50, 0)},
                                  titles=dict(streams_stop.SCENARIO.titles))
 
-    three = StreamsStopResult.exercises[3]
+    four = StreamsStopResult.exercises[4]
     # 50 records/s at 50 ms: plain's budget is 20 (behind), batch's 1000, threads' 80 (too close to judge)
     behind = result(50, {"plain": False, "cache": True, "batch": True, "threads": True})
-    assert three.solution(behind) is streams_stop.keeps_up and behind.check(3, streams_stop.keeps_up)
-    assert not behind.check(3, None) and "`.solution(3)` on the same result" in capsys.readouterr().out
-    for answer, hint in [(three.wrong(behind), "keeps_up('batch', p) = False, but in this run it kept up"),
+    assert four.solution(behind) is streams_stop.keeps_up and behind.check(4, streams_stop.keeps_up)
+    assert not behind.check(4, None) and "`.solution(4)` on the same result" in capsys.readouterr().out
+    for answer, hint in [(four.wrong(behind), "keeps_up('batch', p) = False, but in this run it kept up"),
                          (lambda mode, p: True, "keeps_up('plain', p) = True, but in this run it fell behind"),
                          (lambda mode, p: mode != "plain" or p["lookup_rate"] <= 20,
                           "LOOKUP_THREADS=1, LOOKUP_RATE=40"),
                          (lambda mode, p: None, "returned None"), (20, "is not a function")]:
         with pytest.raises(AssertionError, match=f"^Not quite: .*{re.escape(hint)}"):
-            behind.check(3, answer)
+            behind.check(4, answer)
     # A run that measured otherwise where the budget is close is not held against the function: threads at 50 of 80
     close = result(50, {"plain": False, "batch": True, "threads": False})
-    assert close.check(3, streams_stop.keeps_up)
+    assert close.check(4, streams_stop.keeps_up)
     # Within one thread's budget (10 of 20) everything keeps up: the one-call theory is refused at other settings
     within = result(10, {"plain": True, "batch": True, "threads": True})
-    assert within.check(3, streams_stop.keeps_up)
+    assert within.check(4, streams_stop.keeps_up)
     with pytest.raises(AssertionError, match=r"^Not quite: keeps_up\('batch', p\) = False, but with "
                                              "LOOKUP_RATE=60, by the budget, it keeps up"):
-        within.check(3, three.wrong(within))
+        within.check(4, four.wrong(within))
 
 
 def test_the_predict_questions_of_the_parallelism_and_lookup_lessons():
@@ -116,8 +116,8 @@ def test_the_predict_questions_of_the_parallelism_and_lookup_lessons():
     assert slow_lookups.measured_answer(lookups, LOOKUP.validate(lookup_modes=["cache"])) == "yes, it keeps up"
 
 
-def test_exercise_4_the_fewest_partitions_for_the_input_is_an_experiment(monkeypatch, capsys):
-    """Exercise 4 runs the partitions lesson again on the learner's partition count; what it measured decides.
+def test_exercise_3_the_fewest_partitions_for_the_input_is_an_experiment(monkeypatch, capsys):
+    """Exercise 3 runs the partitions lesson again on the learner's partition count; what it measured decides.
     Too few partitions (their threads cannot reach the input's rate) and more than the fewest are refused before
     anything runs."""
     from lab.experiment import Timeline
@@ -137,17 +137,17 @@ def test_exercise_4_the_fewest_partitions_for_the_input_is_an_experiment(monkeyp
         return StreamsStopResult("streams_stop", p, "run-2", Timeline(0.0), outcomes={"partitions": outcome},
                                  titles=r.titles)
     monkeypatch.setattr(streams_stop.SCENARIO, "run", rerun)
-    four = StreamsStopResult.exercises[4]
-    assert streams_stop.target_rate(p) == 125 and four.solution(r) == 3 and four.wrong(r) == 2
+    three = StreamsStopResult.exercises[3]
+    assert streams_stop.target_rate(p) == 125 and three.solution(r) == 3 and three.wrong(r) == 2
     for answer, hint in [(2, "short of 125"), (0, "short of 125"), (4, "fewer would too"), (40, "fewer would too"),
                          ("3", "whole number"), (2.5, "whole number")]:
         with pytest.raises(AssertionError, match=f"^Not quite: .*{hint}"):
-            r.check(4, answer)
+            r.check(3, answer)
     assert calls == []   # refused before anything runs
-    assert r.check(4, 3)
+    assert r.check(3, 3)
     assert calls == [{"cluster": None, "lessons": ["partitions"], "par_partitions": [3], "par_instances": [3],
                       "par_work_ms": 20, "par_window_s": 5}]
     assert "Measured: 140 records/s with 3 busy instance(s), against 125 records/s" in capsys.readouterr().out
     measured["records_per_s"] = 110.0   # a machine too busy to keep up: what was measured decides
     with pytest.raises(AssertionError, match="measured 110 records/s, short of 125"):
-        r.check(4, 3)
+        r.check(3, 3)

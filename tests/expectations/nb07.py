@@ -60,10 +60,10 @@ CONTROL = {**PARAMETERS, "LESSONS": ["poll_loop", "partitions", "lookups"],
 
 # Exercise 2's experiment runs the poll lesson again with the learner's interval, the Java consumer without a fix:
 # CONTROL changes only POLL_FIXES, which the experiment sets itself, so it is the same run. Tried once, in the
-# failure run. Exercise 4's runs the partitions lesson on the learner's partition count, with as many instances:
+# failure run. Exercise 3's runs the partitions lesson on the learner's partition count, with as many instances:
 # CONTROL changes only PAR_INSTANCES, which the experiment sets itself. Tried once, in the CONTROL run.
 TRIED_IN_FAILURE_ONLY = (2,)
-TRIED_IN_CONTROL_ONLY = (4,)
+TRIED_IN_CONTROL_ONLY = (3,)
 
 # The panel, clicked in the CONTROL run: the lookup lesson with a cache.
 PANEL = {"lessons": ["lookups"], "lookup_modes": ["cache"]}
@@ -142,12 +142,12 @@ def check(results):
 
     # The exercises, tried on this run: what looped (the table's `looped` column), the interval experiment, which
     # lookup modes keep up (plain fell behind, batch kept up: the wrong theory, one call's budget for every mode, is
-    # refused by batch), and the apps that died in the bounce (2.7.2 died, 4.3.1 lived). 1, 3 and 5 ask for a
-    # function. Exercise 4's experiment is tried in the CONTROL run.
+    # refused by batch), and the apps that died in the bounce (2.7.2 died, 4.3.1 lived). 1, 4 and 5 ask for a
+    # function. Exercise 3's experiment is tried in the CONTROL run.
     answers = exercises(results, [1, 2, 3, 4, 5], skipped=TRIED_IN_CONTROL_ONLY)
     assert answers[1] is None and any(row["looped"] for row in poll.values()), answers
-    assert answers[3] is None and "keeps_up('batch', p) = False, but in this run it kept up" in \
-        results["exercises"]["3"]["wrong"], results["exercises"]["3"]
+    assert answers[4] is None and "keeps_up('batch', p) = False, but in this run it kept up" in \
+        results["exercises"]["4"]["wrong"], results["exercises"]["4"]
     assert answers[5] is None, answers
     assert "but in this run it lived" in results["exercises"]["5"]["wrong"], results["exercises"]["5"]
     _interval_experiment(results, answers)
@@ -211,8 +211,8 @@ def check_control(results):
     # The exercises: nothing looped; the budget is the same arithmetic, whatever the input rate; the bounce's asks
     # for its lesson to run first.
     answers = exercises(results, [1, 2, 3, 4, 5], not_run=(5,), skipped=TRIED_IN_FAILURE_ONLY)
-    assert answers[1] is None and answers[3] is None, answers
-    # Exercise 4's experiment: the partitions lesson on 3 partitions with 3 instances measured at least the 250
+    assert answers[1] is None and answers[4] is None, answers
+    # Exercise 3's experiment: the partitions lesson on 3 partitions with 3 instances measured at least the 250
     # records/s of two and a half threads ("correct"); 2 partitions were refused, short of it, before anything ran.
-    assert answers[4] == 3, answers
-    assert "short of 250" in results["exercises"]["4"]["wrong"], results["exercises"]["4"]
+    assert answers[3] == 3, answers
+    assert "short of 250" in results["exercises"]["3"]["wrong"], results["exercises"]["3"]

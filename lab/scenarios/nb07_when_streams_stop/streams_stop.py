@@ -106,7 +106,7 @@ def _clear(p: dict, mode: str) -> bool | None:
 
 
 def _other_lookups(p: dict) -> list[dict]:
-    """Exercise 3's other settings: a quarter and three times one thread's budget, one thread for twice it, batches
+    """Exercise 4's other settings: a quarter and three times one thread's budget, one thread for twice it, batches
     of two for four times it."""
     per = 1000 / p["lookup_latency_ms"]
     return [{"lookup_rate": per / 4}, {"lookup_rate": 3 * per}, {"lookup_threads": 1, "lookup_rate": 2 * per},
@@ -171,16 +171,16 @@ def _check_interval(result: StreamsStopResult, answer) -> None:
            "between two polls (POLL_BATCH x POLL_WORK_MS) outlasted the interval")
 
 
-TARGET_THREADS = 2.5   # exercise 4's input, in threads' worth of work: more than two threads can do, less than three
+TARGET_THREADS = 2.5   # exercise 3's input, in threads' worth of work: more than two threads can do, less than three
 
 
 def target_rate(p: dict) -> float:
-    """Exercise 4's input rate, in records per second: two and a half threads' worth at PAR_WORK_MS."""
+    """Exercise 3's input rate, in records per second: two and a half threads' worth at PAR_WORK_MS."""
     return TARGET_THREADS * 1000 / p["par_work_ms"]
 
 
 def _fewest_partitions(result: StreamsStopResult) -> int:
-    """Exercise 4: the fewest partitions on which the app can keep up with target_rate: one task per partition,
+    """Exercise 3: the fewest partitions on which the app can keep up with target_rate: one task per partition,
     one thread per task, 1000 / PAR_WORK_MS records/s each, however many instances."""
     result.lesson("partitions").rows   # a lesson that did not run asks to be run first (LabError)
     return math.ceil(TARGET_THREADS)
@@ -197,7 +197,7 @@ def _check_fewest_partitions(result: StreamsStopResult, answer) -> None:
     expect(given <= fewest, f"{given} partitions would do, but fewer would too: the question is the fewest (each "
            "extra partition is an extra task to balance, and a stateful app's keys move when partitions are added)")
     cluster = result.running_cluster()
-    print(f"Exercise 4: running the partitions lesson on {given} partitions with {given} instances, at "
+    print(f"Exercise 3: running the partitions lesson on {given} partitions with {given} instances, at "
           f"{p['par_work_ms']:g} ms a record, on " + ("the notebook's cluster ..." if cluster else "a broker of its own ..."))
     again = SCENARIO.run(cluster=cluster, lessons=["partitions"], par_partitions=[given], par_instances=[given],
                          par_work_ms=p["par_work_ms"], par_window_s=p["par_window_s"])
@@ -272,18 +272,6 @@ StreamsStopResult.exercises = {
         wrong=_interval_too_short,
     ),
     3: Exercise(
-        check=_check_keeps_up,
-        solution=lambda result: _ran(result, "lookups") and keeps_up,
-        why="With one call per record, a thread waits `LOOKUP_LATENCY_MS` for each record and does nothing else "
-            "meanwhile: in a second, 1000 ms, it finishes `1000 / LOOKUP_LATENCY_MS` records. That is one thread's "
-            "budget. `threads` has `LOOKUP_THREADS` calls waiting at once, so its budget is that many times larger "
-            "(when the keys spread evenly over its partitions: the busiest one decides); `batch` answers "
-            "`LOOKUP_BATCH` records with one call. A mode keeps up when `LOOKUP_RATE` is within its budget; past "
-            "it, the lag grows for ever. The lookup table's `capacity_per_s` is that budget, and `keeps_up` what "
-            "the run measured. Near the budget a run can go either way, so the check leaves that zone out.",
-        wrong=lambda result: _ran(result, "lookups") and _one_call_bounds_all,
-    ),
-    4: Exercise(
         check=_check_fewest_partitions,
         solution=_fewest_partitions,
         why="A partition is one task, and a task runs on one thread of one instance. However many instances you "
@@ -295,6 +283,18 @@ StreamsStopResult.exercises = {
             "`1000 / PAR_WORK_MS` (its polls and commits take time too), so three partitions leave some headroom "
             "but not much. Adding partitions to a live topic moves a stateful app's keys: plan them ahead.",
         wrong=lambda r: _fewest_partitions(r) - 1,   # two and a half rounded down
+    ),
+    4: Exercise(
+        check=_check_keeps_up,
+        solution=lambda result: _ran(result, "lookups") and keeps_up,
+        why="With one call per record, a thread waits `LOOKUP_LATENCY_MS` for each record and does nothing else "
+            "meanwhile: in a second, 1000 ms, it finishes `1000 / LOOKUP_LATENCY_MS` records. That is one thread's "
+            "budget. `threads` has `LOOKUP_THREADS` calls waiting at once, so its budget is that many times larger "
+            "(when the keys spread evenly over its partitions: the busiest one decides); `batch` answers "
+            "`LOOKUP_BATCH` records with one call. A mode keeps up when `LOOKUP_RATE` is within its budget; past "
+            "it, the lag grows for ever. The lookup table's `capacity_per_s` is that budget, and `keeps_up` what "
+            "the run measured. Near the budget a run can go either way, so the check leaves that zone out.",
+        wrong=lambda result: _ran(result, "lookups") and _one_call_bounds_all,
     ),
     5: Exercise(
         check=_check_dies,
