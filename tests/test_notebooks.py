@@ -364,4 +364,4 @@ def test_every_lesson_has_its_exercise_in_its_own_section_numbered_in_order(name
         end = min([h for h in headings if h > at[0]] or [len(cells)]) if _lessons(name) else len(cells)
         assert any(at[0] < i < end and v == var for i, v, _ in checks), f"{name}: no exercise after {run} in its section"
     numbers = [n for _, _, n in checks]
-    assert numbers == sorted(set(numbers)) and numbers[0] == 1, f"{name}: exercises numbered {numbers}"
+    assert numbers and numbers == sorted(set(numbers)) and numbers[0] == 1, f"{name}: exercises numbered {numbers}"
