@@ -12,8 +12,8 @@ NOTEBOOK_RUNS = ("tests/test_notebooks.py::test_notebook[", "tests/test_notebook
 # The order the workers take the units in (scheduling only, never an assertion): the longest first, so that the
 # suite ends on short ones, and never two heavy units queued side by side, since each worker holds the next unit
 # while it runs one, so neighbours in the order mostly run together. Seconds as measured in the suite on three
-# workers (2026-11-27, two notebook lanes and a side lane: 25 min 27 s; 03's CONTROL since it tries exercise 2's
-# experiment: 160 s); a unit not listed counts as short. Heavy:
+# workers (2026-11-27, two notebook lanes and a side lane: 25 min 27 s; since then, with the experiment exercises
+# they try, 03's CONTROL 160 s, 06's failure run 330 s, 07's CONTROL 118 s); a unit not listed counts as short. Heavy:
 # the units that keep both cores busy or peak highest (notebook 07's three-node cluster with its apps, 06's
 # lessons, notebook 03's five Streams apps, the browser tests' chromium and JupyterLab): 06's and 07's failure runs
 # side by side kept the load at 12 and took 390 and 371 s; 07's two runs side by side took 5.1 GB, the browser

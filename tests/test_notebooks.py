@@ -356,12 +356,13 @@ def test_every_lesson_has_its_exercise_in_its_own_section_numbered_in_order(name
     headings = [i for i, c in enumerate(cells) if c["cell_type"] == "markdown" and sources[i].startswith("## ")]
     checks = [(i, var, int(n)) for i, c in enumerate(cells) if c["cell_type"] == "code"
               for var, n in re.findall(r"^(\w+)\.check\((\d+),", sources[i], re.M)]
-    runs = [rf'^(\w+) = \w+\.run_lesson\("{lesson}",' for lesson in _lessons(name)] or [r"^(result) = \w+\.run\("]
+    lessons = _lessons(name)
+    runs = [rf'^(\w+) = \w+\.run_lesson\("{lesson}",' for lesson in lessons] or [r"^(result) = \w+\.run\("]
     for run in runs:
         at = [i for i, c in enumerate(cells) if c["cell_type"] == "code" and re.search(run, sources[i], re.M)]
         assert len(at) == 1, (name, run, at)
         var = re.search(run, sources[at[0]], re.M).group(1)
-        end = min([h for h in headings if h > at[0]] or [len(cells)]) if _lessons(name) else len(cells)
+        end = min([h for h in headings if h > at[0]] or [len(cells)]) if lessons else len(cells)
         assert any(at[0] < i < end and v == var for i, v, _ in checks), f"{name}: no exercise after {run} in its section"
     numbers = [n for _, _, n in checks]
     assert numbers and numbers == sorted(set(numbers)) and numbers[0] == 1, f"{name}: exercises numbered {numbers}"
