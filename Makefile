@@ -17,7 +17,7 @@ PY      = $(VENV)/bin/python
 # KIT=DIR: every package from the kit's wheels, never from the network (lab/kit.py)
 PIP_FROM = $(if $(KIT),--no-index --find-links $(abspath $(KIT))/wheels)
 
-.PHONY: lab test install jars tools bench kit site clean-notebooks
+.PHONY: lab test install jars tools doctor bench kit site clean-notebooks
 
 $(VENV)/.installed: pyproject.toml
 	@test -n "$(PYTHON)" || { echo "No Python 3.11 to 3.13 found: install one (python.org, Homebrew, apt, pyenv) or give PYTHON=..."; exit 1; }
@@ -69,6 +69,10 @@ kit: jars
 SITE_DIR ?= site
 site: jars
 	$(PY) -m lab site $(SITE_DIR) $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS))
+
+# The doctor on your cluster, read-only (docs/doctor.md): make doctor BOOTSTRAP=broker1:9092 [DOCTOR_ARGS="--fail-on high"]
+doctor: jars
+	$(PY) -m lab doctor $(if $(BOOTSTRAP),--bootstrap $(BOOTSTRAP)) $(DOCTOR_ARGS)
 
 bench: jars
 	$(PY) benchmarks/run.py

@@ -177,15 +177,19 @@ def params(args) -> None:
 
 
 def doctor(args) -> None:
-    """Read-only diagnosis of a cluster: a table, or JSON with --json. Exit 2 when it cannot be read at all."""
-    from .doctor import diagnose
-    from .errors import LabError
-    try:
-        d = diagnose(args.bootstrap, jmx=args.jmx, command_config=args.command_config, timeout_s=args.timeout)
-    except LabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
-    print(json.dumps(d.as_record(), indent=1) if args.json else d.text(), end="" if not args.json else "\n")
+    """Read-only diagnosis of a cluster (lab.doctor.cli): a gate with --fail-on, a monitor with --watch."""
+    from .doctor.cli import run
+    sys.exit(run(args))
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad arguments exit with `usage_status`: 2 as argparse's, 4 for the doctor (its 2 says the cluster could
+    not be read)."""
+    usage_status = 2
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(self.usage_status, f"{self.prog}: error: {message}\n")
 
 
 def check(_args) -> None:
@@ -224,7 +228,7 @@ def clean_notebooks(args) -> None:
 
 def main() -> None:
     from .kit import PLATFORMS
-    parser = argparse.ArgumentParser(prog="python -m lab")
+    parser = _Parser(prog="python -m lab")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("fetch", help="check Java, cache the Kafka and Spark jars")
     p.add_argument("--kit", help="an offline kit (`make kit`): its jars go into the lab's cache first")
@@ -243,12 +247,13 @@ def main() -> None:
     p = sub.add_parser("params", help="print every scenario's parameters table (markdown)")
     p.add_argument("--readme", action="store_true", help="write the tables into README.md instead")
     p.set_defaults(run=params)
-    p = sub.add_parser("doctor", help="read-only diagnosis of a cluster against the failures of this course")
-    p.add_argument("--bootstrap", help="host:port[,...] (default: KAFKA_LAB_BOOTSTRAP)")
-    p.add_argument("--jmx", help="the brokers' JMX host:port[,...]: client versions (KIP-511)")
-    p.add_argument("--command-config", help="client .properties for SASL/SSL (default: KAFKA_LAB_CLIENT_PROPERTIES)")
-    p.add_argument("--timeout", type=float, default=20, help="seconds per read (default 20)")
-    p.add_argument("--json", action="store_true", help="print the diagnosis as JSON")
+    p = sub.add_parser("doctor", help="read-only diagnosis of a cluster against the failures of this course",
+                       description="Exit codes: 0 clean, 1 a finding at or above --fail-on, 2 the cluster could not "
+                                   "be read, 3 partial (a check could not run), 4 bad arguments.")
+    from .doctor.cli import add_arguments
+    from .doctor.report import EXIT_USAGE
+    add_arguments(p)
+    p.usage_status = EXIT_USAGE
     p.set_defaults(run=doctor)
     sub.add_parser("check", help="the pre-flight: Python, Java, memory, disk, jars, ports, a broker (offline)"
                    ).set_defaults(run=check)

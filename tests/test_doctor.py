@@ -213,9 +213,10 @@ def test_no_bootstrap_anywhere(monkeypatch):
 
 # ------------------------------------------------------------------------------------------- real Kafka (JVM)
 
-def test_unreachable_bootstrap_and_unknown_properties_key_give_one_line_and_exit_code_2(tmp_path):
+def test_unreachable_bootstrap_and_unknown_properties_key_exit_2_and_bad_arguments_4(tmp_path):
     from lab.ports import free_port
-    cli = [sys.executable, "-m", "lab", "doctor", "--bootstrap", f"127.0.0.1:{free_port()}", "--timeout", "3"]
+    cli = [sys.executable, "-m", "lab", "doctor", "--bootstrap", f"127.0.0.1:{free_port()}", "--timeout", "3",
+           "--quiet"]
     run = subprocess.run(cli, check=False, capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and run.stdout == ""
     assert len(run.stderr.strip().splitlines()) == 1 and "step 'connect'" in run.stderr
@@ -223,6 +224,10 @@ def test_unreachable_bootstrap_and_unknown_properties_key_give_one_line_and_exit
     props.write_text("security.protocol=PLAINTEXT\nsasl.mechanismz=PLAIN\n")
     run = subprocess.run([*cli, "--command-config", str(props)], check=False, capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and "step 'config'" in run.stderr and "sasl.mechanismz" in run.stderr
+    for bad in (["--bootstrap", "no-port"], ["--bootstrap", "h:1", "--fail-on", "critical"],
+                ["--bootstrap", "h:1", "--metrics", "9999"]):   # bad arguments: their own exit code, nothing read
+        run = subprocess.run([sys.executable, "-m", "lab", "doctor", *bad], capture_output=True, text=True, timeout=60)
+        assert run.returncode == 4 and run.stdout == "" and "Traceback" not in run.stderr, run.stderr
 
 
 def test_diagnosis_of_a_risky_cluster_finds_every_risk_and_writes_nothing(tmp_path):
@@ -267,10 +272,13 @@ def test_diagnosis_of_a_risky_cluster_finds_every_risk_and_writes_nothing(tmp_pa
             assert idle.process.grep('"kind": ?"idle"'), idle.process.log()[-2000:]
             time.sleep(3.5)       # idle longer than a tenth of the 30 s expirations: counted as idle
             snapshot = read_only_snapshot(kc, admin, TopicPartition)
-            d = diagnose(kc.bootstrap, jmx=kc.jmx)
+            lines = []
+            d = diagnose(kc.bootstrap, jmx=kc.jmx, progress=lines.append)
+            gate_and_monitor(kc)
             assert read_only_snapshot(kc, admin, TopicPartition) == snapshot
         finally:
             idle.stop()
+    assert any("__consumer_offsets: 1/1 partition(s)" in line for line in lines), lines
     assert d.unreadable == {}, d.unreadable
     found = {f.rule: [g for g in d.findings if g.rule == f.rule] for f in d.findings}
     assert set(found) == {"offsets-expire", "transactional-id-expires", "producer-id-expires",
@@ -284,8 +292,62 @@ def test_diagnosis_of_a_risky_cluster_finds_every_risk_and_writes_nothing(tmp_pa
     [txn] = found["transactional-id-expires"]
     started = d.facts["transaction_log"]["invoicer"]["last_update_ms"]
     assert txn.when_ms == started + 30000 and before_commit <= started <= d.now_ms
+    assert all("producer.id.expiration.ms=30000" in f.evidence for f in found["producer-id-expires"])   # 3.4+
     assert found["quota-on-streams-eos-producer"][0].subject == "client id pricing-StreamThread-1-producer"
     assert "clients 3.3.1 (KAFKA-14624)" in {f.subject for f in found["client-version-bug"]}
+
+
+def gate_and_monitor(kc):
+    """The command line on the risky cluster: the gate's exit codes and formats, then a monitor scraped twice."""
+    import xml.etree.ElementTree as ET
+
+    import jsonschema
+
+    from lab.ports import free_port
+    from tests.test_doctor_gate import sarif_schema
+    cli = [sys.executable, "-m", "lab", "doctor", "--bootstrap", kc.bootstrap, "--jmx", kc.jmx, "--quiet"]
+    gate = subprocess.run([*cli, "--fail-on", "high", "--format", "sarif"], capture_output=True, text=True,
+                          timeout=120)
+    assert gate.returncode == 1, gate.stderr       # HIGH findings: the pipeline fails
+    log = json.loads(gate.stdout)
+    jsonschema.validate(log, sarif_schema())
+    assert {r["ruleId"] for r in log["runs"][0]["results"]} >= {"offsets-expire", "quota-on-streams-eos-producer"}
+    report = subprocess.run([*cli, "--fail-on", "never", "--format", "junit"], capture_output=True, text=True,
+                            timeout=120)
+    assert report.returncode == 0, report.stderr
+    cases = ET.fromstring(report.stdout).findall("./testsuite/testcase")
+    assert len(cases) == 5 and all(c.find("failure") is not None for c in cases), report.stdout
+    port = free_port()
+    monitor = subprocess.Popen([*cli, "--watch", "5", "--metrics", str(port), "--format", "json"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first, _ = scrape_until(port, 'kafka_lab_doctor_seconds_until_expiry{rule="offsets-expire"', monitor)
+        time.sleep(3)
+        second, text = scrape_until(port, 'kafka_lab_doctor_seconds_until_expiry{rule="offsets-expire"', monitor)
+        assert "kafka_lab_doctor_up 1.0" in text
+        assert first - 4 < second < first - 2, (first, second)   # the time left goes down as the clock runs
+    finally:
+        monitor.terminate()
+        out, err = monitor.communicate(timeout=60)
+    assert monitor.returncode == 0, err
+    assert json.loads(out.splitlines()[0])["findings"], out[:500]   # one JSON document a line per diagnosis
+
+
+def scrape_until(port: int, prefix: str, process, timeout: float = 90) -> tuple[float, str]:
+    """The value of the first metric line starting with `prefix` once the monitor serves it, and the whole page."""
+    import urllib.request
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()[1]
+        try:
+            text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+            line = next((l for l in text.splitlines() if l.startswith(prefix)), None)
+            if line:
+                return float(line.split()[-1]), text
+        except OSError:   # not serving yet
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"no {prefix} metric within {timeout} s")
 
 
 def read_only_snapshot(kc, admin, TopicPartition):
@@ -299,29 +361,79 @@ def read_only_snapshot(kc, admin, TopicPartition):
             topic_offsets(admin, "orders", 2), topic_offsets(admin, "invoicer", 1))
 
 
-def test_on_a_secured_cluster_missing_acls_become_unreadable_sections_and_a_bad_password_one_line(tmp_path,
-                                                                                                   monkeypatch):
+# Describe rights only (no READ anywhere): what an engineer's monitoring principal often has.
+DESCRIBE_ONLY = {"BROKER": ["DESCRIBE", "DESCRIBE_CONFIGS"], "GROUP": ["DESCRIBE"],
+                 "TOPIC": ["DESCRIBE", "DESCRIBE_CONFIGS"], "TRANSACTIONAL_ID": ["DESCRIBE"]}
+
+
+def test_on_a_secured_cluster_a_describe_only_principal_gets_a_partial_diagnosis_naming_the_acls(tmp_path,
+                                                                                                 monkeypatch):
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import NewTopic
+
     from lab.cluster import KafkaCluster
     from lab.config import CLIENT_PROPERTIES_ENV
-    with KafkaCluster(name="doctor-acl", sasl_users={"ops": "ops-secret-1", "stranger": "stranger-secret-1"},
-                      acls=True, folder=tmp_path / "kafka") as kc:
+    from lab.connection import kafka_config
+    users = {"ops": "ops-secret-1", "stranger": "stranger-secret-1", "monitor": "monitor-secret-1"}
+    with KafkaCluster(name="doctor-acl", sasl_users=users, acls=True, folder=tmp_path / "kafka") as kc:
         kc.allow_all("ops")
+        kc.allow("monitor", DESCRIBE_ONLY)
+        as_ops = lambda **more: kafka_config(kc.bootstrap, {"log_level": 0, **more}, security=kc.client_security("ops"))
+        admin = kc.admin()   # kept alive until the futures resolve
+        for f in admin.create_topics([NewTopic("orders", 1, 1)]).values():
+            f.result()
+        producer = Producer(as_ops(**{"transactional.id": "invoicer"}))
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        for i in range(10):
+            producer.produce("orders", str(i).encode())
+        producer.commit_transaction(30)
+        consumer = Consumer(as_ops(**{"group.id": "billing", "auto.offset.reset": "earliest",
+                                      "enable.auto.commit": False}))
+        consumer.subscribe(["orders"])
+        seen = 0
+        while seen < 10:
+            message = consumer.poll(1)
+            seen += message is not None and message.error() is None
+        consumer.commit(asynchronous=False)
+        consumer.close()          # the group is Empty with committed offsets
         monkeypatch.setenv(CLIENT_PROPERTIES_ENV, str(kc.client_properties_file("ops")))
         full = diagnose(kc.bootstrap)
-        monkeypatch.setenv(CLIENT_PROPERTIES_ENV, str(kc.client_properties_file("stranger")))
+        monitor_properties = kc.client_properties_file("monitor")
+        monkeypatch.setenv(CLIENT_PROPERTIES_ENV, str(monitor_properties))
         partial = diagnose(kc.bootstrap)
+        cli = subprocess.run([sys.executable, "-m", "lab", "doctor", "--bootstrap", kc.bootstrap, "--command-config",
+                              str(monitor_properties), "--quiet"], capture_output=True, text=True, timeout=120)
+        monkeypatch.setenv(CLIENT_PROPERTIES_ENV, str(kc.client_properties_file("stranger")))
+        nothing = diagnose(kc.bootstrap)
         wrong = tmp_path / "wrong.properties"
         wrong.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
                          "sasl.username=ops\nsasl.password=not-the-password\n")
         monkeypatch.setenv(CLIENT_PROPERTIES_ENV, str(wrong))
         with pytest.raises(LabError) as caught:
             diagnose(kc.bootstrap)
-    assert set(full.unreadable) == {"clients"} and full.findings == []
+    assert set(full.unreadable) == {"clients"} and not full.partial, full.text()
+    assert {f.rule for f in full.findings} == {"offsets-expire"}   # a day's retention: the group's offsets, later
+    # Describe rights: what needs READ is named, one line each, and the rest is still read and reported
+    state = {c.rule: c for c in partial.checks}
+    assert state["offsets-expire"].state == "partial" and "READ on the topic __consumer_offsets" in \
+        state["offsets-expire"].why, partial.text()
+    assert state["transactional-id-expires"].state == "not run"
+    assert "READ on the topic __transaction_state" in state["transactional-id-expires"].why
+    assert state["producer-id-expires"].state == "not run" and "READ on the topics" in state["producer-id-expires"].why
+    assert state["quota-on-streams-eos-producer"].state == "ran" and state["client-version-bug"].state == "skipped"
+    [offsets] = partial.findings
+    assert offsets.subject == "group billing" and offsets.when_ms is None and offsets.rereads in (10, 11)   # + marker
+    assert partial.facts["transactions"]["invoicer"]["state"] == "CompleteCommit"   # DESCRIBE on the id: listed
+    assert cli.returncode == 3 and "Traceback" not in cli.stderr, cli.stderr     # partial, said by the exit code
+    assert "not run  transactional-id-expires: transaction_log: needs READ on the topic __transaction_state" in \
+        cli.stdout.replace("\n  ", " "), cli.stdout
     # A user without ACLs: what needs cluster rights or the internal topics is named, the rest is still read.
-    assert {"broker_configs", "quotas", "commit_log", "transaction_log"} <= set(partial.unreadable), partial.unreadable
-    assert all("Authorization" in partial.unreadable[s] and "grant" in partial.unreadable[s]
+    assert {"broker_configs", "quotas", "commit_log", "transaction_log"} <= set(nothing.unreadable), nothing.unreadable
+    assert all("Authorization" in nothing.unreadable[s] and "grant" in nothing.unreadable[s]
                for s in ("broker_configs", "quotas", "commit_log"))
-    assert "topics" not in partial.unreadable and partial.facts["topics"] == {}
+    assert "topics" not in nothing.unreadable and nothing.facts["topics"] == {}
+    assert {c.rule: c.state for c in nothing.checks}["quota-on-streams-eos-producer"] == "not run"
     message = str(caught.value)
     assert len(message.splitlines()) == 1 and "step 'connect'" in message and "authentication failed" in message
     assert "not-the-password" not in message

@@ -192,12 +192,17 @@ class SaslSecurity:
 
     def allow_all(self, user: str) -> None:
         """ACLs letting `user` do anything on every topic, group, transactional id and the cluster (acls=True)."""
+        self.allow(user, {kind: ["ALL"] for kind in ("TOPIC", "GROUP", "TRANSACTIONAL_ID", "BROKER")})
+
+    def allow(self, user: str, operations: dict[str, list[str]]) -> None:
+        """ACLs letting `user` do `operations` (resource type -> operation names, confluent_kafka's: "DESCRIBE",
+        "DESCRIBE_CONFIGS", "READ", "ALL", ...) on every resource of that type; BROKER is the cluster."""
         from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, ResourcePatternType,
                                            ResourceType)
-        bindings = [AclBinding(kind, name, ResourcePatternType.LITERAL, f"User:{user}", "*",
-                               AclOperation.ALL, AclPermissionType.ALLOW)
-                    for kind, name in [(ResourceType.TOPIC, "*"), (ResourceType.GROUP, "*"),
-                                       (ResourceType.TRANSACTIONAL_ID, "*"), (ResourceType.BROKER, "kafka-cluster")]]
+        bindings = [AclBinding(ResourceType[kind], "kafka-cluster" if kind == "BROKER" else "*",
+                               ResourcePatternType.LITERAL, f"User:{user}", "*", AclOperation[op],
+                               AclPermissionType.ALLOW)
+                    for kind, ops in operations.items() for op in ops]
         admin = self.admin()   # kept alive until the futures resolve
         for future in admin.create_acls(bindings, request_timeout=15).values():
             future.result()

@@ -17,10 +17,11 @@ from pathlib import Path
 
 from ..config import BOOTSTRAP_ENV
 from ..errors import LabError
-from .report import Diagnosis, Finding
+from .checks import statuses
+from .report import Diagnosis, Finding, UsageError
 from .rules import findings as apply_rules
 
-__all__ = ["Diagnosis", "Finding", "diagnose"]
+__all__ = ["Diagnosis", "Finding", "UsageError", "diagnose"]
 HOST_PORT = re.compile(r"^[\w.\-\[\]:]+:\d{1,5}$")
 
 # What to do when a section could not be read, by the words of its error.
@@ -36,32 +37,51 @@ SECTION_ADVICE = [
 
 
 def diagnose(bootstrap: str | None = None, jmx: str | None = None, now_ms: int | None = None, progress=None,
-             *, command_config: str | Path | None = None, timeout_s: float = 20) -> Diagnosis:
-    """Read the cluster (read-only) and turn what it read into findings; see the module docstring."""
+             *, command_config: str | Path | None = None, timeout_s: float = 20,
+             max_read_mb: float = 256) -> Diagnosis:
+    """Read the cluster (read-only) and turn what it read into findings; see the module docstring.
+
+    `timeout_s` bounds each request and each read of an internal topic, `max_read_mb` the bytes of such a read;
+    `progress` is called with one line at a time while it reads."""
     bootstrap = bootstrap or os.environ.get(BOOTSTRAP_ENV)
     if not bootstrap:
-        raise LabError(f"lab doctor needs a cluster: pass bootstrap='host:port' or set {BOOTSTRAP_ENV}.")
+        raise UsageError(f"lab doctor needs a cluster: pass bootstrap='host:port' or set {BOOTSTRAP_ENV}.")
     bad = [a for a in bootstrap.split(",") if not HOST_PORT.match(a.strip())]
     if bad:
-        raise LabError(f"lab doctor: bootstrap {bootstrap!r} is not host:port[,host:port] ({bad[0]!r}).")
+        raise UsageError(f"lab doctor: bootstrap {bootstrap!r} is not host:port[,host:port] ({bad[0]!r}).")
     if jmx is not None and (not jmx or any(not HOST_PORT.match(a.strip()) for a in jmx.split(","))):
-        raise LabError(f"lab doctor: jmx {jmx!r} is not host:port[,host:port] (the brokers' JMX ports).")
+        raise UsageError(f"lab doctor: jmx {jmx!r} is not host:port[,host:port] (the brokers' JMX ports).")
     if not timeout_s > 0:
-        raise LabError(f"lab doctor: timeout_s must be positive, not {timeout_s!r}.")
-    say = progress or (lambda message: None)
+        raise UsageError(f"lab doctor: timeout_s must be positive, not {timeout_s!r}.")
+    if not max_read_mb > 0:
+        raise UsageError(f"lab doctor: max_read_mb must be positive, not {max_read_mb!r}.")
+    def say(message: str) -> None:
+        if progress and message:
+            progress(message)
     from .facts import read_facts
     started = time.monotonic()
     say(f"lab doctor: reading {bootstrap} (read-only) ...")
     with tempfile.TemporaryDirectory(prefix="lab-doctor-") as folder:
         facts = read_facts(bootstrap, jmx=jmx, command_config=_command_config(command_config, Path(folder)),
-                           timeout_s=timeout_s)
+                           timeout_s=timeout_s, max_read_bytes=int(max_read_mb * 2**20),
+                           progress=lambda line: say(progress_text(line)))
     if not jmx:
         facts["clients"] = "unknown: pass --jmx host:port (the brokers' JMX) to read client versions (KIP-511)"
     now_ms = int(now_ms if now_ms is not None else time.time() * 1000)
     d = Diagnosis(apply_rules(facts, now_ms), unreadable=unreadable(facts), facts=facts,
-                  seconds=time.monotonic() - started, bootstrap=bootstrap, now_ms=now_ms)
-    say(f"lab doctor: {len(d.findings)} finding(s) in {d.seconds:.1f} s")
+                  seconds=time.monotonic() - started, bootstrap=bootstrap, now_ms=now_ms, checks=statuses(facts))
+    say(f"lab doctor: {len(d.findings)} finding(s) in {d.seconds:.1f} s"
+        + (f", partial: {sum(not c.complete for c in d.checks)} check(s) incomplete" if d.partial else ""))
     return d
+
+
+def progress_text(line: dict) -> str:
+    """One progress line of the collector, in words ('' for none worth showing)."""
+    if line.get("topic"):
+        return (f"lab doctor: {line['topic']}: {line.get('partitions_complete', 0)}/{line.get('partitions', 0)} "
+                f"partition(s), {line.get('records', 0):,} records, {line.get('bytes', 0) / 2**20:.1f} MB, "
+                f"{line.get('seconds', 0):.0f} s")
+    return f"lab doctor: reading {line['section']} ..." if line.get("section") else ""
 
 
 def unreadable(facts: dict) -> dict[str, str]:

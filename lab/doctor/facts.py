@@ -2,23 +2,27 @@
 
 The collector only reads (Admin describe/list calls, an assign()-only consumer without group.id that never
 commits). It is compiled once per source hash into the cache: a single-file launch would compile on every run.
+Its stdout is the one JSON document; its stderr carries `LAB {"kind": "progress", ...}` lines while it reads.
 """
 from __future__ import annotations
 
-import hashlib
+import collections
 import json
 import os
+import queue
 import re
 import subprocess
-import tempfile
+import threading
+import time
 from pathlib import Path
 
 from ..config import CACHE_DIR, KAFKA_VERSION
 from ..errors import LabError
+from ..experiment.evidence import lab_lines
 from ..jvm import java_executable
-from ..programs import compile_java, write_shared
+from ..programs import JAVA_DIR, compile_sources, write_shared
 
-SOURCE = Path(__file__).resolve().parent.parent / "java" / "ClusterFacts.java"
+SOURCES = [JAVA_DIR / "ClusterFacts.java", JAVA_DIR / "CoordinatorLogs.java"]
 
 # What to do, by the step that failed and the words in the error.
 ADVICE = [
@@ -30,42 +34,33 @@ ADVICE = [
 ]
 
 
-def compiled(classpath: list[Path]) -> Path:
-    """The folder holding ClusterFacts.class, compiled once per source (and classpath) hash."""
-    key = hashlib.sha256(SOURCE.read_bytes() + KAFKA_VERSION.encode()).hexdigest()[:16]
-    folder = CACHE_DIR / "java-classes" / f"ClusterFacts-{key}"
-    if not (folder / "ClusterFacts.class").exists():
-        tmp = Path(tempfile.mkdtemp(prefix="ClusterFacts-", dir=CACHE_DIR))
-        compile_java([SOURCE], classpath, tmp)
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            tmp.rename(folder)
-        except OSError:   # compiled at the same time by another process: theirs is the same
-            pass
-    return folder
-
-
 def read_facts(bootstrap: str, *, jmx: str | None = None, command_config: Path | None = None,
-               timeout_s: float = 20) -> dict:
-    """Run the collector; one LabError (which step, what to do) when the cluster cannot be read at all."""
+               timeout_s: float = 20, max_read_bytes: int | None = None, progress=None) -> dict:
+    """Run the collector; one LabError (which step, what to do) when the cluster cannot be read at all.
+
+    `max_read_bytes` bounds each internal topic's read (the collector's default: 256 MiB); `progress`, if given,
+    is called (on this thread) with each progress event the collector reports, a dict."""
     from ..cluster import kafka_classpath
     classpath = kafka_classpath(KAFKA_VERSION)
+    classes = compile_sources(SOURCES, classpath, label=f"ClusterFacts-{KAFKA_VERSION}")
     argv = [java_executable(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
             "-Dlog4j2.level=OFF", "-Dlog4j2.rootLevel=OFF", "-Dlog4j2.configurationFile=" + str(_quiet_log4j()),
-            "-cp", os.pathsep.join(map(str, [compiled(classpath), *classpath])), "ClusterFacts",
+            "-cp", os.pathsep.join(map(str, [classes, *classpath])), "ClusterFacts",
             "--bootstrap", bootstrap, "--timeout-ms", str(int(timeout_s * 1000))]
     if command_config:
         argv += ["--command-config", str(command_config)]
     if jmx:
         argv += ["--jmx", jmx]
-    try:
-        run = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=timeout_s * 6 + 30)
-    except subprocess.TimeoutExpired:
-        raise LabError(f"lab doctor: reading {bootstrap} did not finish in {timeout_s * 6 + 30:.0f} s: "
-                       "check the cluster's health, or raise the timeout") from None
-    facts = _last_json(run.stdout)
+    if max_read_bytes is not None:
+        argv += ["--max-read-bytes", str(int(max_read_bytes))]
+    limit_s = timeout_s * 6 + 30
+    returncode, stdout, stderr = _run(argv, limit_s, progress or (lambda event: None))
+    if returncode is None:
+        raise LabError(f"lab doctor: reading {bootstrap} did not finish in {limit_s:.0f} s: "
+                       "check the cluster's health, or raise the timeout")
+    facts = _last_json(stdout)
     if facts is None:
-        raise LabError(f"lab doctor: the collector failed (exit {run.returncode}): {run.stderr.strip()[-600:]}")
+        raise LabError(f"lab doctor: the collector failed (exit {returncode}): {stderr.strip()[-600:]}")
     if "fatal" in facts:
         step, error = facts["fatal"]["step"], facts["fatal"]["error"]
         if step == "connect" and re.search(r"Authentication|Authorization|Ssl|SASL", error):
@@ -77,6 +72,45 @@ def read_facts(bootstrap: str, *, jmx: str | None = None, command_config: Path |
             else "see the error"
         raise LabError(f"lab doctor, step '{step}' ({bootstrap}): {error.splitlines()[0][:300]} -> {advice}.")
     return facts
+
+
+def _run(argv: list[str], limit_s: float, progress) -> tuple[int | None, str, str]:
+    """Run the collector for at most `limit_s`, handing each progress line of its stderr to `progress` as it comes.
+    (exit code or None when it was killed at the limit, stdout, the rest of stderr)."""
+    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    events: queue.Queue = queue.Queue()
+    stderr = collections.deque(maxlen=200)   # the tail is enough for an error message
+    stdout: list[str] = []
+
+    def read_stderr():
+        for line in process.stderr:
+            rows = lab_lines(line)   # the lab's one evidence-line protocol
+            if rows:
+                events.put(rows[0])
+            else:
+                stderr.append(line)
+        events.put(None)   # end of stderr: the collector is done or gone
+
+    readers = [threading.Thread(target=read_stderr, daemon=True),
+               threading.Thread(target=lambda: stdout.append(process.stdout.read()), daemon=True)]
+    for reader in readers:
+        reader.start()
+    deadline = time.monotonic() + limit_s
+    try:
+        # the callback runs here, not on the reader thread: a caller's exception stops the run
+        while (event := events.get(timeout=max(0.0, deadline - time.monotonic()))) is not None:
+            progress(event)
+        returncode = process.wait(timeout=max(0.0, deadline - time.monotonic()))
+    except (queue.Empty, subprocess.TimeoutExpired):
+        returncode = None
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    for reader in readers:
+        reader.join()
+    return returncode, "".join(stdout), "".join(stderr)
 
 
 def _last_json(stdout: str) -> dict | None:

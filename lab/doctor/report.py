@@ -4,6 +4,9 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 
+from ..errors import LabError
+from .checks import CheckStatus
+
 SEVERITIES = ("high", "medium", "low")
 COLUMNS = ["severity", "rule", "subject", "when", "evidence", "consequence", "notebook"]
 
@@ -18,9 +21,19 @@ class Finding:
     when_ms: int | None  # epoch ms when it can start to bite (None: under load, not on a clock)
     notebook: str       # the course notebook that reproduces it ("": none does)
     rereads: int | None = None   # offsets-expire: records a restart with `earliest` re-reads (log start to committed)
+    quota_bytes_s: float | None = None      # quota-on-streams-eos-producer: the producer byte-rate quota
+    headroom_bytes_s: float | None = None   # ... minus what its producers send now (JMX; None without it)
 
     def sort_key(self):
         return SEVERITIES.index(self.severity), self.when_ms if self.when_ms is not None else 2 ** 62, self.subject
+
+
+# The exit codes of `python -m lab doctor` (lab/doctor/cli.py), for a pipeline to tell apart.
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_UNREADABLE, EXIT_PARTIAL, EXIT_USAGE = 0, 1, 2, 3, 4
+
+
+class UsageError(LabError):
+    """An argument the doctor cannot take, said before anything is read (EXIT_USAGE on the command line)."""
 
 
 @dataclass
@@ -31,9 +44,25 @@ class Diagnosis:
     seconds: float = 0.0
     bootstrap: str = ""
     now_ms: int = 0
+    checks: list[CheckStatus] = field(default_factory=list)   # one per check: ran, partial, not run or skipped
 
     def __post_init__(self):
         self.findings = sorted(self.findings, key=Finding.sort_key)
+
+    @property
+    def partial(self) -> bool:
+        """Some check could not run, or ran without a section that sharpens it."""
+        return not all(c.complete for c in self.checks)
+
+    def at_or_above(self, fail_on: str) -> list[Finding]:
+        """The findings of severity `fail_on` or higher (none for "never")."""
+        if fail_on == "never":
+            return []
+        return [f for f in self.findings if SEVERITIES.index(f.severity) <= SEVERITIES.index(fail_on)]
+
+    def exit_code(self, fail_on: str = "never") -> int:
+        """1 when a finding reaches `fail_on`, else 3 when the diagnosis was partial, else 0."""
+        return EXIT_FINDINGS if self.at_or_above(fail_on) else EXIT_PARTIAL if self.partial else EXIT_CLEAN
 
     def table(self):
         import pandas as pd
@@ -54,12 +83,16 @@ class Diagnosis:
             lines += ["No finding: no risk this course reproduces is visible in the cluster's metadata.", ""]
         for section, why in self.unreadable.items():
             lines += _wrap(f"could not read {section}: ", why, width)
+        if self.checks:
+            lines += ["", "checks:"] + [line for c in self.checks
+                                        for line in _wrap("", f"{c.state:8} {c.rule}" + (f": {c.why}" if c.why else ""),
+                                                          width)]
         return "\n".join(lines).rstrip() + "\n"
 
     def as_record(self) -> dict:
         return {"bootstrap": self.bootstrap, "now_ms": self.now_ms, "seconds": round(self.seconds, 3),
                 "findings": [asdict(f) for f in self.findings], "unreadable": dict(self.unreadable),
-                "facts": self.facts}
+                "checks": [asdict(c) for c in self.checks], "partial": self.partial, "facts": self.facts}
 
 
 def _wrap(label: str, text: str, width: int) -> list[str]:

@@ -20,6 +20,7 @@ IDLE_STATES = {"Empty", "CompleteCommit", "CompleteAbort"}      # what the trans
 # A Streams EOS producer's client id: <client.id>-StreamThread-N-producer (EOS v2), or with a task id (EOS alpha).
 STREAMS_EOS_PRODUCER = re.compile(r"-StreamThread-\d+(-\d+_\d+)?-producer$")
 BYTE_RATES = ("producer_byte_rate", "request_percentage")
+PRODUCER_ID_EXPIRATION = "producer.id.expiration.ms"
 
 
 def severity(when_ms: int | None, now_ms: int) -> str:
@@ -44,6 +45,25 @@ def broker_config(facts: dict, name: str) -> int:
             if name in broker and broker[name].get("value") not in (None, ""):
                 return int(broker[name]["value"])
     return DEFAULTS[name]
+
+
+def producer_id_expiration(facts: dict) -> tuple[int, str]:
+    """How long a partition leader keeps an idle producer's state, and the setting that says so.
+
+    `producer.id.expiration.ms` came in 3.4 (KIP-854); before, the leaders expired it after
+    `transactional.id.expiration.ms`. A broker's DescribeConfigs lists every setting it knows, defaults included, so
+    one that answered without `producer.id.expiration.ms` is older than 3.4."""
+    configs = section(facts, "broker_configs")
+    if configs is None:
+        ms = DEFAULTS["producer.id.expiration.ms"]
+        return ms, (f"broker settings unreadable: assumed producer.id.expiration.ms={ms} (3.4+'s default; a broker "
+                    "before 3.4 keeps an idle producer id for transactional.id.expiration.ms, 7 days by default)")
+    if any(PRODUCER_ID_EXPIRATION in broker for broker in configs.values()):
+        ms = broker_config(facts, PRODUCER_ID_EXPIRATION)
+        return ms, f"{PRODUCER_ID_EXPIRATION}={ms}"
+    ms = broker_config(facts, "transactional.id.expiration.ms")
+    return ms, (f"the brokers do not know {PRODUCER_ID_EXPIRATION} (added in 3.4, KIP-854): before 3.4 a leader "
+                f"expires an idle producer id after transactional.id.expiration.ms={ms}")
 
 
 def section(facts: dict, name: str):
@@ -183,7 +203,7 @@ def producer_id_expires(facts: dict, now_ms: int) -> list[Finding]:
     Transactional producers are left to transactional_id_expires (their transactional id holds the producer id).
     """
     producers = section(facts, "producers") or {}
-    expiration = broker_config(facts, "producer.id.expiration.ms")
+    expiration, setting = producer_id_expiration(facts)
     idle_after = idle_threshold_ms(expiration)
     transactional = {t.get("producer_id") for t in (section(facts, "transactions") or {}).values()}
     transactional |= {t.get("producer_id") for t in (section(facts, "transaction_log") or {}).values()}
@@ -209,7 +229,7 @@ def producer_id_expires(facts: dict, now_ms: int) -> list[Finding]:
                        "since 2.5, KIP-360), so a batch it retries across the gap is no longer deduplicated; this is "
                        "read from Kafka's source, not reproduced by the course")
         evidence = (f"describeProducers: last write {_stamp(last)} on {', '.join(tps[:4])}"
-                    f"{' ...' if len(tps) > 4 else ''}; producer.id.expiration.ms={expiration}")
+                    f"{' ...' if len(tps) > 4 else ''}; {setting}")
         findings.append(Finding("producer-id-expires", severity(when_ms, now_ms), f"producer id {pid}", evidence,
                                 consequence, when_ms, ""))   # no notebook reproduces it
     return findings
@@ -233,14 +253,30 @@ def quota_on_streams_eos_producer(facts: dict, now_ms: int) -> list[Finding]:
             why = f"it applies to {who}, and Streams apps run here ({', '.join(sorted(set(streams))[:3])})"
         else:
             continue
+        quota = rates.get("producer_byte_rate")
+        rate = produce_rate(facts, entity)
+        headroom = quota - rate if quota is not None and rate is not None else None
         consequence = (f"{subject}: when its EOS producer goes over {_rates(rates)}, the broker throttles it; Streams "
                        "< 3.9.1 (Java clients before the KAFKA-17455 fix) stall past transaction.timeout.ms, get fenced "
                        "(InvalidProducerEpoch -> TaskMigrated) and rebalance, again and again; notebook 03 measured "
-                       "3.8.1 and 3.9.0 fenced, 3.9.1 and 4.3.1 clean")
-        evidence = f"describeClientQuotas: {_entity(entity)} {_rates(rates)}; {why}"
+                       "3.8.1 and 3.9.0 fenced, 3.9.1 and 4.3.1 clean"
+                       + (f"; its Streams producers send {rate:,.0f} B/s now: {headroom:,.0f} B/s of headroom"
+                          if headroom is not None else ""))
+        evidence = (f"describeClientQuotas: {_entity(entity)} {_rates(rates)}; {why}"
+                    + (f"; byte-rate {rate:,.0f} B/s (the brokers' Produce metrics, JMX)" if rate is not None else ""))
         findings.append(Finding("quota-on-streams-eos-producer", "high", subject, evidence, consequence, None,
-                                NOTEBOOKS["quota"]))
+                                NOTEBOOKS["quota"], quota_bytes_s=quota, headroom_bytes_s=headroom))
     return findings
+
+
+def produce_rate(facts: dict, entity: dict) -> float | None:
+    """The highest byte rate the brokers measure (JMX) among the Streams EOS producers a quota entity covers."""
+    client, user = entity.get("client-id"), entity.get("user")
+    rates = [r.get("byte_rate") for r in section(facts, "produce_rates") or []
+             if STREAMS_EOS_PRODUCER.search(r.get("client_id") or "")
+             and client in (None, "<default>", r.get("client_id")) and user in (None, "<default>", r.get("user"))]
+    rates = [r for r in rates if isinstance(r, (int, float))]
+    return max(rates) if rates else None
 
 
 # Known bugs by Java client version: (id, affected(version tuple), what happens, notebook).

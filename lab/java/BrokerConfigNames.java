@@ -1,5 +1,4 @@
 import java.lang.reflect.Field;
-import java.lang.reflect.Method;
 import java.util.Set;
 import java.util.TreeSet;
 
@@ -11,8 +10,14 @@ public class BrokerConfigNames {
             Field f = Class.forName("org.apache.kafka.server.config.AbstractKafkaConfig").getField("CONFIG_DEF");
             configDef = f.get(null);
         } catch (ReflectiveOperationException e) {  // older: Scala object kafka.server.KafkaConfig
-            Method m = Class.forName("kafka.server.KafkaConfig").getMethod("configDef");
-            configDef = m.invoke(null);
+            Class<?> kafkaConfig = Class.forName("kafka.server.KafkaConfig");
+            try {
+                configDef = kafkaConfig.getMethod("configDef").invoke(null);
+            } catch (NoSuchMethodException hidden) {  // 3.3: configDef is private, configNames() a scala Seq
+                Object names = kafkaConfig.getMethod("configNames").invoke(null);
+                System.out.println(names.getClass().getMethod("mkString", String.class).invoke(names, "\n"));
+                return;
+            }
         }
         @SuppressWarnings("unchecked")
         Set<String> names = (Set<String>) configDef.getClass().getMethod("names").invoke(configDef);

@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.util.*;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import javax.management.Attribute;
 import javax.management.MBeanServerConnection;
 import javax.management.ObjectName;
 import java.rmi.registry.LocateRegistry;
@@ -14,7 +15,6 @@ import javax.management.remote.rmi.RMIConnector;
 import javax.management.remote.rmi.RMIServer;
 import org.apache.kafka.clients.admin.*;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.GroupType;
@@ -25,39 +25,35 @@ import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.quota.ClientQuotaEntity;
 import org.apache.kafka.common.quota.ClientQuotaFilter;
 import org.apache.kafka.common.serialization.ByteBufferDeserializer;
-import org.apache.kafka.coordinator.common.runtime.CoordinatorRecord;
-import org.apache.kafka.coordinator.common.runtime.CoordinatorRecordSerde;
-import org.apache.kafka.coordinator.group.GroupCoordinatorRecordSerde;
-import org.apache.kafka.coordinator.group.generated.GroupMetadataKey;
-import org.apache.kafka.coordinator.group.generated.GroupMetadataValue;
-import org.apache.kafka.coordinator.group.generated.LegacyOffsetCommitKey;
-import org.apache.kafka.coordinator.group.generated.OffsetCommitKey;
-import org.apache.kafka.coordinator.group.generated.OffsetCommitValue;
-import org.apache.kafka.coordinator.transaction.TransactionCoordinatorRecordSerde;
-import org.apache.kafka.coordinator.transaction.generated.TransactionLogKey;
-import org.apache.kafka.coordinator.transaction.generated.TransactionLogValue;
+import org.apache.kafka.common.utils.Sanitizer;
 
 /**
  * Reads a cluster's raw facts for lab.doctor and prints ONE JSON document. Read-only: Admin describe/list
  * calls and an assign()-only consumer without group.id that never commits. Each section is read on its own:
  * a failure (missing ACL, timeout) becomes {"error": ...} for that section and the rest goes on. A failure to
- * reach the cluster at all prints {"fatal": {"step", "error"}} and exits 2.
+ * reach the cluster at all prints {"fatal": {"step", "error"}} and exits 2. Stdout holds that one document only:
+ * progress goes to stderr as `LAB {"kind": "progress", ...}` lines.
  *
- * Args: --bootstrap B [--command-config FILE] [--jmx host:port,...] [--timeout-ms N]
+ * Args: --bootstrap B [--command-config FILE] [--jmx host:port,...] [--timeout-ms N] [--max-read-bytes N]
+ * (the internal topics' reads stop at N bytes, or after --timeout-ms, and say how far they got in "log_reads")
  */
 public class ClusterFacts {
     static final List<String> BROKER_CONFIGS = List.of("offsets.retention.minutes",
             "offsets.retention.check.interval.ms", "transactional.id.expiration.ms", "producer.id.expiration.ms",
             "transaction.remove.expired.transaction.cleanup.interval.ms");
     static final Map<String, Object> out = new LinkedHashMap<>();
+    static final ObjectMapper JSON = new ObjectMapper().disable(SerializationFeature.FAIL_ON_EMPTY_BEANS);
     static long timeoutMs = 20000;
 
     interface Section { Object read() throws Exception; }
+
+    interface MBeanRows { List<Map<String, Object>> read(String hostPort, MBeanServerConnection mbeans) throws Exception; }
 
     public static void main(String[] argv) throws Exception {
         Map<String, String> args = new HashMap<>();
         for (int i = 0; i + 1 < argv.length; i += 2) args.put(argv[i].replaceFirst("^--", ""), argv[i + 1]);
         timeoutMs = Long.parseLong(args.getOrDefault("timeout-ms", "20000"));
+        long maxReadBytes = Long.parseLong(args.getOrDefault("max-read-bytes", "268435456"));
         Properties props = new Properties();
         if (args.containsKey("command-config")) {
             try (FileReader r = new FileReader(args.get("command-config"))) { props.load(r); }
@@ -75,6 +71,7 @@ public class ClusterFacts {
         long started = System.currentTimeMillis();
         out.put("read_at_ms", started);
         try (Admin admin = Admin.create(adminProps(props))) {
+            progress("section", "cluster");
             Map<String, Object> cluster = new LinkedHashMap<>();
             try {
                 DescribeClusterResult dc = admin.describeCluster();
@@ -91,24 +88,28 @@ public class ClusterFacts {
             List<Map<String, Object>> brokers = (List<Map<String, Object>>) cluster.get("brokers");
             section("broker_configs", () -> brokerConfigs(admin, brokers));
             Map<String, Object> topics = section("topics", () -> topics(admin));
-            section("groups", () -> groups(admin));
-            section("transactions", () -> transactions(admin));
+            Map<String, Object> groups = section("groups", () -> groups(admin));
+            Map<String, Object> transactions = section("transactions", () -> transactions(admin));
             section("producers", () -> producers(admin, topics));
             section("quotas", () -> quotas(admin));
             try (KafkaConsumer<ByteBuffer, ByteBuffer> consumer = new KafkaConsumer<>(consumerProps(props))) {
                 section("topic_offsets", () -> topicOffsets(consumer, topics));
-                section("commit_log", () -> readLog(consumer, "__consumer_offsets", new GroupCoordinatorRecordSerde()));
+                // only the partitions of the groups and transactional ids found; all of them if those are unknown
+                CoordinatorLogs logs = new CoordinatorLogs(consumer, timeoutMs, maxReadBytes);
+                section("commit_log", () -> logs.commitLog(groups == null ? null : groupsWithOffsets(groups)));
                 section("group_log", () -> {   // read with commit_log: each classic group's latest metadata record
-                    if (groupLog == null) throw new IllegalStateException("__consumer_offsets could not be read");
-                    return groupLog;
+                    if (logs.groupLog == null) throw new IllegalStateException("__consumer_offsets could not be read");
+                    return logs.groupLog;
                 });
-                section("transaction_log", () -> readLog(consumer, "__transaction_state",
-                        new TransactionCoordinatorRecordSerde()));
+                section("transaction_log", () -> logs.transactionLog(transactions == null ? null : transactions.keySet()));
+                out.put("log_reads", logs.reads);
             }
         }
-        section("clients", () -> args.containsKey("jmx") ? clients(args.get("jmx")) : null);
+        String jmx = args.get("jmx");
+        section("clients", () -> jmx == null ? null : overJmx(jmx, ClusterFacts::clientVersions));
+        section("produce_rates", () -> jmx == null ? null : overJmx(jmx, ClusterFacts::produceRates));
         out.put("seconds", (System.currentTimeMillis() - started) / 1000.0);
-        System.out.println(json().writeValueAsString(out));
+        System.out.println(JSON.writeValueAsString(out));
     }
 
     // ------------------------------------------------------------------ sections
@@ -196,6 +197,15 @@ public class ClusterFacts {
         return groups;
     }
 
+    /** The groups with committed offsets: the ones whose commit times matter. */
+    static List<String> groupsWithOffsets(Map<String, Object> groups) {
+        List<String> ids = new ArrayList<>();
+        for (Map.Entry<String, Object> e : groups.entrySet())
+            if (((Map<?, ?>) e.getValue()).get("offsets") instanceof Map<?, ?> offsets && !offsets.isEmpty())
+                ids.add(e.getKey());
+        return ids;
+    }
+
     static Object transactions(Admin admin) throws Exception {
         Collection<TransactionListing> listings = admin.listTransactions().all().get();
         List<String> ids = new ArrayList<>();
@@ -248,100 +258,59 @@ public class ClusterFacts {
         return quotas;
     }
 
-    /** group -> its latest GroupMetadata record (classic groups): when it entered its current state (KIP-211's
-     *  currentStateTimestamp, value version 2+, written since 2.1), its protocol type and member count. */
-    static Map<String, Object> groupLog;
-
-    /** Latest record per key of a compacted coordinator log, read_committed, from the start to the end. */
-    static Object readLog(KafkaConsumer<ByteBuffer, ByteBuffer> consumer, String topic, CoordinatorRecordSerde serde) {
-        List<TopicPartition> tps = new ArrayList<>();
-        consumer.partitionsFor(topic, Duration.ofMillis(timeoutMs)).forEach(p -> tps.add(new TopicPartition(topic, p.partition())));
-        Map<String, Object> latest = new TreeMap<>();
-        Map<String, Object> groups = topic.equals("__consumer_offsets") ? new TreeMap<>() : null;
-        if (tps.isEmpty()) {
-            if (groups != null) groupLog = groups;
-            return latest;
-        }
-        Map<TopicPartition, Long> end = consumer.endOffsets(tps, Duration.ofMillis(timeoutMs));
-        consumer.assign(tps);
-        consumer.seekToBeginning(tps);
-        long deadline = System.currentTimeMillis() + timeoutMs;
-        int skipped = 0;
-        while (!caughtUp(consumer, end)) {
-            if (System.currentTimeMillis() > deadline)
-                throw new IllegalStateException("reading " + topic + " took longer than " + timeoutMs + " ms");
-            for (ConsumerRecord<ByteBuffer, ByteBuffer> r : consumer.poll(Duration.ofMillis(200))) {
-                if (r.key() == null) continue;
-                CoordinatorRecord rec;
-                try {
-                    rec = serde.deserialize(r.key(), r.value());
-                } catch (RuntimeException unknownType) {   // group metadata and other record types we do not need
-                    skipped++;
-                    continue;
-                }
-                Object key = rec.key();
-                String id;
-                Map<String, Object> value = null;
-                if (key instanceof GroupMetadataKey k) {
-                    if (groups == null) continue;
-                    if (rec.value() != null && rec.value().message() instanceof GroupMetadataValue v)
-                        groups.put(k.group(), map("current_state_ms",
-                                v.currentStateTimestamp() < 0 ? null : v.currentStateTimestamp(),
-                                "protocol_type", v.protocolType(), "members", v.members().size()));
-                    else groups.remove(k.group());
-                    continue;
-                }
-                if (key instanceof OffsetCommitKey k) id = k.group() + "\u0000" + k.topic() + "-" + k.partition();
-                else if (key instanceof LegacyOffsetCommitKey k) id = k.group() + "\u0000" + k.topic() + "-" + k.partition();
-                else if (key instanceof TransactionLogKey k) id = k.transactionalId();
-                else continue;
-                if (rec.value() != null && rec.value().message() instanceof OffsetCommitValue v)
-                    value = map("offset", v.offset(), "commit_ms", v.commitTimestamp());
-                else if (rec.value() != null && rec.value().message() instanceof TransactionLogValue v)
-                    value = map("producer_id", v.producerId(), "epoch", v.producerEpoch(), "status", v.transactionStatus(),
-                            "last_update_ms", v.transactionLastUpdateTimestampMs(), "start_ms", v.transactionStartTimestampMs());
-                if (value == null) latest.remove(id);   // a tombstone removes
-                else latest.put(id, value);
-            }
-        }
-        consumer.unsubscribe();
-        if (groups == null) return latest;
-        groupLog = groups;
-        Map<String, Object> byGroup = new TreeMap<>();   // group -> partition -> {offset, commit_ms}
-        for (Map.Entry<String, Object> e : latest.entrySet()) {
-            String[] parts = e.getKey().split("\u0000", 2);
-            @SuppressWarnings("unchecked")
-            Map<String, Object> g = (Map<String, Object>) byGroup.computeIfAbsent(parts[0], x -> new TreeMap<>());
-            g.put(parts[1], e.getValue());
-        }
-        return byGroup;
-    }
-
-    static boolean caughtUp(KafkaConsumer<ByteBuffer, ByteBuffer> consumer, Map<TopicPartition, Long> end) {
-        for (Map.Entry<TopicPartition, Long> e : end.entrySet())
-            if (consumer.position(e.getKey(), Duration.ofMillis(timeoutMs)) < e.getValue()) return false;
-        return true;
-    }
-
     /** KIP-511: the broker keeps a connection count per client software name and version, per listener. */
-    static Object clients(String jmx) throws Exception {
+    static List<Map<String, Object>> clientVersions(String hostPort, MBeanServerConnection mbeans) throws Exception {
         List<Map<String, Object>> rows = new ArrayList<>();
-        for (String hostPort : jmx.split(",")) {
+        for (ObjectName name : mbeans.queryNames(new ObjectName("kafka.server:type=socket-server-metrics,*"), null)) {
+            String software = name.getKeyProperty("clientSoftwareName");
+            if (software == null) continue;
+            rows.add(map("jmx", hostPort, "listener", name.getKeyProperty("listener"),
+                    "name", software, "version", name.getKeyProperty("clientSoftwareVersion"),
+                    "connections", ((Number) mbeans.getAttribute(name, "connections")).intValue()));
+        }
+        return rows;
+    }
+
+    /** Each client's produce byte rate and throttle time as the broker's quota manager measures them (its sensors
+     *  exist once a quota is set), by client id and, with user quotas, user. */
+    static List<Map<String, Object>> produceRates(String hostPort, MBeanServerConnection mbeans) throws Exception {
+        List<Map<String, Object>> rows = new ArrayList<>();
+        for (ObjectName name : mbeans.queryNames(new ObjectName("kafka.server:type=Produce,*"), null)) {
+            String clientId = name.getKeyProperty("client-id");
+            if (clientId == null) continue;
+            Map<String, Object> values = new HashMap<>();
+            for (Attribute a : mbeans.getAttributes(name, new String[] {"byte-rate", "throttle-time"}).asList())
+                values.put(a.getName(), a.getValue());
+            if (!(values.get("byte-rate") instanceof Number rate && values.get("throttle-time") instanceof Number throttle))
+                continue;
+            String user = name.getKeyProperty("user");   // the quota manager's tag is the sanitized principal name
+            // throttle-time averages the throttled requests only: none in the window reads NaN
+            double throttleMs = Double.isNaN(throttle.doubleValue()) ? 0.0 : throttle.doubleValue();
+            rows.add(map("jmx", hostPort, "client_id", jmxValue(clientId),
+                    "user", user == null ? null : Sanitizer.desanitize(jmxValue(user)),
+                    "byte_rate", rate.doubleValue(), "throttle_time_ms", throttleMs));
+        }
+        return rows;
+    }
+
+    /** A key property's value: Kafka quotes one with characters an ObjectName does not allow bare. */
+    static String jmxValue(String value) {
+        return value.startsWith("\"") ? ObjectName.unquote(value) : value;
+    }
+
+    /** `reader`'s rows from each broker's JMX in `jmx` (host:port,...). */
+    static List<Map<String, Object>> overJmx(String jmx, MBeanRows reader) throws Exception {
+        List<Map<String, Object>> rows = new ArrayList<>();
+        for (String entry : jmx.split(",")) {
+            String hostPort = entry.trim();
             // The RMI registry asked directly, not through a JNDI URL (service:jmx:rmi:///jndi/rmi://...): JNDI's
             // RMI provider is the jdk.naming.rmi module, which a runtime such as the lab's own Java leaves out.
-            String host = hostPort.trim().substring(0, hostPort.trim().lastIndexOf(':'));
-            int port = Integer.parseInt(hostPort.trim().substring(hostPort.trim().lastIndexOf(':') + 1));
+            String host = hostPort.substring(0, hostPort.lastIndexOf(':'));
+            int port = Integer.parseInt(hostPort.substring(hostPort.lastIndexOf(':') + 1));
             RMIServer server = (RMIServer) LocateRegistry.getRegistry(host, port).lookup("jmxrmi");
             try (JMXConnector connector = new RMIConnector(server, null)) {
                 connector.connect();
-                MBeanServerConnection mbeans = connector.getMBeanServerConnection();
-                for (ObjectName name : mbeans.queryNames(new ObjectName("kafka.server:type=socket-server-metrics,*"), null)) {
-                    String software = name.getKeyProperty("clientSoftwareName");
-                    if (software == null) continue;
-                    rows.add(map("jmx", hostPort.trim(), "listener", name.getKeyProperty("listener"),
-                            "name", software, "version", name.getKeyProperty("clientSoftwareVersion"),
-                            "connections", ((Number) mbeans.getAttribute(name, "connections")).intValue()));
-                }
+                rows.addAll(reader.read(hostPort, connector.getMBeanServerConnection()));
             }
         }
         return rows;
@@ -351,6 +320,7 @@ public class ClusterFacts {
 
     @SuppressWarnings("unchecked")
     static <T> T section(String name, Section s) {
+        progress("section", name);
         long t0 = System.nanoTime();
         Object value;
         try {
@@ -403,13 +373,21 @@ public class ClusterFacts {
     }
 
     static void fatal(String step, String error) throws Exception {
-        System.out.println(json().writeValueAsString(Map.of("fatal", map("step", step, "error", error))));
+        System.out.println(JSON.writeValueAsString(Map.of("fatal", map("step", step, "error", error))));
         System.out.flush();
         Runtime.getRuntime().halt(2);   // no lingering admin threads retrying an unreachable cluster
     }
 
-    static ObjectMapper json() {
-        return new ObjectMapper().disable(SerializationFeature.FAIL_ON_EMPTY_BEANS);
+    /** One `LAB {"kind": "progress", ...}` line on stderr, for whoever runs this to show. */
+    static void progress(Object... kv) {
+        Map<String, Object> line = map("kind", "progress");
+        line.putAll(map(kv));
+        try {
+            System.err.println("LAB " + JSON.writeValueAsString(line));
+            System.err.flush();
+        } catch (Exception e) {   // names and numbers only: never
+            throw new IllegalStateException(e);
+        }
     }
 
     static Map<String, Object> map(Object... kv) {

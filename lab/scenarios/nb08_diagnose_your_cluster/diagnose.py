@@ -6,12 +6,11 @@ only ever built into the embedded broker: a cluster of yours is only read.
 """
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from ...config import BOOTSTRAP_ENV, KAFKA_VERSION
+from ...config import KAFKA_VERSION
 from ...errors import LabError
 from ...experiment import Param, Result, Run, Spec, lab_lines
 from ...experiment.admin import committed_offsets, expired_at, group_offsets, topic_offsets
@@ -29,7 +28,7 @@ QUOTA = 35000              # producer_byte_rate of "Quotas and Kafka Streams EOS
 TRICKLE = 10               # records produced before the restart, so both runs have something new to read
 SHORTEST_EXPIRY_S = 60     # Kafka's minimum offsets.retention.minutes: the control's wait without a prediction
 EMBEDDED_ONLY = ("This scenario builds risks (short retentions, a quota) into the embedded broker only, never into "
-                 "your cluster: diagnose yours read-only with diagnose.your_cluster() or `python -m lab doctor`.")
+                 "your cluster: diagnose yours read-only with diagnose.your_cluster(bootstrap) or `python -m lab doctor`.")
 # the error each expiry predicts for the producer's next transaction (an expired idempotent producer id meets none:
 # since 2.5 the broker takes its next batch as a new producer's)
 EXPECTED_ERROR = {"transactional-id-expires": "InvalidPidMappingException"}
@@ -60,7 +59,7 @@ def embedded_cluster(p: dict, name: str = "diagnose"):
     """The broker `needs(p)` describes, with JMX on 127.0.0.1 (KIP-511 client versions). Not started.
 
     Always embedded, even with KAFKA_LAB_BOOTSTRAP set: the risks are built here, never in your cluster,
-    which only your_cluster() reads."""
+    which only your_cluster(bootstrap) reads."""
     from ...cluster import KafkaCluster
     from ...ports import free_port
     return KafkaCluster(**needs(p), name=name, jmx_port=free_port())
@@ -282,22 +281,23 @@ def predictions(d, group: str, txn_id: str) -> dict:
     return out
 
 
-def your_cluster(jmx: str | None = None):
-    """Diagnose the cluster KAFKA_LAB_BOOTSTRAP names, read-only; without it, say how to point the lab at it."""
+def your_cluster(bootstrap: str | None = None, *, command_config: str | None = None, jmx: str | None = None):
+    """Diagnose the cluster at `bootstrap`, read-only (`command_config`: a client .properties file for SASL/SSL;
+    `jmx`: the brokers' JMX, for client versions). Only this call reads it: no setting of the environment sends
+    this notebook or any other to it. Without a bootstrap, say how."""
     from IPython.display import Markdown, display
-    bootstrap = os.environ.get(BOOTSTRAP_ENV)
     if not bootstrap:
         display(Markdown(
-            f"`{BOOTSTRAP_ENV}` is not set, so there is no cluster of yours to read. Point the lab at it and run this "
-            f"cell again (or the same from a terminal):\n\n```\nexport {BOOTSTRAP_ENV}=broker1:9092\n"
-            "export KAFKA_LAB_CLIENT_PROPERTIES=client.properties   # SASL/SSL settings, if your cluster needs them\n"
-            "python -m lab doctor                  # a table; --json for JSON; --jmx host:port for client versions\n"
-            "```\n\nThe diagnosis only reads: it never commits, joins a group or creates a topic."))
+            "No cluster given, so there is none of yours to read. Put its address in `YOUR_BOOTSTRAP` above (and, for "
+            "SASL/SSL, a client properties file in `YOUR_CLIENT_PROPERTIES`) and run the cell again, or from a "
+            "terminal:\n\n```\n.venv/bin/python -m lab doctor --bootstrap broker1:9092 "
+            "[--command-config client.properties] [--jmx broker1:9999]\n```\n\n"
+            "The diagnosis only reads: it never commits, joins a group or creates a topic."))
         return None
     from ...doctor import diagnose
-    d = diagnose(bootstrap, jmx=jmx or os.environ.get("KAFKA_LAB_JMX"))
+    d = diagnose(bootstrap, jmx=jmx, command_config=command_config)
     display(Markdown(f"**{bootstrap}**: {len(d.findings)} finding(s) in {d.seconds:.1f} s"
-                     + "".join(f"\n- could not read {k}: {v}" for k, v in d.unreadable.items())))
+                     + "".join(f"\n- {c.rule} {c.state}: {c.why}" for c in d.checks if not c.complete)))
     display(d.table())
     return d
 
