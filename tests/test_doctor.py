@@ -22,7 +22,8 @@ def configs(**values) -> dict:
 
 def cluster_facts(*, group_state="Empty", members=(), group_type="Classic", commit_ago=10 * MIN,
                   txn_state="CompleteCommit", txn_idle=5 * MIN, producer_idle=5 * MIN, quota_client=None,
-                  clients=(), retention_minutes=1440, topic_retention=14 * DAY) -> dict:
+                  clients=(("apache-kafka-java", "4.3.1"),), retention_minutes=1440,
+                  topic_retention=14 * DAY) -> dict:
     """One topic `orders` (2 partitions, records 100-400 retained), a group `billing` that committed 250 and 300,
     a transactional id `invoicer`, an idempotent producer 7, and whatever quota and clients are asked for."""
     return {

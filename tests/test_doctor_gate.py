@@ -57,6 +57,33 @@ def test_a_read_only_principal_gets_a_partial_diagnosis_naming_each_right_it_lac
            in d.text().replace("\n  ", " ")
 
 
+def test_on_older_brokers_each_check_names_the_request_its_broker_lacks():
+    old = {**cluster_facts(),
+           "transactions": {"error": "UnsupportedVersionException: The node does not support LIST_TRANSACTIONS"},
+           "producers": {"orders-0": {"error": "UnsupportedVersionException: DESCRIBE_PRODUCERS"}},
+           "quotas": {"error": "UnsupportedVersionException: The node does not support DESCRIBE_CLIENT_QUOTAS"},
+           "clients": []}     # a 2.4 broker's JMX: no connection metrics by client version (KIP-511, 2.5)
+    why = {c.rule: (c.state, c.why) for c in diagnosis(old).checks}
+    assert why["transactional-id-expires"] == ("not run", "transactions: the brokers are too old: ListTransactions "
+                                                           "and DescribeTransactions came in Kafka 3.0 (KIP-664)")
+    assert "DescribeProducers came in Kafka 2.8" in why["producer-id-expires"][1]
+    assert "DescribeClientQuotas came in Kafka 2.6" in why["quota-on-streams-eos-producer"][1]
+    assert why["client-version-bug"][0] == "not run" and "came in Kafka 2.5" in why["client-version-bug"][1]
+    assert why["offsets-expire"] == ("ran", "")
+
+
+def test_a_group_that_only_commits_expires_offset_by_offset_from_its_first_commit():
+    """A standalone consumer's group (assign() and commit, no member ever joined) has no protocol type: each offset
+    goes one retention after its own commit (ClassicGroup.offsetExpirationCondition), the oldest first."""
+    joined = {**cluster_facts(), "group_log": {"billing": {"current_state_ms": NOW - 2 * MIN,
+                                                           "protocol_type": "consumer", "members": 0}}}
+    alone = {**cluster_facts(), "group_log": {}}
+    [f] = by_rule(joined, "offsets-expire")
+    assert f.when_ms == NOW - 2 * MIN + DAY
+    [f] = by_rule(alone, "offsets-expire")
+    assert f.when_ms == NOW - 10 * MIN - MIN + DAY and "only commits" in f.evidence   # orders-0's older commit
+
+
 def test_client_versions_without_jmx_are_skipped_not_partial():
     facts = {**cluster_facts(**HEALTHY), "clients": None}
     d = diagnosis(facts)
@@ -199,3 +226,42 @@ def test_on_a_broker_before_3_4_an_idle_producer_id_expires_with_the_transaction
     assert found.when_ms == state["last_timestamp"] + 30000, (found, state)
     assert "before 3.4" in found.evidence and "transactional.id.expiration.ms=30000" in found.evidence
     assert {c.rule: c.state for c in d.checks}["producer-id-expires"] == "ran"
+
+
+def test_on_a_2_4_broker_the_offsets_are_predicted_and_the_checks_it_cannot_answer_say_why(tmp_path):
+    """Kafka 2.4.1 (ZooKeeper era) answers none of ListTransactions, DescribeProducers and DescribeClientQuotas; the
+    classic group's record still says when it emptied (KIP-211, 2.1+)."""
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import NewTopic
+
+    from lab.cluster import kafka_cluster
+    from lab.doctor import diagnose
+    with kafka_cluster(version="2.4.1", name="doctor-2-4", folder=tmp_path / "kafka",
+                       broker_config={"offsets.retention.minutes": "1"}) as kc:
+        admin = kc.admin()   # kept alive until the futures resolve
+        for f in admin.create_topics([NewTopic("orders", 1, 1)]).values():
+            f.result()
+        producer = Producer({"bootstrap.servers": kc.bootstrap, "log_level": 0})
+        for i in range(5):
+            producer.produce("orders", str(i).encode())
+        producer.flush(30)
+        consumer = Consumer({"bootstrap.servers": kc.bootstrap, "group.id": "billing", "log_level": 0,
+                             "auto.offset.reset": "earliest", "enable.auto.commit": False})
+        consumer.subscribe(["orders"])
+        seen = 0
+        while seen < 5:
+            message = consumer.poll(1)
+            seen += message is not None and message.error() is None
+        consumer.commit(asynchronous=False)
+        consumer.close()
+        d = diagnose(kc.bootstrap)
+    [offsets] = d.findings
+    emptied = d.facts["group_log"]["billing"]["current_state_ms"]
+    assert offsets.rule == "offsets-expire" and offsets.when_ms == emptied + 60_000 and offsets.rereads == 5
+    state = {c.rule: c for c in d.checks}
+    assert state["offsets-expire"].state == "ran"
+    assert state["transactional-id-expires"].state == "not run" and "came in Kafka 3.0" in \
+        state["transactional-id-expires"].why
+    assert state["quota-on-streams-eos-producer"].state == "not run" and "came in Kafka 2.6" in \
+        state["quota-on-streams-eos-producer"].why
+    assert d.exit_code("never") == 3

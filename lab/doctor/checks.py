@@ -24,10 +24,14 @@ NEEDS = {
     "clients": "--jmx host:port (the brokers' JMX port)",
     "produce_rates": "--jmx host:port (the brokers' JMX port)",
 }
+# The request a section needs that older brokers do not answer (UnsupportedVersionException), from Kafka's source.
+TOO_OLD = {
+    "transactions": "the brokers are too old: ListTransactions and DescribeTransactions came in Kafka 3.0 (KIP-664)",
+    "producers": "the brokers are too old: DescribeProducers came in Kafka 2.8 (KIP-664)",
+    "quotas": "the brokers are too old: DescribeClientQuotas came in Kafka 2.6 (KIP-546)",
+}
 # When a section failed for another reason than a right.
 OTHER_CAUSES = [
-    ("UnsupportedVersion", "the brokers are too old for this request (ListTransactions, DescribeTransactions and "
-                           "DescribeProducers need Kafka 3.0+, DescribeClientQuotas 2.6+)"),
     ("Timeout", "the cluster did not answer in time: raise --timeout, or check the brokers' health"),
     ("took longer", "the read ran out of time: raise --timeout"),
     ("SecurityException", "JMX needs credentials: give a JMX endpoint without auth on a trusted network"),
@@ -92,6 +96,9 @@ def problem(facts: dict, name: str) -> str:
         return f"{name}: {cause(value['error'], name)}"
     if value is None or isinstance(value, str):
         return f"{name} not read: needs {NEEDS[name]}"
+    if name == "clients" and value == []:
+        return ("clients: the brokers' JMX shows no client software versions (KIP-511's connection metrics came in "
+                "Kafka 2.5)")
     if name in ("producers", "groups") and isinstance(value, dict):   # entries that failed on their own
         failed = [v.get("error") or v.get("offsets_error") for v in value.values()
                   if isinstance(v, dict) and ("error" in v or "offsets_error" in v)]
@@ -104,6 +111,8 @@ def cause(error, name: str) -> str:
     first = str(error).splitlines()[0]
     if "Authoriz" in first:
         return f"needs {NEEDS[name]} ({first.split(':')[0]})"
+    if "UnsupportedVersion" in first:
+        return TOO_OLD.get(name, "the brokers are too old for this request")
     return next((why for word, why in OTHER_CAUSES if word in first), first[:200])
 
 

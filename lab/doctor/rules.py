@@ -134,16 +134,22 @@ def offsets_expire(facts: dict, now_ms: int) -> list[Finding]:
             else:
                 windows.append(f"topic {topic} retention {duration_text(r)} <= offsets retention "
                                f"{duration_text(retention_ms)}: by then only what the topic still holds is re-read")
-        # a classic group's record in __consumer_offsets says when it became Empty (currentStateTimestamp, 2.1+)
-        empty_since = ((group_log or {}).get(gid) or {}).get("current_state_ms") if g.get("state") == "Empty" else None
-        if kind == "classic" and empty_since:
+        # a classic group's record in __consumer_offsets says when it became Empty (currentStateTimestamp, 2.1+);
+        # a group that only ever committed (a standalone consumer's) has no protocol type there, or no record at all
+        record = (group_log or {}).get(gid) or {}
+        empty_since = record.get("current_state_ms") if g.get("state") == "Empty" else None
+        standalone = kind == "classic" and group_log is not None and not record.get("protocol_type")
+        if kind == "classic" and empty_since and not standalone:
             when_ms = empty_since + retention_ms
-        elif last:
+        elif last:   # by commit time: each offset one retention after its own last commit, the first one first
             first_commit = min(last.values())
-            when_ms = first_commit + retention_ms if kind != "classic" else max(last.values()) + retention_ms
+            when_ms = first_commit + retention_ms if kind != "classic" or standalone else max(last.values()) + retention_ms
         else:
             when_ms = None
-        if kind == "classic" and empty_since:
+        if standalone:
+            clock = ("a group that only commits (no member ever joined: no protocol type in __consumer_offsets): each "
+                     "offset expires at its own last commit + offsets.retention.minutes")
+        elif kind == "classic" and empty_since:
             clock = (f"classic group: empty since {_stamp(empty_since)} (its metadata record in __consumer_offsets, "
                      "currentStateTimestamp); the clock starts then, expiry at that + offsets.retention.minutes")
         elif kind == "classic":
