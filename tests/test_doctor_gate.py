@@ -11,7 +11,7 @@ from lab.doctor import Diagnosis, rules
 from lab.doctor.checks import CHECKS, statuses
 from lab.doctor.formats import render, sarif
 from lab.doctor.report import EXIT_CLEAN, EXIT_FINDINGS, EXIT_PARTIAL
-from tests.test_doctor import DAY, HEALTHY, MIN, NOW, by_rule, cluster_facts
+from tests.test_doctor import DAY, HEALTHY, MIN, NOW, by_rule, cluster_facts, consume_and_leave
 
 DENIED = "TopicAuthorizationException: Not authorized to access topics: [__consumer_offsets]"
 
@@ -231,7 +231,7 @@ def test_on_a_broker_before_3_4_an_idle_producer_id_expires_with_the_transaction
 def test_on_a_2_4_broker_the_offsets_are_predicted_and_the_checks_it_cannot_answer_say_why(tmp_path):
     """Kafka 2.4.1 (ZooKeeper era) answers none of ListTransactions, DescribeProducers and DescribeClientQuotas; the
     classic group's record still says when it emptied (KIP-211, 2.1+)."""
-    from confluent_kafka import Consumer, Producer
+    from confluent_kafka import Producer
     from confluent_kafka.admin import NewTopic
 
     from lab.cluster import kafka_cluster
@@ -245,15 +245,7 @@ def test_on_a_2_4_broker_the_offsets_are_predicted_and_the_checks_it_cannot_answ
         for i in range(5):
             producer.produce("orders", str(i).encode())
         producer.flush(30)
-        consumer = Consumer({"bootstrap.servers": kc.bootstrap, "group.id": "billing", "log_level": 0,
-                             "auto.offset.reset": "earliest", "enable.auto.commit": False})
-        consumer.subscribe(["orders"])
-        seen = 0
-        while seen < 5:
-            message = consumer.poll(1)
-            seen += message is not None and message.error() is None
-        consumer.commit(asynchronous=False)
-        consumer.close()
+        consume_and_leave({"bootstrap.servers": kc.bootstrap, "log_level": 0}, "billing", "orders", 5)
         d = diagnose(kc.bootstrap)
     [offsets] = d.findings
     emptied = d.facts["group_log"]["billing"]["current_state_ms"]

@@ -2,7 +2,8 @@
 
     from lab.doctor import diagnose
     d = diagnose("broker:9092", jmx="broker:9999")   # jmx optional: KIP-511 client versions
-    d.findings, d.unreadable, d.table(), d.text(), d.as_record()
+    d.findings, d.checks, d.partial, d.unreadable, d.table(), d.text(), d.as_record()
+    d.exit_code("high")   # the command line's gate: 1 at or above that severity, 3 partial, else 0
 
 It never writes to the cluster: Admin describe/list calls and an assign()-only consumer with no group.id that
 never commits (lab/java/ClusterFacts.java). The rules (rules.py) are pure functions of what it read.
@@ -16,24 +17,12 @@ import time
 from pathlib import Path
 
 from ..config import BOOTSTRAP_ENV
-from ..errors import LabError
-from .checks import statuses
+from .checks import NEEDS, problem, statuses
 from .report import Diagnosis, Finding, UsageError
 from .rules import findings as apply_rules
 
 __all__ = ["Diagnosis", "Finding", "UsageError", "diagnose"]
 HOST_PORT = re.compile(r"^[\w.\-\[\]:]+:\d{1,5}$")
-
-# What to do when a section could not be read, by the words of its error.
-SECTION_ADVICE = [
-    ("Authorization", ("grant the diagnosing principal DESCRIBE (and READ on __consumer_offsets / "
-                       "__transaction_state for the commit times) or run it as an admin")),
-    ("Timeout", "the cluster did not answer in time: retry, or check the brokers' health"),
-    ("UnsupportedVersion", "the brokers are too old for this request"),
-    ("SecurityException", "JMX needs credentials: pass a JMX endpoint without auth on a trusted network"),
-    ("ConnectException", "nothing answers on that JMX port: check --jmx host:port (the broker's JMX_PORT)"),
-    ("", "see the error"),
-]
 
 
 def diagnose(bootstrap: str | None = None, jmx: str | None = None, now_ms: int | None = None, progress=None,
@@ -65,8 +54,6 @@ def diagnose(bootstrap: str | None = None, jmx: str | None = None, now_ms: int |
         facts = read_facts(bootstrap, jmx=jmx, command_config=_command_config(command_config, Path(folder)),
                            timeout_s=timeout_s, max_read_bytes=int(max_read_mb * 2**20),
                            progress=lambda line: say(progress_text(line)))
-    if not jmx:
-        facts["clients"] = "unknown: pass --jmx host:port (the brokers' JMX) to read client versions (KIP-511)"
     now_ms = int(now_ms if now_ms is not None else time.time() * 1000)
     d = Diagnosis(apply_rules(facts, now_ms), unreadable=unreadable(facts), facts=facts,
                   seconds=time.monotonic() - started, bootstrap=bootstrap, now_ms=now_ms, checks=statuses(facts))
@@ -85,22 +72,9 @@ def progress_text(line: dict) -> str:
 
 
 def unreadable(facts: dict) -> dict[str, str]:
-    """section -> one line: what could not be read and what to do."""
-    out = {}
-    for name, value in facts.items():
-        if isinstance(value, dict) and "error" in value:
-            error = str(value["error"]).splitlines()[0][:240]
-            advice = next(a for word, a in SECTION_ADVICE if word in error)
-            out[name] = f"{error} -> {advice}"
-        elif name == "clients" and isinstance(value, str):
-            out[name] = value
-    groups = facts.get("groups")
-    if isinstance(groups, dict) and "error" not in groups:
-        failed = [g for g, v in groups.items() if "error" in v or "offsets_error" in v]
-        if failed:
-            out["groups (some)"] = f"{len(failed)} group(s) could not be described, e.g. {failed[0]}: " \
-                                   f"{groups[failed[0]].get('error') or groups[failed[0]].get('offsets_error')}"
-    return out
+    """section -> one line: what could not be read, or read only in part, and the right or bound it takes. A section
+    not asked for (client versions without --jmx) is not in it: its check says it was skipped."""
+    return {name: why for name in NEEDS if facts.get(name) is not None and (why := problem(facts, name))}
 
 
 def _command_config(explicit: str | Path | None, folder: Path) -> Path | None:
@@ -108,7 +82,7 @@ def _command_config(explicit: str | Path | None, folder: Path) -> Path | None:
     from KAFKA_LAB_CLIENT_PROPERTIES (in Java's names, written to `folder`)."""
     if explicit:
         if not Path(explicit).is_file():
-            raise LabError(f"lab doctor: the client properties file {explicit} does not exist.")
+            raise UsageError(f"lab doctor: the client properties file {explicit} does not exist.")
         return Path(explicit)
     from ..connection import command_config
     return command_config(folder)

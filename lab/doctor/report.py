@@ -72,8 +72,8 @@ class Diagnosis:
     def text(self, width: int = 110) -> str:
         """A terminal report: one block per finding, then what could not be read."""
         head = (f"lab doctor: {self.bootstrap or 'cluster'} read in {self.seconds:.1f} s: "
-                f"{len(self.findings)} finding(s)" + (f", {len(self.unreadable)} section(s) unreadable"
-                                                      if self.unreadable else ""))
+                f"{len(self.findings)} finding(s)" + (", partial: some checks could not read all they need"
+                                                      if self.partial else ""))
         lines = [head, "=" * min(width, len(head))]
         for f in self.findings:
             lines += [f"[{f.severity.upper():6}] {f.rule}  {f.subject}  ({when_text(f.when_ms, self.now_ms)})",
@@ -81,9 +81,7 @@ class Diagnosis:
                       *(["  notebook: " + f.notebook] if f.notebook else []), ""]
         if not self.findings:
             lines += ["No finding: no risk this course reproduces is visible in the cluster's metadata.", ""]
-        for section, why in self.unreadable.items():
-            lines += _wrap(f"could not read {section}: ", why, width)
-        if self.checks:
+        if self.checks:   # what could not be read is named by the checks that needed it
             lines += ["", "checks:"] + [line for c in self.checks
                                         for line in _wrap("", f"{c.state:8} {c.rule}" + (f": {c.why}" if c.why else ""),
                                                           width)]
