@@ -267,6 +267,12 @@ def test_diagnosis_of_a_risky_cluster_finds_every_risk_and_writes_nothing(tmp_pa
                 time.sleep(0.2)
             assert idle.process.grep('"kind": ?"idle"'), idle.process.log()[-2000:]
             time.sleep(3.5)       # idle longer than a tenth of the 30 s expirations: counted as idle
+            # a client under the quota sends just before the diagnosis, inside the quota's measuring window (11 s)
+            streams_like = Producer({"bootstrap.servers": kc.bootstrap, "log_level": 0,
+                                     "client.id": "pricing-StreamThread-1-producer"})
+            for i in range(20):
+                streams_like.produce("orders", b"x" * 1000, partition=0)
+            streams_like.flush(30)
             snapshot = read_only_snapshot(kc, admin, TopicPartition)
             lines = []
             d = diagnose(kc.bootstrap, jmx=kc.jmx, progress=lines.append)
@@ -289,7 +295,9 @@ def test_diagnosis_of_a_risky_cluster_finds_every_risk_and_writes_nothing(tmp_pa
     started = d.facts["transaction_log"]["invoicer"]["last_update_ms"]
     assert txn.when_ms == started + 30000 and before_commit <= started <= d.now_ms
     assert all("producer.id.expiration.ms=30000" in f.evidence for f in found["producer-id-expires"])   # 3.4+
-    assert found["quota-on-streams-eos-producer"][0].subject == "client id pricing-StreamThread-1-producer"
+    [quota] = found["quota-on-streams-eos-producer"]
+    assert quota.subject == "client id pricing-StreamThread-1-producer" and quota.quota_bytes_s == 35000
+    assert 0 < 35000 - quota.headroom_bytes_s < 35000, quota   # its measured rate, from the brokers' JMX
     assert "clients 3.3.1 (KAFKA-14624)" in {f.subject for f in found["client-version-bug"]}
 
 
