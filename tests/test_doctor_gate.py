@@ -82,6 +82,9 @@ def test_a_group_that_only_commits_expires_offset_by_offset_from_its_first_commi
     assert f.when_ms == NOW - 2 * MIN + DAY
     [f] = by_rule(alone, "offsets-expire")
     assert f.when_ms == NOW - 10 * MIN - MIN + DAY and "only commits" in f.evidence   # orders-0's older commit
+    unread = {**alone, "commit_log": {}}      # its partition not read to the end: unknown, not a standalone group
+    [f] = by_rule(unread, "offsets-expire")
+    assert f.when_ms is None and "only commits" not in f.evidence
 
 
 def test_client_versions_without_jmx_are_skipped_not_partial():

@@ -138,7 +138,8 @@ def offsets_expire(facts: dict, now_ms: int) -> list[Finding]:
         # a group that only ever committed (a standalone consumer's) has no protocol type there, or no record at all
         record = (group_log or {}).get(gid) or {}
         empty_since = record.get("current_state_ms") if g.get("state") == "Empty" else None
-        standalone = kind == "classic" and group_log is not None and not record.get("protocol_type")
+        # (only where its commits were read: a group of a partition the bounded read did not finish is unknown)
+        standalone = kind == "classic" and group_log is not None and bool(last) and not record.get("protocol_type")
         if kind == "classic" and empty_since and not standalone:
             when_ms = empty_since + retention_ms
         elif last:   # by commit time: each offset one retention after its own last commit, the first one first
