@@ -60,7 +60,6 @@ CHECKS = [
     Check("client-version-bug", "Java client versions with a bug this course reproduces",
           ("clients",), ()),
 ]
-BY_RULE = {c.rule: c for c in CHECKS}
 
 
 @dataclass(frozen=True)
