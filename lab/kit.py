@@ -8,6 +8,8 @@
     DIR/maven/       every jar of lab/jars.lock, in the Maven layout of the lab's jar cache
     DIR/kafka-failure-lab.tar.gz   the lab itself: its last commit (git archive), or the folder without its
                      environments and caches when it is not a git checkout
+    DIR/site/        the course as a static site (`make site`), when one was built: a laptop that fails follows
+                     along from it
     DIR/SHA256SUMS   every file's checksum: a copy damaged on its way to a laptop is named before anything installs
     DIR/README.txt   what an attendee types
 
@@ -65,7 +67,7 @@ Install the lab from this kit, with no network:
 That checks this kit's files against SHA256SUMS, creates the lab's environment from wheels/ and puts the jars of
 maven/ in the lab's jar cache (~/.cache/kafka-failure-lab/maven). Then JupyterLab starts, as with `make lab`.
 Open notebook 00 first: it checks Java, ports, memory, disk and a broker, all offline.
-
+{site}
 A file named in an error is damaged or missing: copy the kit again. A platform or Python that is not listed above
 is not in this kit: ask for a kit built with KIT_PLATFORMS=all, or connect to the network once.
 """
@@ -103,7 +105,7 @@ def verify(kit: Path) -> int:
 
 
 def _write_sums(kit: Path) -> int:
-    files = sorted([p for sub in ("wheels", "maven") for p in (kit / sub).rglob("*") if p.is_file()]
+    files = sorted([p for sub in ("wheels", "maven", "site") for p in (kit / sub).rglob("*") if p.is_file()]
                    + [p for p in [kit / SOURCE] if p.is_file()])
     (kit / SUMS).write_text("".join(f"{sha256(p)}  {p.relative_to(kit).as_posix()}\n" for p in files))
     return len(files)
@@ -253,12 +255,28 @@ def _source(root: Path, archive: Path) -> None:
                 filter=lambda info: None if any(LEFT_OUT.match(part) for part in Path(info.name).parts) else info)
 
 
+def _site(site: Path | None, kit: Path) -> bool:
+    """The built site, when there is one, goes in whole (the pages need no network)."""
+    if site is None or not (Path(site) / "index.html").is_file():
+        return False
+    shutil.rmtree(kit / "site", ignore_errors=True)
+    shutil.copytree(site, kit / "site")
+    return True
+
+
+SITE_NOTE = """
+Without a laptop that runs the lab: open site/index.html in a browser. Every lesson is there as it ran when the kit
+was built, with its figures and verdicts; the panels and the exercises' checks need the lab itself.
+"""
+
+
 def size(path: Path) -> int:
     return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())
 
 
-def build(kit: Path, asked: list[str], root: Path) -> dict:
-    """Write the kit into `kit` (created or completed); returns what it holds and its sizes in bytes."""
+def build(kit: Path, asked: list[str], root: Path, site: Path | None = None) -> dict:
+    """Write the kit into `kit` (created or completed), with the site of `site` when it was built; returns what it
+    holds and its sizes in bytes."""
     kit = Path(kit).resolve()
     pairs = targets(asked)
     wheels = kit / "wheels"
@@ -276,18 +294,21 @@ def build(kit: Path, asked: list[str], root: Path) -> dict:
     from . import maven
     jars = maven.cache_all()
     copy_jars(maven.REPOSITORY, kit / "maven", _lock_jars())
+    has_site = _site(site, kit)
     files = _write_sums(kit)
-    sizes = {"wheels": size(wheels), "maven": size(kit / "maven")}
+    sizes = {"wheels": size(wheels), "maven": size(kit / "maven"), "site": size(kit / "site")}
     total = sum(sizes.values())
     # what one platform needs of it, every Python asked for: its wheels, pyspark's, the jars
     platforms = {p: sum(w.values()) + sizes["maven"] for p, w in per_platform.items()}
     summary = (f"{total / 1e6:.0f} MB (wheels {sizes['wheels'] / 1e6:.0f} MB, jars {sizes['maven'] / 1e6:.0f} MB); "
-               + "; ".join(f"{p} alone {b / 1e6:.0f} MB" for p, b in platforms.items()))
+               + "; ".join(f"{p} alone {b / 1e6:.0f} MB" for p, b in platforms.items())
+               + (f"; the site {sizes['site'] / 1e6:.0f} MB" if has_site else "; no site (run `make site` first)"))
     (kit / "README.txt").write_text(README.format(
         built=_today(), targets=", ".join(f"{p} with Python {v}" for p, v in pairs), size=summary,
-        path_hint=kit, source=SOURCE))
+        path_hint=kit, source=SOURCE, site=SITE_NOTE if has_site else ""))
     print(f"Kit ready: {files} files, {jars} jars, {summary}", flush=True)
-    return {"targets": pairs, "files": files, "jars": jars, "bytes": sizes, "platform_bytes": platforms}
+    return {"targets": pairs, "files": files, "jars": jars, "bytes": sizes, "platform_bytes": platforms,
+            "site": has_site}
 
 
 def _today() -> str:

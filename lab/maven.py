@@ -202,7 +202,7 @@ def ivy_jar() -> Path:
     import pyspark
     jars = sorted((Path(pyspark.__file__).parent / "jars").glob("ivy-*.jar"))
     if not jars:
-        raise LabError("pyspark ships no Ivy jar here: reinstall the lab (`make install`).")
+        raise LabError("pyspark ships no Ivy jar here: reinstall the lab (`make reinstall`).")
     return jars[-1]
 
 

@@ -1,4 +1,4 @@
-"""The pre-flight an attendee runs at the start of a workshop: `python -m lab check` (about 20 s, offline).
+"""The pre-flight an attendee runs at the start of a workshop: `make check` (`python -m lab check`; seconds, offline).
 
 One line per check, each with what to do when it fails: Python, Java, memory, disk, the course's jars in the
 cache, free ports, and a broker that starts and round-trips a record. Nothing here needs the network: after
@@ -15,7 +15,7 @@ import psutil
 
 from .config import WORK_DIR
 
-MEMORY_GB = 3.0   # the largest notebook (07) peaks at 2.3 GB across its JVMs; the kernel and JupyterLab beside it
+MEMORY_GB = 3.5   # the heaviest notebook (07) peaked at 3.1 GiB with its kernel and Spark, JupyterLab's server beside it
 DISK_GB = 4.0     # run folders (pruned), RocksDB stores, class archives (up to 0.7 GB); the jars are already on disk
 
 
@@ -45,21 +45,22 @@ def java() -> Check:
     try:
         j = current()
     except LabError as exc:
-        return Check("java", False, str(exc).splitlines()[0], "run `make install`: it brings the lab's own Java 21")
+        return Check("java", False, str(exc).splitlines()[0], "run `make reinstall`: it installs the lab's "
+                     "packages again, its own Java 21 among them")
     return Check("java", True, f"Java {j.version} ({j.source}: {j.home})")
 
 
 def memory() -> Check:
     available = psutil.virtual_memory().available / 2**30
     return Check("memory", available >= MEMORY_GB, f"{available:.1f} GiB available (the largest notebook needs "
-                 f"about {MEMORY_GB:.0f})", "close other programs (browsers with many tabs, IDEs, Docker Desktop's VM)")
+                 f"about {MEMORY_GB:g})", "close other programs (browsers with many tabs, IDEs, Docker Desktop's VM)")
 
 
 def disk() -> Check:
     WORK_DIR.mkdir(parents=True, exist_ok=True)
     free = shutil.disk_usage(WORK_DIR).free / 2**30
     return Check("disk", free >= DISK_GB, f"{free:.1f} GiB free where the lab's runs go ({WORK_DIR})",
-                 f"free {DISK_GB:.0f} GiB there; `python -m lab prune --keep 0` deletes old runs")
+                 f"free {DISK_GB:g} GiB there; `make prune KEEP=0` deletes old runs")
 
 
 def jars() -> Check:
@@ -70,7 +71,7 @@ def jars() -> Check:
     missing = maven.not_cached(pinned)
     found = f"{len(pinned) - len(missing)} of {len(pinned)} jars of the course cached ({maven.REPOSITORY})"
     return Check("jars", True, found, "the lessons that use the others fetch them on their first run, which needs "
-                 "the network: fetch them all now with `python -m lab fetch --all`, or install from a teacher's "
+                 "the network: fetch them all now with `make fetch-all`, or install from a teacher's "
                  "offline kit (make lab KIT=/path/to/kit)", warn=bool(missing))
 
 

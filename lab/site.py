@@ -8,7 +8,8 @@ figure, table, verdict and explanation on the site is one this machine measured.
 Jupyter project's own exporter, installed with JupyterLab (no other tool to install or keep), whose `lab` template
 looks like the JupyterLab the learners use (without the scripts it fetches from the network: lab/site_template). The plotly figures stay interactive and work offline: the lab saves
 them with plotly.js inside (lab.notebook.setup). Widgets need a live kernel, so their outputs are left out and the
-panel's cell says so. index.html lists the course; teaching.html is the teacher's guide (docs/teaching.md).
+panel's cell says so. index.html lists the course; teaching.html is the teacher's guide (docs/teaching.md), setup.html the
+attendees' set-up page (docs/setup.md).
 """
 from __future__ import annotations
 
@@ -110,12 +111,15 @@ def index(site: Path, built: dict[str, dict]) -> Path:
             "machine that built this site, with its figures, tables and verdicts. The panels and the exercises' "
             "checks need a live kernel: run the lab itself for those (<code>make lab</code>).</p>"
             "<table><tr><th>notebook</th><th>what it shows</th><th>run time here</th></tr>" + "".join(rows)
-            + '</table><p><a href="teaching.html">Teaching with Kafka Failure Lab</a>: lesson times, plans, '
-            "the setup problems attendees meet.</p>")
+            + '</table><p><a href="teaching.html">Teaching with Kafka Failure Lab</a>: lesson times and plans; '
+            '<a href="setup.html">Before the course</a>: setting up a laptop, and what to do when it fails.</p>')
     page = site / "index.html"
     page.write_text(PAGE.format(title="Kafka Failure Lab", body=body))
-    guide = (ROOT / "docs" / "teaching.md").read_text()
-    (site / "teaching.html").write_text(PAGE.format(title="Teaching with Kafka Failure Lab", body=_markdown(guide)))
+    for doc, title in (("teaching", "Teaching with Kafka Failure Lab"), ("setup", "Before the course")):
+        html = _markdown((ROOT / "docs" / f"{doc}.md").read_text())
+        # the two pages link to each other as pages of the site; other links point into the repository
+        html = re.sub(r'href="(teaching|setup)\.md', r'href="\1.html', html)
+        (site / f"{doc}.html").write_text(PAGE.format(title=title, body=html))
     return page
 
 

@@ -46,7 +46,7 @@ def connector_jars() -> list[Path]:
     import pyspark
     if pyspark.__version__ != SPARK_VERSION:
         raise LabError(f"pyspark {pyspark.__version__} is installed but the lab pins {SPARK_VERSION} "
-                       "(the Kafka connector must match it exactly): reinstall with `make install`.")
+                       "(the Kafka connector must match it exactly): reinstall with `make reinstall`.")
     shipped = {_artifact(j.name) for j in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
     jars = maven.classpath([f"org.apache.spark:spark-sql-kafka-0-10_{SCALA_BINARY}:{SPARK_VERSION}"],
                            label=f"spark-kafka-{SPARK_VERSION}")

@@ -1,4 +1,5 @@
 """The embedded cluster against the real broker: lifecycle, faults, quotas, Spark, bad input."""
+import base64
 import os
 import re
 import shutil
@@ -18,7 +19,7 @@ from lab.cluster import ExternalCluster, KafkaCluster, ZooKeeperKafkaCluster, ka
 from lab.cluster.kraft import BASE_BROKER_CONFIG, known_broker_configs
 from lab.ports import free_port
 from lab.cluster.versions import is_zookeeper_version, parse_version
-from lab.config import BOOTSTRAP_ENV, KAFKA_VERSION
+from lab.config import BOOTSTRAP_ENV, COMPOSE_CLUSTER_ID, KAFKA_VERSION, WRITABLE_CLUSTER_ENV
 from lab.errors import LabError
 from lab.processes import wait_until
 
@@ -257,8 +258,33 @@ def test_silent_bootstrap_server_is_refused(monkeypatch):
         kafka_cluster()
 
 
+def test_lessons_never_write_to_a_cluster_nobody_named_writable(one_node, monkeypatch):
+    """KAFKA_LAB_BOOTSTRAP alone (set for a diagnosis, say) sends no lesson to someone's cluster: only the Compose
+    broker's id, or the id the user names, is taken."""
+    monkeypatch.setenv(BOOTSTRAP_ENV, one_node.bootstrap)
+    monkeypatch.delenv(WRITABLE_CLUSTER_ENV, raising=False)
+    with pytest.raises(LabError) as refused:
+        kafka_cluster()
+    message = str(refused.value)
+    assert one_node.cluster_id in message and "make doctor BOOTSTRAP=" in message and "\n" not in message
+    monkeypatch.setenv(WRITABLE_CLUSTER_ENV, "another-clusters-id")
+    with pytest.raises(LabError, match=one_node.cluster_id):
+        kafka_cluster()
+    monkeypatch.setenv(WRITABLE_CLUSTER_ENV, one_node.cluster_id)
+    assert kafka_cluster().cluster_id == one_node.cluster_id
+
+
+def test_the_compose_broker_is_known_by_its_cluster_id(monkeypatch):
+    from lab.cluster.external import writable
+    monkeypatch.delenv(WRITABLE_CLUSTER_ENV, raising=False)
+    assert writable(COMPOSE_CLUSTER_ID) and not writable("5L6g3nShT-eMCtK--X86sw") and not writable(None)
+    assert f"CLUSTER_ID: {COMPOSE_CLUSTER_ID}" in (Path(__file__).parent.parent / "docker-compose.yml").read_text()
+    assert base64.urlsafe_b64decode(COMPOSE_CLUSTER_ID + "==") == b"kafka-failure-la"   # 16 bytes: a valid Uuid
+
+
 def test_external_cluster_says_what_it_cannot_do(one_node, monkeypatch):
     monkeypatch.setenv(BOOTSTRAP_ENV, one_node.bootstrap)
+    monkeypatch.setenv(WRITABLE_CLUSTER_ENV, one_node.cluster_id)
     external = kafka_cluster()
     assert isinstance(external, ExternalCluster)
     with pytest.raises(LabError, match="kill a broker"):
@@ -267,6 +293,10 @@ def test_external_cluster_says_what_it_cannot_do(one_node, monkeypatch):
         external.set_quota("x", producer_byte_rate=1)
     with pytest.raises(LabError, match=r"offsets.retention.minutes=1 \(cluster has 10080\)"):
         kafka_cluster(broker_config={"offsets.retention.minutes": 1})
+    for asked, said in (({"nodes": 3}, "3 brokers"), ({"version": "2.0.1"}, "a Kafka 2.0.1 broker"),
+                        ({"extra_listener": "APPS"}, "a second listener")):
+        with pytest.raises(LabError, match=f"This needs {said}, which only the lab's own cluster gives"):
+            kafka_cluster(**asked)
 
 
 # ---------------------------------------------------------------- docker-compose.yml

@@ -401,7 +401,7 @@ def test_prune_command(tmp_path, monkeypatch, capsys):
     assert "0 folder(s) removed" in capsys.readouterr().out
 
 
-# ---------------------------------------------------------------- README parameters tables
+# ---------------------------------------------------------------- generated tables (docs/parameters.md, README)
 
 def _scenarios():
     from lab.scenarios import COURSE
@@ -409,21 +409,20 @@ def _scenarios():
 
 
 @pytest.mark.parametrize("entry", _scenarios())
-def test_readme_parameters_table_matches_the_spec(entry):
+def test_parameters_table_matches_the_spec(entry):
     spec = getattr(entry.module(), "SPEC", None)
     if spec is None:
         pytest.skip(f"{entry.package}.{entry.scenario} has no SPEC")
-    from lab.__main__ import params_markdown
-    readme = (ROOT / "README.md").read_text()
-    assert params_markdown({entry.scenario: spec}) in readme, (
-        f"README's parameters table for {entry.scenario} differs from its SPEC: run `python -m lab params --readme`")
+    from lab.__main__ import PARAMS_DOC, params_markdown
+    assert params_markdown({entry.scenario: spec}) in PARAMS_DOC.read_text(), (
+        f"docs/parameters.md's table for {entry.scenario} differs from its SPEC: run `python -m lab params --write`")
 
 
 def test_readme_course_table_is_the_registry():
     from lab.__main__ import COURSE_END, COURSE_START, readme_course_table
     readme = (ROOT / "README.md").read_text()
     assert f"{COURSE_START}\n\n{readme_course_table()}\n\n{COURSE_END}" in readme, (
-        "README's course table differs from lab.scenarios.COURSE: run `python -m lab params --readme`")
+        "README's course table differs from lab.scenarios.COURSE: run `python -m lab params --write`")
 
 
 # ---------------------------------------------------------------- against a real broker

@@ -58,9 +58,9 @@ def test_path_java_is_used_when_17_to_21_and_passed_over_for_the_bundled_one_oth
 
 def test_no_usable_java_at_all_says_how_to_get_one(tmp_path):
     too_old = fake_java(tmp_path / "old", "11.0.2")
-    with pytest.raises(LabError, match=r"Java 11 on PATH .* is not 17 to 21: run `make install`"):
+    with pytest.raises(LabError, match=r"Java 11 on PATH .* is not 17 to 21: run `make reinstall`"):
         jvm.find_java({}, which=lambda *_a, **_k: str(too_old), bundled=False)
-    with pytest.raises(LabError, match="No Java found: run `make install`"):
+    with pytest.raises(LabError, match="No Java found: run `make reinstall`"):
         jvm.find_java({}, which=no_path, bundled=False)
 
 

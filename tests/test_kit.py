@@ -58,6 +58,21 @@ def test_a_damaged_or_missing_file_is_named_before_anything_installs(tmp_path):
         kit.verify(tmp_path)
 
 
+def test_a_built_site_travels_in_the_kit_checked_like_the_rest(tmp_path):
+    """`make kit` carries the site of `make site` when there is one, so that a laptop that fails follows along."""
+    good = _fake_kit(tmp_path / "kit")
+    assert not kit._site(tmp_path / "no-site", good) and not (good / "site").exists()
+    site = tmp_path / "site"
+    (site / "notebooks").mkdir(parents=True)
+    (site / "index.html").write_text("<html>the course</html>")
+    (site / "notebooks" / "00_setup_check.html").write_text("<html>00</html>")
+    assert kit._site(site, good) and (good / "site" / "index.html").read_text() == "<html>the course</html>"
+    assert kit._write_sums(good) == 4 and kit.verify(good) == 4
+    (good / "site" / "index.html").write_text("cut")
+    with pytest.raises(kit.KitError, match="site/index.html is damaged"):
+        kit.verify(good)
+
+
 def test_verify_runs_before_the_labs_environment_exists(tmp_path):
     """`python lab/kit.py verify DIR`, as the Makefile runs it: the standard library only, any working folder."""
     good = _fake_kit(tmp_path / "kit")

@@ -1,4 +1,4 @@
-"""The layout the README promises: one package per notebook, named after it, none importing another's."""
+"""The layout CONTRIBUTING.md describes: one package per notebook, named after it, none importing another's."""
 import ast
 import json
 import re

@@ -27,14 +27,14 @@ def test_jars_of_other_lessons_missing_is_a_warning_with_the_way_to_fetch_them(m
     monkeypatch.setattr(maven, "REPOSITORY", tmp_path / "empty")
     check = preflight.jars()
     assert check.ok and check.warn and check.line().startswith("warn")
-    assert f"0 of {len(maven.committed()['jars'])} jars" in check.found and "lab fetch --all" in check.fix
+    assert f"0 of {len(maven.committed()['jars'])} jars" in check.found and "make fetch-all" in check.fix
 
 
 def test_no_java_fails_and_the_broker_is_not_tried(monkeypatch):
     from lab.errors import LabError
 
     def no_java():
-        raise LabError("No Java found: run make install")
+        raise LabError("No Java found: run make reinstall")
     monkeypatch.setattr("lab.jvm.current", no_java)
     monkeypatch.setattr(preflight, "broker", lambda: (_ for _ in ()).throw(AssertionError("broker tried")))
     monkeypatch.setattr(preflight, "CHECKS", (preflight.java, preflight.broker))

@@ -10,7 +10,7 @@ from lab.cluster import ExternalCluster, KafkaCluster, kafka_cluster
 from lab.cluster.kraft_node import Node
 from lab.cluster.kraft_security import make_ca, make_certificates
 from lab.ports import free_port
-from lab.config import BOOTSTRAP_ENV, CLIENT_PROPERTIES_ENV, KAFKA_VERSION
+from lab.config import BOOTSTRAP_ENV, CLIENT_PROPERTIES_ENV, KAFKA_VERSION, WRITABLE_CLUSTER_ENV
 from lab.connection import (command_config, explain_failure, java_properties, kafka_config, parse_properties,
                             redacted, security_properties, spark_kafka_options)
 from lab.errors import LabError
@@ -197,6 +197,7 @@ def test_lab_helpers_produce_and_read_over_scram(as_lab):
 
 def test_the_external_cluster_check_passes_with_the_file(as_lab, monkeypatch):
     monkeypatch.setenv(BOOTSTRAP_ENV, as_lab.bootstrap)
+    monkeypatch.setenv(WRITABLE_CLUSTER_ENV, as_lab.cluster_id)
     external = kafka_cluster()
     assert isinstance(external, ExternalCluster) and external.node_ids == [1]
     assert "secured" in external.admin().list_topics(timeout=10).topics

@@ -42,7 +42,9 @@ def test_the_page_shows_what_the_notebook_measured_and_no_widget(built):
     assert 'href="01_offset_expiry_reprocessing.html"' in page          # the course's links point at pages
     index = (root / "index.html").read_text()
     assert 'href="00_setup_check.html"' in index and "04_stale_standby_cache (not built)" in index
-    assert "Teaching with Kafka Failure Lab" in (root / "teaching.html").read_text()
+    guide = (root / "teaching.html").read_text()
+    assert "Teaching with Kafka Failure Lab" in guide and 'href="setup.html#when-something-fails"' in guide
+    assert "When something fails" in (root / "setup.html").read_text()
 
 
 def open_in_browser(pages: list[Path]) -> dict[str, dict]:
@@ -75,7 +77,8 @@ def test_every_figure_draws_in_a_browser_and_the_page_logs_no_error(built):
     if not CHROMIUM:
         pytest.skip("chromium is not installed (`make test` installs it when run as root with apt-get)")
     root, _ = built
-    seen = open_in_browser([root / "00_setup_check.html", root / "index.html", root / "teaching.html"])
+    seen = open_in_browser([root / "00_setup_check.html", root / "index.html", root / "teaching.html",
+                            root / "setup.html"])
     page = seen["00_setup_check.html"]
     assert page["figures"] >= 1 and page["drawn"] == page["figures"], page
     assert all(not s["errors"] for s in seen.values()), seen

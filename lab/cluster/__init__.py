@@ -4,7 +4,7 @@
   (its nodes in kraft_node, SASL and ACLs in kraft_security)
 - broker_config                   a version's classpath and broker config names, the base config, log4j files
 - zookeeper.ZooKeeperKafkaCluster ZooKeeper-era brokers (2.0 - 3.2) for failures only old brokers show
-- external.ExternalCluster        KAFKA_LAB_BOOTSTRAP: a cluster the lab does not own
+- external.ExternalCluster        KAFKA_LAB_BOOTSTRAP: the Compose broker (or a cluster the user named writable)
 - versions                        version parsing, importable without a launcher
 
 Every cluster says what it can do: `owns_broker` (kill, restart, logs, quotas, static
@@ -43,6 +43,11 @@ def kafka_cluster(nodes: int = 1, version: str = KAFKA_VERSION, broker_config: d
     bootstrap = os.environ.get(BOOTSTRAP_ENV)
     if bootstrap:
         from .external import ExternalCluster
+        wants = [what for what, asked in ((f"{nodes} brokers", nodes > 1), (f"a Kafka {version} broker",
+                 version != KAFKA_VERSION), ("a second listener", kwargs.get("extra_listener"))) if asked]
+        if wants:   # the Compose broker is one 4.3.1 node with one listener: never pretend it is more
+            raise LabError(f"This needs {' and '.join(wants)}, which only the lab's own cluster gives: unset "
+                           f"{BOOTSTRAP_ENV} ({bootstrap}) to run it there.")
         cluster = ExternalCluster(bootstrap)
         cluster.require_broker_config(broker_config or {})
         return cluster
@@ -71,6 +76,6 @@ def _embedded_security() -> dict:
     if protocol != "SASL_PLAINTEXT" or props.get("sasl.mechanism", "").upper() != "SCRAM-SHA-256" or not credentials:
         raise LabError(f"The embedded broker speaks PLAINTEXT or SASL_PLAINTEXT with SCRAM-SHA-256, not "
                        f"security.protocol={protocol} sasl.mechanism={props.get('sasl.mechanism', '-')} from "
-                       f"{connection.properties_file()} ({CLIENT_PROPERTIES_ENV}): set {BOOTSTRAP_ENV} to your "
-                       f"cluster, or unset {CLIENT_PROPERTIES_ENV}.")
+                       f"{connection.properties_file()} ({CLIENT_PROPERTIES_ENV}): unset {CLIENT_PROPERTIES_ENV} to run "
+                       f"the lessons on the lab's own broker.")
     return {credentials[0]: credentials[1]}

@@ -1,12 +1,19 @@
-"""A cluster the lab does not own: KAFKA_LAB_BOOTSTRAP, e.g. the docker-compose broker."""
+"""A cluster the lab does not own: KAFKA_LAB_BOOTSTRAP, the broker of docker-compose.yml.
+
+The lessons write to it (topics, consumer groups, transactions), so KAFKA_LAB_BOOTSTRAP alone never sends them to
+a cluster someone may care about: the lab takes only the Compose broker, known by its cluster id, or a cluster whose
+id the user names in KAFKA_LAB_WRITABLE_CLUSTER_ID. Reading a cluster (notebook 08's last cell, `lab doctor`) takes
+the address as an argument and never comes here.
+"""
 from __future__ import annotations
 
+import os
 import time
 
 from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from ..config import BOOTSTRAP_ENV, CLIENT_PROPERTIES_ENV
+from ..config import BOOTSTRAP_ENV, CLIENT_PROPERTIES_ENV, COMPOSE_CLUSTER_ID, WRITABLE_CLUSTER_ENV
 from ..connection import explain_failure, kafka_config
 from ..errors import LabError
 
@@ -18,6 +25,11 @@ def _refused(error) -> bool:
     """An error no wait mends: the cluster refused the client's password or certificate."""
     return isinstance(error, KafkaError) and (error.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL)
                                               or "SSL handshake failed" in error.str())
+
+
+def writable(cluster_id: str | None) -> bool:
+    """The lessons may write to this cluster: the Compose broker, or the one the user named."""
+    return bool(cluster_id) and cluster_id in (COMPOSE_CLUSTER_ID, os.environ.get(WRITABLE_CLUSTER_ENV))
 
 
 class ExternalCluster:
@@ -40,6 +52,15 @@ class ExternalCluster:
                     raise LabError(f"{why} To go on, {start}fix {CLIENT_PROPERTIES_ENV}, or unset {BOOTSTRAP_ENV} to "
                                    f"use the embedded broker.") from None
         self.node_ids = sorted(md.brokers)
+        self.cluster_id = md.cluster_id
+        if not writable(self.cluster_id):
+            raise LabError(
+                f"{BOOTSTRAP_ENV}={bootstrap} is a cluster the lab did not start (cluster id {self.cluster_id}), not "
+                f"the broker of docker-compose.yml. The lessons create topics, consumer groups and transactions, so "
+                f"they do not run there unless you say so. To run them on the lab's own broker, unset "
+                f"{BOOTSTRAP_ENV}. To diagnose that cluster read-only, use notebook 08's last cell or "
+                f"`make doctor BOOTSTRAP={bootstrap}`. If it is a throwaway cluster of yours, set "
+                f"{WRITABLE_CLUSTER_ENV}={self.cluster_id}.")
         self.broker_config: dict = {}
 
     running = True

@@ -10,13 +10,11 @@ never commits (lab/java/ClusterFacts.java). The rules (rules.py) are pure functi
 """
 from __future__ import annotations
 
-import os
 import re
 import tempfile
 import time
 from pathlib import Path
 
-from ..config import BOOTSTRAP_ENV
 from .checks import NEEDS, problem, statuses
 from .report import Diagnosis, Finding, UsageError
 from .rules import findings as apply_rules
@@ -32,9 +30,8 @@ def diagnose(bootstrap: str | None = None, jmx: str | None = None, now_ms: int |
 
     `timeout_s` bounds each request and each read of an internal topic, `max_read_mb` the bytes of such a read;
     `progress` is called with one line at a time while it reads."""
-    bootstrap = bootstrap or os.environ.get(BOOTSTRAP_ENV)
-    if not bootstrap:
-        raise UsageError(f"lab doctor needs a cluster: pass bootstrap='host:port' or set {BOOTSTRAP_ENV}.")
+    if not bootstrap:   # always said, never taken from the environment: a report names the cluster it was asked for
+        raise UsageError("lab doctor needs a cluster: --bootstrap host:port (in Python, bootstrap='host:port').")
     bad = [a for a in bootstrap.split(",") if not HOST_PORT.match(a.strip())]
     if bad:
         raise UsageError(f"lab doctor: bootstrap {bootstrap!r} is not host:port[,host:port] ({bad[0]!r}).")

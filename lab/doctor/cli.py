@@ -17,7 +17,7 @@ FAIL_ON = (*SEVERITIES, "never")
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--bootstrap", help="host:port[,...] (default: KAFKA_LAB_BOOTSTRAP)")
+    p.add_argument("--bootstrap", required=True, help="host:port[,...] of the cluster to read")
     p.add_argument("--command-config", help="client .properties for SASL/SSL (default: KAFKA_LAB_CLIENT_PROPERTIES)")
     p.add_argument("--jmx", help="the brokers' JMX host:port[,...]: client versions (KIP-511) and produce rates")
     p.add_argument("--fail-on", choices=FAIL_ON, default="never",

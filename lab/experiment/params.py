@@ -141,7 +141,7 @@ class Spec:
                                 if p.name.upper() in namespace})
 
     def markdown(self) -> str:
-        """A parameters table for the README or a notebook."""
+        """A parameters table for docs/parameters.md or a notebook."""
         rows = ["| parameter | default | range | meaning |", "|---|---|---|---|"]
         for p in self.params:
             meaning = p.help + (f" (None: {p.none})" if p.none else "")

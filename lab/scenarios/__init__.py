@@ -67,7 +67,7 @@ COURSE = [
              "slow lookups, broker bounces and a leader without the apps' listener, `LISTENER_NOT_FOUND` (Streams "
              "2.7.2 against 4.3.1)", (STREAMS_TALES,)),
     Notebook("08_diagnose_your_cluster", "diagnose",
-             "is MY cluster exposed? A read-only diagnosis (`python -m lab doctor`), each prediction then proven "
+             "is MY cluster exposed? A read-only diagnosis (`make doctor`), each prediction then proven "
              "on a risky cluster and a healthy control"),
 ]
 
