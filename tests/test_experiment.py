@@ -408,21 +408,53 @@ def _scenarios():
     return [pytest.param(entry, id=entry.scenario) for entry in COURSE]
 
 
+def _params_block() -> str:
+    """docs/parameters.md's generated block, between its markers."""
+    from lab.__main__ import PARAMS_DOC, PARAMS_END, PARAMS_START
+    text = PARAMS_DOC.read_text()
+    assert PARAMS_START in text and PARAMS_END in text, "docs/parameters.md has lost its params markers"
+    return text.split(PARAMS_START, 1)[1].split(PARAMS_END, 1)[0]
+
+
 @pytest.mark.parametrize("entry", _scenarios())
 def test_parameters_table_matches_the_spec(entry):
     spec = getattr(entry.module(), "SPEC", None)
     if spec is None:
         pytest.skip(f"{entry.package}.{entry.scenario} has no SPEC")
-    from lab.__main__ import PARAMS_DOC, params_markdown
-    assert params_markdown({entry.scenario: spec}) in PARAMS_DOC.read_text(), (
-        f"docs/parameters.md's table for {entry.scenario} differs from its SPEC: run `python -m lab params --write`")
+    from lab.__main__ import params_markdown
+    assert params_markdown({entry.scenario: spec}) in _params_block(), (
+        f"docs/parameters.md's table for {entry.scenario} differs from its SPEC: "
+        "run `.venv/bin/python -m lab params --write`")
+
+
+def test_parameters_block_is_every_spec_in_course_order():
+    from lab.__main__ import params_markdown, scenario_specs
+    assert _params_block() == f"\n\n{params_markdown(scenario_specs())}\n\n", (
+        "docs/parameters.md's params block is not what `.venv/bin/python -m lab params --write` writes: run it")
 
 
 def test_readme_course_table_is_the_registry():
     from lab.__main__ import COURSE_END, COURSE_START, readme_course_table
     readme = (ROOT / "README.md").read_text()
     assert f"{COURSE_START}\n\n{readme_course_table()}\n\n{COURSE_END}" in readme, (
-        "README's course table differs from lab.scenarios.COURSE: run `python -m lab params --write`")
+        "README's course table differs from lab.scenarios.COURSE: run `.venv/bin/python -m lab params --write`")
+
+
+def test_params_write_rewrites_the_parameters_doc_and_the_readme_course_block(tmp_path, monkeypatch, capsys):
+    from lab import __main__ as cli
+    doc, readme = tmp_path / "docs" / "parameters.md", tmp_path / "README.md"
+    doc.parent.mkdir()
+    doc.write_text(f"# Parameters\n\n{cli.PARAMS_START}\nstale\n{cli.PARAMS_END}\n")
+    readme.write_text(f"# Lab\n\n{cli.COURSE_START}\nstale\n{cli.COURSE_END}\n\nafter\n")
+    monkeypatch.setattr(cli, "ROOT", tmp_path)
+    monkeypatch.setattr(cli, "PARAMS_DOC", doc)
+    monkeypatch.setattr(sys, "argv", ["python -m lab", "params", "--write"])
+    cli.main()
+    assert doc.read_text() == (f"# Parameters\n\n{cli.PARAMS_START}\n\n{cli.params_markdown(cli.scenario_specs())}"
+                               f"\n\n{cli.PARAMS_END}\n")
+    assert readme.read_text() == (f"# Lab\n\n{cli.COURSE_START}\n\n{cli.readme_course_table()}\n\n{cli.COURSE_END}"
+                                  "\n\nafter\n")
+    assert "docs/parameters.md" in capsys.readouterr().out
 
 
 # ---------------------------------------------------------------- against a real broker
