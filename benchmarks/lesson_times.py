@@ -1,10 +1,10 @@
-"""How long each lesson takes at its notebook's default parameters, run as the notebook runs it: one cell per
-lesson on the notebook's broker (02, 05, 06, 07: `run_lesson`), or the notebook's one run (the others), then its
-Mitigate steps with the notebook's default fixes: `mitigate` with FIX on the run's result (01, 04, 08),
-`mitigate_<lesson>` with FIX_<LESSON> on that lesson's (02, 03, 05, 06, 07). The broker's start is timed apart
-(08's is the notebook's own, with JMX).
+"""How long each lesson takes at its notebook's default parameters, run as the notebook runs it: a lesson notebook's
+`lesson.run` (06a to 07d), one cell per lesson on the notebook's broker (02, 03, 05: `run_lesson`), or the
+notebook's one run (the others), then its Mitigate steps with the notebook's default fixes: `mitigate` with FIX on
+the run's result (01, 04, 06a to 07d, 08), `mitigate_<lesson>` with FIX_<LESSON> on that lesson's (02, 03,
+05). The broker's start is timed apart (08's is the notebook's own, with JMX).
 
-    python benchmarks/lesson_times.py 06 07        # default: every notebook
+    python benchmarks/lesson_times.py 06a 07d      # default: every notebook
 
 Prints a markdown table to paste into benchmarks/RESULTS.md, with the load average at the start and the end.
 """
@@ -38,12 +38,10 @@ def default_fix(number: str, name: str = "FIX") -> dict:
 def lesson_times(number: str) -> list[tuple[str, float, str]]:
     """(lesson, seconds, verdict) for each lesson of notebook `number` at its defaults, and its broker's start."""
     from lab.cluster import kafka_cluster
-    from lab.experiment.lessons import Lessons
     from lab.scenarios import notebook
-    scenario = notebook(number).module()
-    params = scenario.SPEC.validate()
-    lessons = scenario.SCENARIO.modules if isinstance(getattr(scenario, "SCENARIO", None), Lessons) else \
-        getattr(scenario, "LESSONS", None)   # 06, 07: on lab.experiment.lessons; 02, 05: lab.experiment.parts
+    scenario = notebook(number).lesson or notebook(number).module()   # a Lesson has the same run, needs, mitigate
+    params = (scenario.spec if hasattr(scenario, "spec") else scenario.SPEC).validate()
+    lessons = getattr(scenario, "LESSONS", None)   # 02, 03, 05: lab.experiment.parts
     own = getattr(scenario, "embedded_cluster", None)   # 08: the broker with JMX its notebook starts
     cluster, started = timed(lambda: (own(params, name=f"times-{number}") if own else
                                       kafka_cluster(**scenario.needs(params), name=f"times-{number}")).start())

@@ -122,7 +122,8 @@ def prune(args) -> None:
 
 
 def scenario_specs(strict: bool = True) -> dict:
-    """scenario module name -> SPEC, for every notebook of the course (lab.scenarios.COURSE) whose scenario has one.
+    """module name -> its parameters (a lesson's spec, or a scenario's SPEC), for every notebook of the course
+    (lab.scenarios.COURSE).
 
     strict=False reports a module that does not import (on stderr) and goes on with the others.
     """
@@ -136,8 +137,9 @@ def scenario_specs(strict: bool = True) -> dict:
                 raise
             print(f"{entry.package}.{entry.scenario} does not import: {exc}", file=sys.stderr)
             continue
-        if getattr(module, "SPEC", None) is not None:
-            specs[entry.scenario] = module.SPEC
+        spec = module.lesson.spec if getattr(module, "lesson", None) is not None else getattr(module, "SPEC", None)
+        if spec is not None:
+            specs[entry.scenario] = spec
     return specs
 
 

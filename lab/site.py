@@ -36,17 +36,21 @@ code{{background:#f3f3f3;padding:0 3px}}</style></head>
 
 
 def names(numbers: list[str] | None = None) -> list[str]:
-    """The course's notebooks, or those whose number is in `numbers` ("00", "4", "04_stale..." all work)."""
+    """The course's notebooks, or those whose number is in `numbers` ("00", "4", "04_stale...", "07a" all work; a
+    chapter's number, "07", gives its lessons)."""
     from .errors import LabError
     from .scenarios import COURSE
     course = [e.name for e in COURSE]
     if not numbers:
         return course
     wanted = {n.split("_")[0].zfill(2) for n in numbers}
-    unknown = sorted(wanted - {c.split("_")[0] for c in course})
+
+    def chosen(name: str) -> bool:
+        return name.split("_")[0] in wanted or name[:2] in wanted
+    unknown = sorted(w for w in wanted if not any(c.split("_")[0] == w or c[:2] == w for c in course))
     if unknown:
         raise LabError(f"no notebook numbered {', '.join(unknown)} in the course ({', '.join(course)})")
-    return [c for c in course if c.split("_")[0] in wanted]
+    return [c for c in course if chosen(c)]
 
 
 def execute(name: str, into: Path, parameters: dict | None = None) -> Path:
@@ -87,7 +91,7 @@ def render(executed: Path, page: Path) -> Path:
     for_the_page(nb)
     exporter = HTMLExporter(template_name="lab", template_file=str(TEMPLATE_DIR / "offline.html.j2"))
     body, _ = exporter.from_notebook_node(nb)
-    body = re.sub(r'href="(\d\d_\w+)\.ipynb"', r'href="\1.html"', body)
+    body = re.sub(r'href="(\d\d[a-z]?_\w+)\.ipynb"', r'href="\1.html"', body)
     page.write_text(body)
     return page
 

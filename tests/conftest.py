@@ -7,31 +7,33 @@ import pytest
 SUITE_MARK = "KAFKA_LAB_SUITE"
 
 
-NOTEBOOK_RUNS = ("tests/test_notebooks.py::test_notebook[", "tests/test_notebooks.py::test_a_notebook_runs")
+NOTEBOOK_RUNS = ("tests/test_notebooks.py::test_notebook[",)
 
 # The order the workers take the units in (scheduling only, never an assertion): the longest first, so that the
 # suite ends on short ones, and never two heavy units queued side by side, since each worker holds the next unit
 # while it runs one, so neighbours in the order mostly run together. Seconds as measured in the suite on three
 # workers (2026-11-27, two notebook lanes and a side lane: 25 min 27 s; since then, with the experiment exercises
-# they try, 03's CONTROL 160 s, 06's failure run 330 s, 07's CONTROL 118 s); a unit not listed counts as short. Heavy:
-# the units that keep both cores busy or peak highest (notebook 07's three-node cluster with its apps, 06's
-# lessons, notebook 03's five Streams apps, the browser tests' chromium and JupyterLab): 06's and 07's failure runs
-# side by side kept the load at 12 and took 390 and 371 s; 07's two runs side by side took 5.1 GB, the browser
-# tests beside 07's CONTROL 5.5 GB.
+# they try, 03's CONTROL 160 s); the lesson notebooks of chapters 06 and 07 (06a to 07d) as measured alone, one
+# after the other (2026-11-28, load about 1); a unit not listed counts as short. Heavy: the units that keep both cores
+# busy or peak highest (07d's three-node cluster with its apps, 07a's eight consumers and Spark, 06c's RocksDB
+# JVMs, notebook 03's five Streams apps, the browser tests' chromium and JupyterLab).
 MEASURED_S = {
-    "05_exactly_once_under_crashes[failure]": 393, "07_when_streams_stop[failure]": 334,
-    "06_state_in_production[failure]": 330, "tests/test_spark_cluster.py": 325, "tests/test_browser.py": 280,
+    "05_exactly_once_under_crashes[failure]": 393, "07d_broker_bounce[failure]": 96,
+    "06a_store_growth[failure]": 60, "06b_restore[failure]": 40, "06b_restore[control]": 31,
+    "06c_rocksdb_memory[failure]": 46, "06d_changelog_reader[failure]": 36, "06e_disk_space[failure]": 69,
+    "tests/test_spark_cluster.py": 325, "tests/test_browser.py": 280,
     "02_transactional_id_expiry[failure]": 313, "03_quota_driven_fencing[failure]": 221,
     "08_diagnose_your_cluster[failure]": 188, "01_offset_expiry_reprocessing[failure]": 160,
     "tests/test_audit.py": 115, "03_quota_driven_fencing[control]": 160, "tests/test_cluster.py": 105,
-    "07_when_streams_stop[control]": 118, "05_exactly_once_under_crashes[control]": 98,
+    "07a_poll_loop[failure]": 68, "07a_poll_loop[control]": 24, "07b_partitions[failure]": 68,
+    "07c_lookups[failure]": 40, "07c_lookups[control]": 44, "05_exactly_once_under_crashes[control]": 98,
     "04_stale_standby_cache[control]": 89, "04_stale_standby_cache[failure]": 86, "tests/test_security.py": 75,
     "01_offset_expiry_reprocessing[control]": 78, "02_transactional_id_expiry[control]": 72,
-    "tests/test_site.py": 60, "00_setup_check[failure]": 56, "06_state_in_production[control]": 54,
-    "tests/test_doctor.py": 45, "test_a_notebook_runs": 34, "08_diagnose_your_cluster[control]": 31,
+    "tests/test_site.py": 60, "00_setup_check[failure]": 56,
+    "tests/test_doctor.py": 45, "08_diagnose_your_cluster[control]": 31,
     "tests/test_panel.py": 25,
 }
-HEAVY = ("07_when_streams_stop", "06_state_in_production", "03_quota_driven_fencing", "test_a_notebook_runs",
+HEAVY = ("07a_poll_loop", "07d_broker_bounce", "06c_rocksdb_memory", "03_quota_driven_fencing",
          "tests/test_browser.py")
 
 

@@ -133,19 +133,13 @@ def test_the_predict_question_names_the_first_app_and_the_run_answers_it():
     assert bb.measured_answer({"bounce": {}}, p) is None
 
 
-def test_exercise_5_which_apps_die_judged_on_the_run_then_on_certain_settings():
-    from lab.experiment import Timeline
-    from lab.scenarios.nb07_when_streams_stop import streams_stop
-    from lab.scenarios.nb07_when_streams_stop.streams_stop import StreamsStopResult
-
+def test_the_exercise_which_apps_die_judged_on_the_run_then_on_certain_settings():
     def result(rows, **values):
-        p = streams_stop.SPEC.validate(lessons=["bounce"], bounce_down_s=15, **values)
-        return StreamsStopResult("streams_stop", p, "run-1", Timeline(0.0), outcomes={"bounce": bb.Outcome(rows, {},
-                                 BOUNCE)}, titles=dict(streams_stop.SCENARIO.titles))
-    five = StreamsStopResult.exercises[5]
+        return bb.lesson.result(bb.Outcome(rows, {}, BOUNCE), bounce_down_s=15, **values)
+    five = bb.lesson.exercises[1]
     measured = [_row("2.7.2", died=True), _row(f"{KAFKA_VERSION}/shutdown_client")]
     r = result(measured)
-    assert five.solution(r) is streams_stop.dies and r.check(5, streams_stop.dies)
+    assert five.solution(r) is bb.dies and r.check(1, bb.dies)
     # The wrong theories: every expired send kills (4.3.1 lived here), task.timeout.ms for 2.7 (it died within
     # 15 s, under the 20 s), no app ever dies, and answers that are no function of (app, p).
     kills_at_task_timeout = lambda app, p: p["bounce_down_s"] * 1000 > p["bounce_task_timeout_ms"]   # noqa: E731
@@ -153,13 +147,13 @@ def test_exercise_5_which_apps_die_judged_on_the_run_then_on_certain_settings():
                          (lambda app, p: False, "in this run it died"), (lambda app, p: "no", "return True or False"),
                          (lambda app: True, "raised TypeError"), (10, "is not a function")]:
         with pytest.raises(AssertionError, match=f"^Not quite: .*{hint}"):
-            r.check(5, answer)
+            r.check(1, answer)
     # Right about this run's two apps, wrong elsewhere: a delivery timeout longer than the outage.
     only_old = lambda app, p: app.startswith("2.7")   # noqa: E731
     with pytest.raises(AssertionError, match="BOUNCE_DELIVERY_TIMEOUT_MS=60000 it lives"):
-        r.check(5, only_old)
+        r.check(1, only_old)
     # A run where 2.7.2 lived (a longer delivery timeout) judges the same function by that run.
     lived = result([_row("2.7.2")], bounce_delivery_timeout_ms=60_000)
-    assert lived.check(5, streams_stop.dies)
+    assert lived.check(1, bb.dies)
     with pytest.raises(AssertionError, match=r"^Not quite: dies\('2.7.2', p\) = True, but in this run it lived"):
-        lived.check(5, lambda app, p: app.startswith("2."))
+        lived.check(1, lambda app, p: app.startswith("2."))

@@ -1,4 +1,4 @@
-"""Notebook 06's internal-changelog lesson (lab/scenarios/nb06_state_in_production/changelog_api.py): its refusals, its arithmetic, and
+"""Lesson 06d, a downstream reader of a changelog (lab/scenarios/nb06_state_in_production/changelog_api.py): its refusals, its arithmetic, and
 an outcome built from measured-looking rows. No JVM, no broker: the live run is the notebook's test."""
 from types import SimpleNamespace
 
@@ -119,10 +119,7 @@ def test_views_are_named_once():
 
 
 def _state_result(rows):
-    from lab.experiment import Timeline
-    from lab.scenarios.nb06_state_in_production import state_in_production as state
-    return state.StateResult("state_in_production", state.SPEC.validate(lessons=["changelog"]), "run-1",
-                             Timeline(0.0), outcomes={"changelog": _outcome(rows)}, titles=dict(state.SCENARIO.titles))
+    return changelog_api.lesson.result(_outcome(rows))
 
 
 def test_the_predict_question_and_its_answer_follow_the_variant():
@@ -137,20 +134,20 @@ def test_the_predict_question_and_its_answer_follow_the_variant():
     assert changelog_api.measured_answer(record, explicit) == "all of them"
 
 
-def test_exercise_4_version_3s_changelog_moves_once_more_unless_the_store_is_named():
+def test_the_exercise_version_3s_changelog_moves_once_more_unless_the_store_is_named():
     v1 = "app-KSTREAM-AGGREGATE-STATE-STORE-0000000001-changelog"
     v2 = "app-KSTREAM-AGGREGATE-STATE-STORE-0000000002-changelog"
     r = _state_result([_row("internal", changelog_v1=v1, changelog_v2=v2), _row("explicit")])
-    four = type(r).exercises[4]
+    four = changelog_api.lesson.exercises[1]
     assert four.solution(r) == "app-KSTREAM-AGGREGATE-STATE-STORE-0000000003-changelog"
-    assert r.check(4, " " + four.solution(r))
+    assert r.check(1, " " + four.solution(r))
     for answer, hint in [(v2, "the changelog of version 2"), (v1, "the changelog of version 1"),
                          ("app-KSTREAM-AGGREGATE-STATE-STORE-0000000004-changelog", "moved once more"),
                          ("KSTREAM-AGGREGATE-STATE-STORE-0000000003", "-changelog"), (3, "as a string")]:
         with pytest.raises(AssertionError, match=f"^Not quite: .*{hint}"):
-            r.check(4, answer)
+            r.check(1, answer)
     named = "app-counts-changelog"
     explicit = _state_result([_row("explicit", changelog_v1=named, changelog_v2=named)])
-    assert four.solution(explicit) == named and explicit.check(4, named)
+    assert four.solution(explicit) == named and explicit.check(1, named)
     with pytest.raises(AssertionError, match="a name of its own"):
-        explicit.check(4, four.wrong(explicit))
+        explicit.check(1, four.wrong(explicit))

@@ -1,10 +1,10 @@
-"""The pure parts of notebook 06's disk-space lesson: no broker, no JVM."""
+"""The pure parts of lesson 06e, a store on a volume of fixed size: no broker, no JVM."""
 import pytest
 
 from lab.errors import LabError
-from lab.experiment import Timeline
 from lab.scenarios.nb06_state_in_production import disk_space as d
-from lab.scenarios.nb06_state_in_production import state_in_production as s
+
+SPEC = d.lesson.spec
 
 T0 = 1_000.0
 
@@ -20,7 +20,7 @@ def phase(name, died, keys_end, reports=(), error=d.FULL):
 
 
 def outcome(full=True, limit_kb=512):
-    p = s.SPEC.validate(lessons=["disk"], disk_limit_kb=limit_kb, disk_records=30_000)
+    p = SPEC.validate(disk_limit_kb=limit_kb, disk_records=30_000)
     filling = [report(1, 4_000, 120_000), report(3, 9_000, 262_144), report(5, 15_000, 480_000)]
     if not full:
         return d.Outcome({"full": phase("full", False, 30_000, filling)}, p, 30_000, [], T0, limit_kb * 1024)
@@ -59,47 +59,45 @@ def test_a_full_store_and_its_recovery_are_measured_and_said():
 
 def test_bad_input_is_refused_before_anything_starts():
     with pytest.raises(LabError, match="DISK_MORE_KB=512 is not more than DISK_LIMIT_KB=1024"):
-        s.SPEC.validate(lessons=["disk"], disk_more_kb=512)
+        SPEC.validate(disk_more_kb=512)
     with pytest.raises(LabError, match="DISK_LIMIT_KB"):
-        s.SPEC.validate(lessons=["disk"], disk_limit_kb=1)
-    # another lesson's run does not check this one's rules
-    assert s.SPEC.validate(lessons=["growth"], disk_more_kb=512)
+        SPEC.validate(disk_limit_kb=1)
 
 
-def test_exercise_5_a_limit_with_room_to_spare_is_an_experiment(monkeypatch, capsys):
-    """Exercise 5 runs the disk lesson again with the learner's limit; whether the store filled decides. A limit
-    below what the keys need at the measured bytes a key, or over twice that, is refused before anything runs."""
-    five = s.StateResult.exercises[5]
-    r = s.StateResult("state-in-production", outcome().params, "run", Timeline(T0), outcomes={"disk": outcome()})
+def test_the_exercise_a_limit_with_room_to_spare_is_an_experiment(monkeypatch, capsys):
+    """The exercise runs the lesson again with the learner's limit; whether the store filled decides. A limit below
+    what the keys need at the measured bytes a key, or over twice that, is refused before anything runs."""
+    five = d.lesson.exercises[1]
+    r = d.lesson.result(outcome(), **outcome().params)
     calls, filled = [], {"full": False}
 
     def rerun(**params):
         calls.append(params)
         again = outcome(full=filled["full"], limit_kb=params["disk_limit_kb"])
-        return s.StateResult("state-in-production", again.params, "run-2", Timeline(T0), outcomes={"disk": again})
-    monkeypatch.setattr(s.SCENARIO, "run", rerun)
+        return d.lesson.result(again, run_id="run-2", **again.params)
+    monkeypatch.setattr(d.lesson, "run", rerun)
     # 30,000 keys at 32.8 bytes a key need 960.9 KB; half as much again is 1,442 KB
     assert five.solution(r) == 1442 and five.wrong(r) == 512   # the lesson's own limit, which filled
     for answer, hint in [(512, "fewer than the 30,000 keys fed"), (960, "fewer than"), (1922, "more than twice"),
                          (30_000 * 33, "more than twice"), ("1 MB", "whole number"), (0, "fewer than")]:
         with pytest.raises(AssertionError, match=f"^Not quite: .*{hint}"):
-            r.check(5, answer)
+            r.check(1, answer)
     assert calls == []   # refused before anything runs
-    assert r.check(5, 1442)
-    assert calls == [{"cluster": None, "lessons": ["disk"], "disk_limit_kb": 1442, "disk_more_kb": 8192,
+    assert r.check(1, 1442)
+    assert calls == [{"cluster": None, "disk_limit_kb": 1442, "disk_more_kb": 8192,
                       "disk_records": 30_000, "disk_rate": 2000.0, "disk_memtable_kb": 128}]
     assert "Measured: never full, 30,000 of 30,000 keys in the store" in capsys.readouterr().out
     filled["full"] = True   # a run whose store filled all the same: what was measured decides
     with pytest.raises(AssertionError, match="with 1,000 KB the store was full at 16,000 keys"):
-        r.check(5, 1000)
+        r.check(1, 1000)
     assert calls[-1]["disk_limit_kb"] == 1000 and calls[-1]["disk_more_kb"] == 8192
 
 
 def test_the_disk_fix_runs_the_disk_lesson_again():
-    p = s.SPEC.validate(lessons=["disk"])
-    fixed = s.mitigate_disk.check({**p, "lessons": ["growth", "disk"]}, {"disk_limit_kb": 4096})
-    assert fixed["lessons"] == ["disk"] and fixed["disk_limit_kb"] == 4096
+    p = SPEC.validate()
+    fixed = d.lesson.mitigate.check(p, {"disk_limit_kb": 4096})
+    assert fixed["disk_limit_kb"] == 4096
     with pytest.raises(LabError, match="already has"):
-        s.mitigate_disk.check(p, {"disk_limit_kb": 1024})
+        d.lesson.mitigate.check(p, {"disk_limit_kb": 1024})
     with pytest.raises(LabError, match="DISK_MORE_KB=8192 is not more than DISK_LIMIT_KB=16384"):
-        s.mitigate_disk.check(p, {"disk_limit_kb": 16384})   # refused with the lesson's own rule, before it starts
+        d.lesson.mitigate.check(p, {"disk_limit_kb": 16384})   # refused with the lesson's own rule, before it starts

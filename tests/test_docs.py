@@ -92,7 +92,7 @@ def lesson_rows(doc: str, column: int) -> dict[tuple[str, str], str]:
     rows = {}
     for line in doc.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if line.startswith("|") and len(cells) > column and re.fullmatch(r"\d\d", cells[0]):
+        if line.startswith("|") and len(cells) > column and re.fullmatch(r"\d\d[a-z]?", cells[0]):
             rows[(cells[0], cells[1])] = cells[column]
     return rows
 

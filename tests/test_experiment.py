@@ -418,7 +418,7 @@ def _params_block() -> str:
 
 @pytest.mark.parametrize("entry", _scenarios())
 def test_parameters_table_matches_the_spec(entry):
-    spec = getattr(entry.module(), "SPEC", None)
+    spec = entry.lesson.spec if entry.lesson else getattr(entry.module(), "SPEC", None)
     if spec is None:
         pytest.skip(f"{entry.package}.{entry.scenario} has no SPEC")
     from lab.__main__ import params_markdown
@@ -531,51 +531,44 @@ def test_a_prediction_left_to_the_widget_reads_it_when_compared_and_none_says_so
     assert predict("Which way?", ["up", "down"]).against(None).startswith("This run did not measure it")
 
 
-def test_a_notebook_of_lessons_predicts_and_runs_each_lesson_in_its_own_section(capsys):
-    """Lessons.predict asks one lesson's question (PREDICTIONS by lesson, checked), run_lesson runs that lesson
-    alone or says it was left out, and together() joins the sections' results for the exercises and record()."""
-    from lab.experiment import Timeline
-    from lab.experiment.predict import predictions
-    from lab.scenarios.nb07_when_streams_stop import streams_stop
-    from lab.scenarios.nb07_when_streams_stop.streams_stop import StreamsStopResult
+def test_a_lesson_asks_its_question_checks_its_parameters_and_wraps_its_outcome(capsys):
+    """lab.experiment.lesson.Lesson: its question with its choices (a given answer checked), its parameters refused
+    before anything starts, and a result that shows, records and checks through its outcome and its exercises."""
+    from lab.experiment.lesson import Lesson, LessonResult
+    from lab.experiment.result import Exercise, expect
 
-    p = streams_stop.SPEC.validate(lessons=["poll_loop", "partitions"], par_partitions=[2], par_instances=[1, 3])
-    with pytest.raises(LabError, match="PREDICTIONS names no lesson \\['polling'\\]"):
-        streams_stop.predict("poll_loop", p, {"polling": "no, it moves on"})
-    with pytest.raises(LabError, match="not one of the answers"):   # the lesson's own choices
-        streams_stop.predict("poll_loop", p, {"poll_loop": 3})
-    guess = streams_stop.predict("partitions", p, {"partitions": 3}, show=False)
-    assert guess.lesson == "partitions" and "3 instances" in guess.question and guess.choices is None
+    class Outcome:
+        failed, audits = True, {"x": "verdict"}
 
-    skipped = streams_stop.run_lesson("lookups", cluster=None, **p)   # not in LESSONS: nothing starts
-    assert skipped.outcomes == {} and skipped.measured_answer() is None
-    assert "not run in this run" in skipped.lesson("lookups").explain()
+        def as_record(self):
+            return {"tiny": {"busy": 2}}
 
-    def section(lesson, t0, record, answer):
-        class Outcome:
-            failed, audits = lesson == "partitions", {}
-            def as_record(self):
-                return record
+        def verdict(self):
+            return "one idle"
 
-            def verdict(self):
-                return lesson
-        timeline = Timeline(t0)
-        timeline.add("run", lesson, t0 + 1)
-        return StreamsStopResult("streams_stop", {**p, "lessons": [lesson]}, f"run-{lesson}", timeline,
-                                 outcomes={lesson: Outcome()}, titles=dict(streams_stop.SCENARIO.titles),
-                                 peak_rss_mb={"apps": t0}, answers={lesson: answer})
-    poll = section("poll_loop", 100.0, {"poll_loop": {}}, "no, it moves on")
-    parallelism = section("partitions", 160.0, {"parallelism": {}}, 2)
-    assert poll.measured_answer() == "no, it moves on" and parallelism.measured_answer() == 2
-    guess.against(parallelism.measured_answer())
-    both = streams_stop.together(poll, skipped, parallelism)
-    assert isinstance(both, StreamsStopResult) and both.params["lessons"] == ["poll_loop", "partitions"]
-    assert both.failed and both.measured_answer("partitions") == 2 and both.measured_answer() is None
-    assert [(e.t, e.kind) for e in both.timeline.events] == [(1.0, "poll_loop"), (61.0, "partitions")]
-    assert both.peak_rss_mb == {"apps": 160.0} and both.as_record()["lessons"] == ["poll_loop", "partitions"]
-    assert predictions(guess) == {"predictions": {"partitions": {"prediction": 3, "prediction_measured": 2,
-                                                                 "prediction_right": False}}}
-
+    def body(lab, p):
+        raise AssertionError("no run here")
+    lesson = Lesson("tiny", "A tiny lesson", params=[Param("tiny_n", 3, "instances", lo=1, hi=4)], needs=lambda p: {},
+                    body=body, question=lambda p: (f"{p['tiny_n']} instances: how many work?", None),
+                    measured_answer=lambda record, p: record["tiny"]["busy"],
+                    exercises={1: Exercise(check=lambda r, a: expect(a == 2, "two"), solution=lambda r: 2, why="",
+                                           wrong=lambda r: 3)})
+    from lab.config import KAFKA_VERSION
+    assert lesson.needs({}) == {"nodes": 1, "version": KAFKA_VERSION, "broker_config": {}}
+    with pytest.raises(LabError, match="TINY_N"):
+        lesson.run(tiny_n=9)   # refused before anything starts: the body never runs
+    with pytest.raises(LabError, match="is not a number"):
+        lesson.predict(lesson.spec.defaults, "two", show=False)
+    guess = lesson.predict(lesson.spec.defaults, 3, show=False)
+    assert guess.question == "3 instances: how many work?" and guess.choices is None
+    r = lesson.result(Outcome(), tiny_n=3)
+    assert isinstance(r, LessonResult) and r.failed and r.verdict() == "one idle" and r.audits == {"x": "verdict"}
+    record = r.as_record()
+    assert record["tiny"] == {"busy": 2} and record["param_tiny_n"] == 3 and record["failure_reproduced"] is True
+    assert r.check(1, 2) and not r.check(1, None)
+    with pytest.raises(AssertionError, match="^Not quite: two"):
+        r.check(1, r.exercises[1].wrong(r))
+    assert lesson.mitigate.check(r.params, {"tiny_n": 2}) == {"tiny_n": 2}
 
 
 def test_the_prediction_line_is_shown_once_in_a_cell(capsys):
@@ -655,16 +648,22 @@ def test_the_mitigate_step_reruns_the_failure_with_the_fix_and_refuses_a_fix_tha
 
 
 def test_a_lessons_mitigate_step_records_under_its_own_key_and_does_not_run_for_a_lesson_left_out():
-    from lab.experiment.lessons import LessonsResult
     from lab.experiment.mitigate import NOT_RUN, Mitigate
     spec = Spec(Param("lessons", ["slow"], "lessons", choices=("slow",)), Param("caching", True, "the cache"))
     runs = []
 
+    @dataclass
+    class Slow(Result):
+        @property
+        def failed(self):
+            return self.params["caching"]
+
+        def verdict(self):
+            return "measured"
+
     def run(cluster=None, progress=True, **params):
         runs.append(params)
-        outcome = SimpleNamespace(failed=params["caching"], as_record=dict, verdict=lambda: "measured")
-        return LessonsResult("fake", spec.validate(**params), "x", Timeline(0), outcomes={"slow": outcome},
-                             titles={"slow": "1 · slow"})
+        return Slow("fake", spec.validate(**params), "x", Timeline(0))
 
     step = Mitigate(run, spec, base={"lessons": ["slow"]}, record_as="mitigation_slow")
     before = run(**spec.validate())
@@ -672,7 +671,7 @@ def test_a_lessons_mitigate_step_records_under_its_own_key_and_does_not_run_for_
     assert runs[-1] == {"lessons": ["slow"], "caching": False} and fixed.clean
     assert fixed.as_record()["mitigation_slow"]["fix"] == {"caching": False}
     # the lesson was left out of LESSONS: its result ran nothing, and neither does its Mitigate step
-    left_out = LessonsResult("fake", spec.validate(lessons=[]), "", Timeline(0), outcomes={})
+    left_out = Slow("fake", spec.validate(lessons=[]), "", Timeline(0))
     count = len(runs)
     skipped = step(left_out, caching=False)
     assert len(runs) == count and skipped.as_record() == {"mitigation_slow": None}

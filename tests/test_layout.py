@@ -1,4 +1,5 @@
-"""The layout CONTRIBUTING.md describes: one package per notebook, named after it, none importing another's."""
+"""The layout CONTRIBUTING.md describes: one package per chapter, named after it, none importing another's; one
+notebook per lesson, its module in its chapter's package."""
 import ast
 import json
 import re
@@ -10,18 +11,32 @@ ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "lab" / "scenarios"
 
 
-def test_every_notebook_has_its_package_its_expectations_and_its_scenario():
-    notebooks = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+def _folder(entry) -> Path:
+    return SCENARIOS / entry.package.rsplit(".", 1)[-1]
+
+
+def test_every_notebook_has_its_package_its_expectations_and_its_lesson():
+    notebooks = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))
     assert [e.name for e in COURSE] == notebooks
     for entry in COURSE:
-        assert (SCENARIOS / f"nb{entry.name}" / "__init__.py").exists()
+        assert (_folder(entry) / "__init__.py").exists()
         assert (ROOT / "tests" / "expectations" / f"nb{entry.number}.py").exists()
-        assert hasattr(entry.module(), "run"), f"{entry.package}.{entry.scenario} has no run()"
+        assert entry.lesson is not None or hasattr(entry.module(), "run"), f"{entry.package}.{entry.scenario}"
 
 
-def test_scenarios_holds_the_registry_and_one_entry_per_notebook_only():
+def test_a_chapters_lessons_are_lesson_notebooks_lettered_in_order():
+    from lab.experiment.lesson import Lesson
+    chaptered = [e for e in COURSE if e.chapter]
+    assert chaptered, "no chapter of lesson notebooks"
+    for entry in chaptered:
+        assert isinstance(entry.lesson, Lesson), entry.name
+        siblings = [e.number for e in COURSE if e.chapter == entry.chapter]
+        assert siblings == [f"{entry.number[:2]}{chr(ord('a') + i)}" for i in range(len(siblings))], siblings
+
+
+def test_scenarios_holds_the_registry_and_one_entry_per_chapter_only():
     entries = sorted(p.name for p in SCENARIOS.iterdir() if p.name != "__pycache__")
-    assert entries == sorted(["__init__.py", *(f"nb{e.name}" for e in COURSE)])
+    assert entries == sorted({"__init__.py", *(_folder(e).name for e in COURSE)})
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:
@@ -37,7 +52,7 @@ def _imports(path: Path) -> list[tuple[int, str]]:
 
 def test_no_notebook_package_imports_another():
     for entry in COURSE:
-        for path in (SCENARIOS / f"nb{entry.name}").glob("*.py"):
+        for path in _folder(entry).glob("*.py"):
             for level, module in _imports(path):
                 absolute = module if level == 0 else None
                 assert not (level == 2 and re.match(r"nb\d\d_", module)), f"{path.name} imports ..{module}"
@@ -51,7 +66,7 @@ def test_no_notebook_package_imports_another():
 
 def test_the_registry_finds_notebooks_and_cites_sources_by_title():
     assert notebook("03").scenario == "quota_fencing"
-    assert notebook("07_when_streams_stop").package == "lab.scenarios.nb07_when_streams_stop"
+    assert notebook("07a").package == notebook("07d_broker_bounce").package == "lab.scenarios.nb07_when_streams_stop"
     table = course_table()
     assert "seed" not in table.lower() and "issue" not in table.lower()
     assert "Tales from running Kafka Streams in Production" in table
@@ -71,14 +86,16 @@ def _learner_text():
         for i, cell in enumerate(json.loads(path.read_text())["cells"]):
             yield f"{path.name} cell {i}", "".join(cell["source"])
     for entry in COURSE:
-        for param in entry.module().SPEC.params:
+        spec = entry.lesson.spec if entry.lesson else entry.module().SPEC
+        for param in spec.params:
             yield f"{entry.scenario}.{param.name}", param.help
-    results = {cls for entry in COURSE for cls in vars(entry.module()).values()
+    results = {cls for entry in COURSE if not entry.lesson for cls in vars(entry.module()).values()
                if isinstance(cls, type) and issubclass(cls, Result) and cls.exercises}
-    assert len(results) == len(COURSE), results   # every notebook's exercises are read
-    for cls in results:
-        for number, exercise in cls.exercises.items():
-            yield f"{cls.__name__} exercise {number}", exercise.why
+    lessons = [entry.lesson for entry in COURSE if entry.lesson and entry.lesson.exercises]
+    assert len(results) + len(lessons) == len(COURSE), results   # every notebook's exercises are read
+    for where, exercises in [*((c.__name__, c.exercises) for c in results), *((l.key, l.exercises) for l in lessons)]:
+        for number, exercise in exercises.items():
+            yield f"{where} exercise {number}", exercise.why
 
 
 def test_learner_text_has_no_internal_words():

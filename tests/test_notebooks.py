@@ -43,8 +43,11 @@ STOP_AFTER_S = 3   # the panel's Stop is clicked this long after its Run
 NOISE = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (WARN|INFO|ERROR) |^WARNING: |Using Spark's default log4j"
                    r"|^%\d\|\d+\.\d+\|")
 SECTIONS = ["## Setup", "## Parameters", "## Try it yourself", "## Exercises", "## Recorded results"]
-# A notebook of lessons (04 to 07) gives each lesson its own section, its exercises in it: no "## Exercises".
+# A notebook of lessons (02, 03, 05) gives each lesson its own section, its exercises in it: no "## Exercises".
 LESSON_SECTIONS = [s for s in SECTIONS if s != "## Exercises"]
+# A lesson notebook (lab.experiment.lesson): one lesson's steps, in order.
+LESSON_NOTEBOOK_SECTIONS = ["## Setup", "## Parameters", "## The setting", "## Predict", "## Run", "## Observe",
+                            "## Explain", "## Mitigate", "## Exercises", "## Try it yourself", "## Recorded results"]
 
 
 def expectations(name: str):
@@ -146,33 +149,6 @@ def test_notebook(name: str, variant: str, tmp_path: Path):
     assert_quiet(output)
 
 
-@pytest.mark.notebook
-def test_a_notebook_runs_to_its_end_whichever_lessons_it_runs(tmp_path: Path):
-    """Notebook 07 with one lesson of four: every other lesson's section says it did not run, its Predict
-    question says it was not measured, and the results are recorded."""
-    name = "07_when_streams_stop"
-    output = tmp_path / f"{name}.ipynb"
-    # (no fix to run: an empty FIX_PARTITIONS skips its Mitigate step, which the notebook's own tests run)
-    parameters = {"LESSONS": ["partitions"], "PAR_PARTITIONS": [2], "PAR_INSTANCES": [1, 3], "PAR_WINDOW_S": 5,
-                  "FIX_PARTITIONS": {}, "PREDICTIONS": {"poll_loop": "yes, it keeps reading the same batch"},
-                  "INTERACTIVE": False}
-    papermill.execute_notebook(
-        str(NOTEBOOK_DIR / f"{name}.ipynb"), str(output), parameters=parameters, kernel_name="python3",
-        cwd=str(NOTEBOOK_DIR), execution_timeout=CELL_TIMEOUT, log_output=True,
-        stdout_file=sys.stdout, stderr_file=sys.stderr, progress_bar=False)
-    results = read_results(output)
-    # three instances on two partitions: one has no task (the lesson's failure), and nothing else ran
-    assert results["lessons"] == ["partitions"] and results["failure_reproduced"] is True, results["verdict"]
-    assert results["parallelism"]["p2_n3"]["idle_instances"] == 1 and "poll_loop" not in results, results
-    poll = results["predictions"]["poll_loop"]
-    assert poll["prediction"] == parameters["PREDICTIONS"]["poll_loop"] and poll["prediction_measured"] is None, poll
-    assert results["predictions"]["partitions"]["prediction_measured"] == 2, results["predictions"]   # 2 of 3 busy
-    shown = "".join(o.get("text", "") + str(o.get("data", {}).get("text/markdown", ""))
-                    for c in nbformat.read(output, as_version=4).cells for o in c.get("outputs", []))
-    assert "not run in this run" in shown and "This run did not measure it" in shown
-    assert_quiet(output)
-
-
 def check_panel(results: dict, fails: bool) -> None:
     """The panel's runs, clicked by with_panel_clicks: the verdict, a Stop that stops, nothing left."""
     outcome = results["panel_cluster_up"]
@@ -230,8 +206,8 @@ def test_notebook_surface(name: str):
     assert len(titles) == 1, f"{name}: exactly one level-1 heading, found {titles}"
     assert headings[0] == titles[0], f"{name}: the title comes first, before {headings[0]!r}"
     in_lessons = _lessons(name) or _mitigates(name)   # its exercises are in its lessons' sections
-    wanted = LESSON_SECTIONS if in_lessons else SECTIONS
-    sections = [h for h in headings if h in SECTIONS]
+    wanted = LESSON_NOTEBOOK_SECTIONS if _is_lesson(name) else LESSON_SECTIONS if in_lessons else SECTIONS
+    sections = [h for h in headings if h in wanted]
     missing = [s for s in wanted if s not in sections]
     assert not missing, f"{name}: missing sections {missing}"
     assert sections == wanted, f"{name}: sections out of order: {sections}"
@@ -249,13 +225,16 @@ def test_solutions_stay_hidden_until_the_learner_asks(name: str):
     assert "olution" not in code, f"{name}: a code cell holds a solution"
 
 
+def _is_lesson(name: str) -> bool:
+    """A lesson notebook: its module's `lesson` is a lab.experiment.lesson.Lesson."""
+    return next(e for e in COURSE if e.name == name).lesson is not None
+
+
 def _lessons(name: str) -> list[str]:
-    """The lessons of a notebook made of lessons (its scenario is lab.experiment.lessons.Lessons, or has LESSONS
-    beside its own run_lesson, as 05's), else []."""
-    from lab.experiment.lessons import Lessons
+    """The lessons of a notebook made of lessons (its scenario module has LESSONS, lab.experiment.parts.Parts, beside
+    its run_lesson: 02, 03, 05), else []."""
     module = next(e for e in COURSE if e.name == name).module()
-    scenario = getattr(module, "SCENARIO", None)
-    return list(scenario.modules) if isinstance(scenario, Lessons) else list(getattr(module, "LESSONS", []))
+    return list(getattr(module, "LESSONS", []))
 
 
 def _mitigates(name: str) -> bool:
@@ -327,7 +306,7 @@ def test_the_learner_predicts_before_the_run_and_the_run_answers(name: str):
     code = ["".join(c["source"]) for c in _cells(name) if c["cell_type"] == "code"]
     lessons = _lessons(name)
     if not lessons:
-        asked = [i for i, src in enumerate(code) if re.search(r"^guess = predict\(", src, re.M)]
+        asked = [i for i, src in enumerate(code) if re.search(r"^guess = (lesson\.)?predict\(", src, re.M)]
         ran = [i for i, src in enumerate(code) if re.search(r"^result = \w+\.run\(", src, re.M)]
         assert len(asked) == 1 and len(ran) == 1 and asked[0] < ran[0], (name, asked, ran)
         assert "guess.against(result.measured_answer())" in code[ran[0]], name

@@ -1,13 +1,13 @@
-"""Notebook 07's poll-interval lesson (lab/scenarios/nb07_when_streams_stop/poll_loop.py): its arithmetic and its refusals."""
+"""Lesson 07a, slow work between two polls (lab/scenarios/nb07_when_streams_stop/poll_loop.py): its arithmetic, its
+refusals and its exercises."""
 import re
 
 import pytest
 
 from lab.errors import LabError
-from lab.experiment import Spec
 from lab.scenarios.nb07_when_streams_stop import poll_loop
 
-SPEC = Spec(*poll_loop.PARAMS, rules=poll_loop.RULES)
+SPEC = poll_loop.lesson.spec
 # 400 records x 20 ms = 8 s of work per poll against a 6 s interval: dropped at 6 s, the commit fails at 8 s.
 # Streams: one record of 9 s against the same 6 s interval.
 SMALL = dict(poll_batch=400, poll_work_ms=20, poll_records=450, poll_interval_ms=6000,
@@ -34,28 +34,23 @@ def test_bad_parameters_are_refused_before_anything_starts(values, message):
         SPEC.validate(**values)
 
 
-# The live run (real consumers on a real broker) is notebook 07's test: tests/expectations/nb07.py asserts every
+# The live run (real consumers on a real broker) is lesson 07a's test: tests/expectations/nb07a.py asserts every
 # variant of it, failure and CONTROL, so it is not run a second time here.
 
 
 def test_exercise_1_is_judged_on_what_looped_in_this_run_and_on_the_arithmetic_elsewhere(capsys):
-    from lab.experiment import Timeline
-    from lab.scenarios.nb07_when_streams_stop import streams_stop
-    from lab.scenarios.nb07_when_streams_stop.streams_stop import StreamsStopResult
     p = SPEC.validate(**SMALL)
 
     def result(looped: dict):
         rows = [{"client": name.split("/")[0], "fix": name.split("/")[1], "looped": loop}
                 for name, loop in looped.items()]
-        return StreamsStopResult("streams_stop", p, "run-1", Timeline(0.0),
-                                 outcomes={"poll_loop": poll_loop.Outcome(rows, {})},
-                                 titles=dict(streams_stop.SCENARIO.titles))
+        return poll_loop.lesson.result(poll_loop.Outcome(rows, {}), **p)
 
-    one = StreamsStopResult.exercises[1]
+    one = poll_loop.lesson.exercises[1]
     measured = {"java/none": True, "java/max_poll_records_1": False, "streams/none": True,
                 "streams/max_poll_records_1": True}
     r = result(measured)
-    assert r.check(1, one.solution(r)) and r.check(1, streams_stop.loops)
+    assert r.check(1, one.solution(r)) and r.check(1, poll_loop.loops)
     assert not r.check(1, None) and "`.solution(1)` on the same result" in capsys.readouterr().out
     for answer, hint in [
             (one.wrong(r), "loops('streams', 'max_poll_records_1', p) = False, but in this run it looped"),
@@ -69,14 +64,12 @@ def test_exercise_1_is_judged_on_what_looped_in_this_run_and_on_the_arithmetic_e
     odd = result({**measured, "java/none": False})
     with pytest.raises(AssertionError, match="^Not quite: loops\\('java', 'none', p\\) = True, but in this run it "
                                              "read on"):
-        odd.check(1, streams_stop.loops)
+        odd.check(1, poll_loop.loops)
     # nothing looped (the control, its settings): the same function is right, the tempting one still refused
-    control = StreamsStopResult("streams_stop", {**p, "poll_interval_ms": 20_000}, "run-2", Timeline(0.0),
-                                outcomes={"poll_loop": poll_loop.Outcome(
-                                    [{"client": "java", "fix": f, "looped": False}
-                                     for f in ("longer_interval", "pause_resume")], {})},
-                                titles=dict(streams_stop.SCENARIO.titles))
-    assert control.check(1, streams_stop.loops)
+    control = poll_loop.lesson.result(poll_loop.Outcome([{"client": "java", "fix": f, "looped": False}
+                                                         for f in ("longer_interval", "pause_resume")], {}),
+                                      **{**p, "poll_interval_ms": 20_000})
+    assert control.check(1, poll_loop.loops)
     with pytest.raises(AssertionError, match="^Not quite: "):
         control.check(1, one.wrong(control))
 
@@ -84,17 +77,12 @@ def test_exercise_1_is_judged_on_what_looped_in_this_run_and_on_the_arithmetic_e
 def test_exercise_2_an_interval_too_short_or_too_long_is_refused_before_anything_runs(monkeypatch):
     """The experiment itself runs in the notebook's tests; here, what is refused without running it, and the
     solution's arithmetic: a quarter more than the work, rounded up to a second, within the bounds."""
-    from lab.experiment import Timeline
-    from lab.scenarios.nb07_when_streams_stop import streams_stop
-    from lab.scenarios.nb07_when_streams_stop.streams_stop import StreamsStopResult
-
     def never_run(**params):
         raise AssertionError(f"the experiment ran: {params}")
-    monkeypatch.setattr(streams_stop.SCENARIO, "run", never_run)
-    p = streams_stop.SPEC.validate(lessons=["poll_loop"], **SMALL)
-    r = StreamsStopResult("streams_stop", p, "run-1", Timeline(0.0), outcomes={"poll_loop": poll_loop.Outcome([], {})},
-                          titles=dict(streams_stop.SCENARIO.titles))
-    two = StreamsStopResult.exercises[2]
+    monkeypatch.setattr(poll_loop.lesson, "run", never_run)
+    p = SPEC.validate(**SMALL)
+    r = poll_loop.lesson.result(poll_loop.Outcome([], {}), **p)
+    two = poll_loop.lesson.exercises[2]
     assert two.solution(r) == 10_000 and two.wrong(r) == 7000        # 8 s of work
     for answer, hint in [(5000, "below 6000 ms"), (12_001, "more than half as long again"), ("10 s", "whole number"),
                          (True, "whole number")]:
@@ -103,8 +91,7 @@ def test_exercise_2_an_interval_too_short_or_too_long_is_refused_before_anything
     with pytest.raises(AssertionError, match="the experiment ran"):   # within the bounds: it runs the lesson
         r.check(2, 9000)
     # 2 s of work: the broker's 6 s minimum session is the floor, and half again too long is the wrong answer
-    short = StreamsStopResult("streams_stop", {**p, "poll_batch": 100}, "run-2", Timeline(0.0),
-                              outcomes={"poll_loop": poll_loop.Outcome([], {})}, titles=r.titles)
+    short = poll_loop.lesson.result(poll_loop.Outcome([], {}), **{**p, "poll_batch": 100})
     assert two.solution(short) == 6000 and two.wrong(short) == 7000
     with pytest.raises(AssertionError, match="more than half as long again"):
         short.check(2, two.wrong(short))

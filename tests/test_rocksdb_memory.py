@@ -1,4 +1,4 @@
-"""Notebook 06's RocksDB memory lesson (lab/scenarios/nb06_state_in_production/rocksdb_memory.py): its refusals, its arithmetic, and the
+"""Lesson 06c, RocksDB's memory as the partitions grow (lab/scenarios/nb06_state_in_production/rocksdb_memory.py): its refusals, its arithmetic, and the
 outcome of measured rows (synthetic here: the live run is the notebook's test)."""
 import pytest
 
@@ -114,10 +114,7 @@ def test_partition_counts_run_one_round_at_a_time():
 
 
 def _state_result(p, outcome):
-    from lab.experiment import Timeline
-    from lab.scenarios.nb06_state_in_production import state_in_production as state
-    return state.StateResult("state_in_production", state.SPEC.validate(lessons=["memory"], **p), "run-1",
-                             Timeline(0.0), outcomes={"memory": outcome}, titles=dict(state.SCENARIO.titles))
+    return memory.lesson.result(outcome, **p)
 
 
 def test_the_predict_question_asks_about_the_bound_and_the_run_answers_it():
@@ -133,17 +130,17 @@ def test_the_predict_question_asks_about_the_bound_and_the_run_answers_it():
     assert memory.measured_answer(record, {**p, "memory_partitions": [1, 4]}) is None   # no row at 4
 
 
-def test_exercise_3_the_partitions_a_budget_holds_at_the_measured_memory_per_instance():
+def test_the_exercise_the_partitions_a_budget_holds_at_the_measured_memory_per_instance():
     p = SPEC.validate(memory_partitions=[1, 8])
     rows = [row(p, "default", 1, 20, 32, 56), row(p, "default", 8, 160, 259, 420)]   # 419 MB for 16 instances
     r = _state_result({"memory_partitions": [1, 8]}, memory.Outcome(rows, 128, 2, 24))
-    three = type(r).exercises[3]
-    assert three.solution(r) == 2048 // (2 * 419 / 16) == 39 and r.check(3, 39) and r.check(3, 40)
+    three = memory.lesson.exercises[1]
+    assert three.solution(r) == 2048 // (2 * 419 / 16) == 39 and r.check(1, 39) and r.check(1, 40)
     for answer, hint in [(three.wrong(r), "one instance of every store: 2 of them"), (10, "not about 2,048 MB"),
                          ("39", "whole number")]:
         with pytest.raises(AssertionError, match=f"^Not quite: .*{hint}"):
-            r.check(3, answer)
+            r.check(1, answer)
     bounded_only = _state_result({"memory_configs": ["bounded"], "memory_partitions": [1, 8]},
                                  memory.Outcome([row(p, "bounded", 8, 52, 128, 126)], 128, 2, 24))
     with pytest.raises(LabError, match="default RocksDB options were not run in this run"):
-        bounded_only.check(3, 39)
+        bounded_only.check(1, 39)

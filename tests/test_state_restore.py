@@ -1,4 +1,4 @@
-"""Notebook 06's restore lesson (lab/scenarios/nb06_state_in_production/state_restore.py): its refusals, its arithmetic, and the outcome
+"""Lesson 06b, a restart after a crash (lab/scenarios/nb06_state_in_production/state_restore.py): its refusals, its arithmetic, and the outcome
 it draws from measured rows. The live run (Kafka Streams apps killed and restarted on a real broker) is the
 notebook's test."""
 import re
@@ -135,40 +135,30 @@ def test_evidence_lines_keep_their_stamp():
     assert s._stamped(0.5, "Caused by: boom").startswith("1970-01-01 00:00:00,500 Caused by: boom")
 
 
-def test_exercise_2_ten_gib_at_the_measured_exactly_once_rate(capsys):
-    from lab.experiment import Timeline
-    from lab.scenarios.nb06_state_in_production import state_in_production
-    from lab.scenarios.nb06_state_in_production.state_in_production import StateResult
-
+def test_the_exercise_ten_gib_at_the_measured_exactly_once_rate(capsys):
     def result(outcome, modes=("eos", "alos", "standby")):
-        outcomes = {} if outcome is None else {"restore": outcome}
-        return StateResult("state_in_production", {"restore_modes": list(modes)}, "run-1", Timeline(0.0),
-                           outcomes=outcomes, titles=dict(state_in_production.SCENARIO.titles))
+        return s.lesson.result(outcome, restore_modes=list(modes))
 
-    two = StateResult.exercises[2]
+    two = s.lesson.exercises[1]
     crashed = result(s.Outcome([row("eos", 32, 33_223, 33_223, 0.43, 2.1, wiped=True),
                                 row("eos", 64, 66_446, 66_446, 0.60, 2.3, wiped=True),
                                 row("alos", 64, 12_545, 66_447, 0.15, 1.4)], "4.3.1", "kill"))
-    rate = crashed.lesson("restore").rate("eos")["mb_s"]
+    rate = crashed.outcome.rate("eos")["mb_s"]
     assert rate == 106.7 and two.solution(crashed) == round(10 * 1024 / rate, 1) == 96.0
-    assert crashed.check(2, 96.0) and crashed.check(2, 100)
-    assert not crashed.check(2, None) and "`.solution(2)` on the same result" in capsys.readouterr().out
+    assert crashed.check(1, 96.0) and crashed.check(1, 100)
+    assert not crashed.check(1, None) and "`.solution(1)` on the same result" in capsys.readouterr().out
     for answer, hint in [(two.wrong(crashed), "10 GiB is 10,240 MB"), (1.6, "in seconds, not minutes"),
                          (0, "is not 10,240 MB / the measured 106.7 MB/s"), (120, "not 10,240 MB"), ("96", "number")]:
         with pytest.raises(AssertionError, match=f"^Not quite: .*{re.escape(hint)}"):
-            crashed.check(2, answer)
+            crashed.check(1, answer)
 
     # a clean shutdown writes the checkpoint: nothing is replayed, and a 10 GiB changelog costs no restore
     clean = result(s.Outcome([row("eos", 8, 0, 8_308, 0.03, 2.3, shutdown="clean"),
                               row("alos", 8, 0, 8_309, 0.10, 2.5, shutdown="clean")], "4.3.1", "clean"))
-    assert two.solution(clean) == 0 and clean.check(2, 0)
+    assert two.solution(clean) == 0 and clean.check(1, 0)
     with pytest.raises(AssertionError, match="^Not quite: this run's exactly-once restarts replayed nothing"):
-        clean.check(2, two.wrong(clean))   # the time back to processing, taken for a restore
+        clean.check(1, two.wrong(clean))   # the time back to processing, taken for a restore
 
-    # no exactly-once mode, or no restore lesson at all: the exercise asks for them
+    # no exactly-once mode: the exercise asks for one
     with pytest.raises(LabError, match="add 'eos' to RESTORE_MODES"):
         two.solution(result(s.Outcome([row("alos", 8, 10, 8_309, 0.10, 2.5)], "4.3.1", "kill"), modes=["alos"]))
-    for attempt in (lambda: result(None).check(2, 96), lambda: two.solution(result(None)),
-                    lambda: two.wrong(result(None))):
-        with pytest.raises(LabError, match="not run in this run"):
-            attempt()

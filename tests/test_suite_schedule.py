@@ -16,7 +16,7 @@ def test_a_side_lane_takes_the_shortest_module_then_the_short_light_notebooks_an
     assert next_unit([NOTEBOOK, BROWSER, MODULE, LIGHT, CONTROL], side_lane=True) == LIGHT    # modules first, shortest
     assert next_unit([NOTEBOOK, BROWSER, MODULE, CONTROL], side_lane=True) == MODULE
     assert next_unit([NOTEBOOK, BROWSER, CONTROL], side_lane=True) == CONTROL    # then the last notebook run, if light
-    heavy_control = "tests/test_notebooks.py::test_notebook[07_when_streams_stop[control]]"
+    heavy_control = "tests/test_notebooks.py::test_notebook[07a_poll_loop[control]]"
     assert next_unit([heavy_control, BROWSER], side_lane=True) is None   # never a heavy one: the side lane is done
 
 
@@ -28,10 +28,10 @@ def test_a_notebook_lane_takes_notebooks_first_then_helps_with_the_rest():
 
 
 def test_the_longest_first_and_never_two_heavy_units_in_a_row():
-    streams_stop = "tests/test_notebooks.py::test_notebook[07_when_streams_stop[failure]]"
+    state = "tests/test_notebooks.py::test_notebook[03_quota_driven_fencing[failure]]"
     assert unit_order([LIGHT, MODULE, NOTEBOOK]) == [NOTEBOOK, MODULE, LIGHT]
-    # by length 07's failure run, then the browser tests: both heavy, so the CONTROL run goes between them
-    assert unit_order([LIGHT, CONTROL, BROWSER, streams_stop]) == [streams_stop, CONTROL, BROWSER, LIGHT]
+    # by length the browser tests, then 03's failure run: both heavy, so the CONTROL run goes between them
+    assert unit_order([LIGHT, CONTROL, BROWSER, state]) == [BROWSER, CONTROL, state, LIGHT]
 
 
 def test_the_workers_beyond_the_notebook_lanes_are_side_lanes_and_run_at_a_lower_priority():

@@ -1,16 +1,16 @@
-"""Notebook 07's parallelism and lookup lessons (lab/scenarios/nb07_when_streams_stop/partition_parallelism.py, slow_lookups.py): their
-arithmetic and their refusals."""
+"""Lessons 07b and 07c, more instances for a busy app and a lookup per record
+(lab/scenarios/nb07_when_streams_stop/partition_parallelism.py, slow_lookups.py): their arithmetic, refusals and
+exercises."""
 import re
 
 import pytest
 
 from lab.errors import LabError
-from lab.experiment import Spec
 from lab.scenarios.nb07_when_streams_stop import partition_parallelism
 from lab.scenarios.nb07_when_streams_stop import slow_lookups
 
-PAR = Spec(*partition_parallelism.PARAMS, rules=partition_parallelism.RULES)
-LOOKUP = Spec(*slow_lookups.PARAMS, rules=slow_lookups.RULES)
+PAR = partition_parallelism.lesson.spec
+LOOKUP = slow_lookups.lesson.spec
 
 
 @pytest.mark.parametrize("spec, values, message", [
@@ -31,76 +31,37 @@ def test_the_lookup_arithmetic():
     assert slow_lookups.capacity(p, "batch") == 1000
 
 
-# The live runs (Kafka Streams apps on a real broker) are notebook 07's test: tests/expectations/nb07.py asserts
-# them, failure and CONTROL, so they are not run a second time here.
+# The live runs (Kafka Streams apps on a real broker) are lessons 07b's and 07c's tests: tests/expectations/nb07b.py
+# and nb07c.py assert them, so they are not run a second time here.
 
 
-def test_notebook_07_refuses_only_what_its_chosen_lessons_cannot_take():
-    from lab.scenarios.nb07_when_streams_stop import streams_stop
-    with pytest.raises(LabError, match="LESSONS is empty"):
-        streams_stop.SPEC.validate(lessons=[])
-    with pytest.raises(LabError, match="JVMs at once"):
-        streams_stop.SPEC.validate(lessons=["partitions"], par_instances=[3, 4, 5])
-    # The same instances are no concern when the parallelism lesson does not run.
-    assert streams_stop.SPEC.validate(lessons=["poll_loop"], par_instances=[3, 4, 5])["lessons"] == ["poll_loop"]
-
-
-def test_a_lesson_that_did_not_run_says_so_and_an_exercise_about_it_asks_to_run_it_first():
-    from lab.experiment import Timeline
-    from lab.scenarios.nb07_when_streams_stop import streams_stop
-    from lab.scenarios.nb07_when_streams_stop.streams_stop import StreamsStopResult
-    ran = StreamsStopResult("streams_stop", streams_stop.SPEC.validate(lessons=["partitions"]), "run-1", Timeline(0.0),
-                            outcomes={}, titles=dict(streams_stop.SCENARIO.titles))
-    missing = ran.lesson("poll_loop")
-    assert "not run in this run" in missing.figure().data and "not run" in missing.explain()
-    assert missing.audits == {}
-    assert not ran.check(1, None)   # not answered: nothing asked of the lesson yet
-    for number, answer in ((1, streams_stop.loops), (2, 10_000), (3, 3), (4, streams_stop.keeps_up),
-                           (5, streams_stop.dies)):
-        exercise = StreamsStopResult.exercises[number]
-        # the check, the solution and the tempting wrong answer all ask to run the lesson first
-        for attempt in (lambda: ran.check(number, answer), lambda: exercise.solution(ran),
-                        lambda: exercise.wrong(ran)):
-            with pytest.raises(LabError, match="not run in this run"):
-                attempt()
-    with pytest.raises(LabError, match="no lesson 'polling'"):
-        ran.lesson("polling")
-
-
-def test_exercise_4_which_modes_keep_up_judged_where_the_budget_is_clear(capsys):
-    from lab.experiment import Timeline
-    from lab.scenarios.nb07_when_streams_stop import streams_stop
-    from lab.scenarios.nb07_when_streams_stop.streams_stop import StreamsStopResult
-
+def test_which_modes_keep_up_is_judged_where_the_budget_is_clear(capsys):
     def result(rate: float, kept: dict):
-        p = streams_stop.SPEC.validate(lessons=["lookups"], lookup_latency_ms=50, lookup_rate=rate, lookup_threads=4,
-                                       lookup_batch=50)
         rows = [{"mode": mode, "input_per_s": rate, "keeps_up": up} for mode, up in kept.items()]
-        return StreamsStopResult("streams_stop", p, "run-1", Timeline(0.0),
-                                 outcomes={"lookups": slow_lookups.Outcome(rows, {}, 50, 0)},
-                                 titles=dict(streams_stop.SCENARIO.titles))
+        return slow_lookups.lesson.result(slow_lookups.Outcome(rows, {}, 50, 0), lookup_latency_ms=50,
+                                          lookup_rate=rate, lookup_threads=4, lookup_batch=50)
 
-    four = StreamsStopResult.exercises[4]
+    four = slow_lookups.lesson.exercises[1]
     # 50 records/s at 50 ms: plain's budget is 20 (behind), batch's 1000, threads' 80 (too close to judge)
     behind = result(50, {"plain": False, "cache": True, "batch": True, "threads": True})
-    assert four.solution(behind) is streams_stop.keeps_up and behind.check(4, streams_stop.keeps_up)
-    assert not behind.check(4, None) and "`.solution(4)` on the same result" in capsys.readouterr().out
+    assert four.solution(behind) is slow_lookups.keeps_up and behind.check(1, slow_lookups.keeps_up)
+    assert not behind.check(1, None) and "`.solution(1)` on the same result" in capsys.readouterr().out
     for answer, hint in [(four.wrong(behind), "keeps_up('batch', p) = False, but in this run it kept up"),
                          (lambda mode, p: True, "keeps_up('plain', p) = True, but in this run it fell behind"),
                          (lambda mode, p: mode != "plain" or p["lookup_rate"] <= 20,
                           "LOOKUP_THREADS=1, LOOKUP_RATE=40"),
                          (lambda mode, p: None, "returned None"), (20, "is not a function")]:
         with pytest.raises(AssertionError, match=f"^Not quite: .*{re.escape(hint)}"):
-            behind.check(4, answer)
+            behind.check(1, answer)
     # A run that measured otherwise where the budget is close is not held against the function: threads at 50 of 80
     close = result(50, {"plain": False, "batch": True, "threads": False})
-    assert close.check(4, streams_stop.keeps_up)
+    assert close.check(1, slow_lookups.keeps_up)
     # Within one thread's budget (10 of 20) everything keeps up: the one-call theory is refused at other settings
     within = result(10, {"plain": True, "batch": True, "threads": True})
-    assert within.check(4, streams_stop.keeps_up)
+    assert within.check(1, slow_lookups.keeps_up)
     with pytest.raises(AssertionError, match=r"^Not quite: keeps_up\('batch', p\) = False, but with "
                                              "LOOKUP_RATE=60, by the budget, it keeps up"):
-        within.check(4, four.wrong(within))
+        within.check(1, four.wrong(within))
 
 
 def test_the_predict_questions_of_the_parallelism_and_lookup_lessons():
@@ -116,38 +77,31 @@ def test_the_predict_questions_of_the_parallelism_and_lookup_lessons():
     assert slow_lookups.measured_answer(lookups, LOOKUP.validate(lookup_modes=["cache"])) == "yes, it keeps up"
 
 
-def test_exercise_3_the_fewest_partitions_for_the_input_is_an_experiment(monkeypatch, capsys):
-    """Exercise 3 runs the partitions lesson again on the learner's partition count; what it measured decides.
-    Too few partitions (their threads cannot reach the input's rate) and more than the fewest are refused before
-    anything runs."""
-    from lab.experiment import Timeline
-    from lab.scenarios.nb07_when_streams_stop import streams_stop
-    from lab.scenarios.nb07_when_streams_stop.streams_stop import StreamsStopResult
-    p = streams_stop.SPEC.validate(lessons=["partitions"], par_partitions=[2, 4], par_instances=[1, 4], par_work_ms=20,
-                                   par_window_s=5)
-    r = StreamsStopResult("streams_stop", p, "run-1", Timeline(0.0),
-                          outcomes={"partitions": partition_parallelism.Outcome([], 20)},
-                          titles=dict(streams_stop.SCENARIO.titles))
+def test_the_fewest_partitions_for_the_input_is_an_experiment(monkeypatch, capsys):
+    """The exercise runs the lesson again on the learner's partition count; what it measured decides. Too few
+    partitions (their threads cannot reach the input's rate) and more than the fewest are refused before anything
+    runs."""
+    lesson = partition_parallelism.lesson
+    p = dict(par_partitions=[2, 4], par_instances=[1, 4], par_work_ms=20, par_window_s=5)
+    r = lesson.result(partition_parallelism.Outcome([], 20), **p)
     calls, measured = [], {"records_per_s": 140.0}
 
     def rerun(**params):
         calls.append(params)
         row = {"records_per_s": measured["records_per_s"], "busy_instances": params["par_instances"][0]}
-        outcome = partition_parallelism.Outcome([row], params["par_work_ms"])
-        return StreamsStopResult("streams_stop", p, "run-2", Timeline(0.0), outcomes={"partitions": outcome},
-                                 titles=r.titles)
-    monkeypatch.setattr(streams_stop.SCENARIO, "run", rerun)
-    three = StreamsStopResult.exercises[3]
-    assert streams_stop.target_rate(p) == 125 and three.solution(r) == 3 and three.wrong(r) == 2
+        return lesson.result(partition_parallelism.Outcome([row], params["par_work_ms"]), run_id="run-2", **p)
+    monkeypatch.setattr(lesson, "run", rerun)
+    three = lesson.exercises[1]
+    assert partition_parallelism.target_rate(r.params) == 125 and three.solution(r) == 3 and three.wrong(r) == 2
     for answer, hint in [(2, "short of 125"), (0, "short of 125"), (4, "fewer would too"), (40, "fewer would too"),
                          ("3", "whole number"), (2.5, "whole number")]:
         with pytest.raises(AssertionError, match=f"^Not quite: .*{hint}"):
-            r.check(3, answer)
+            r.check(1, answer)
     assert calls == []   # refused before anything runs
-    assert r.check(3, 3)
-    assert calls == [{"cluster": None, "lessons": ["partitions"], "par_partitions": [3], "par_instances": [3],
+    assert r.check(1, 3)
+    assert calls == [{"cluster": None, "par_partitions": [3], "par_instances": [3],
                       "par_work_ms": 20, "par_window_s": 5}]
     assert "Measured: 140 records/s with 3 busy instance(s), against 125 records/s" in capsys.readouterr().out
     measured["records_per_s"] = 110.0   # a machine too busy to keep up: what was measured decides
     with pytest.raises(AssertionError, match="measured 110 records/s, short of 125"):
-        r.check(3, 3)
+        r.check(1, 3)

@@ -6,6 +6,7 @@
 - timeline         one event schema, one figure, one colour vocabulary
 - result.Result    what every scenario returns: as_record(), table(), figure(), verdict()
 - panel.panel      the tune-and-re-run panel, generated from a Spec
+- lesson.Lesson    one lesson of a lesson notebook: spec, needs, run, question, Mitigate step, exercises
 - predict.predict  a lesson's Predict step: a question before the run, its answer beside the measurement
 - admin            where topics and consumer groups stand: end offsets, committed offsets (read, set),
                    topic configs, transactional ids the coordinator expired

@@ -7,7 +7,7 @@ parameters (the runs it makes), and runs alone by leaving the other lessons' gro
     guess.against(clients.measured_answer())
     result = LESSONS.together(clients, ...)       # every section's result as one: exercises, record()
 
-Notebooks whose lessons are modules of their own use lab.experiment.lessons.Lessons instead.
+A chapter of lesson notebooks (06, 07) has a lab.experiment.lesson.Lesson per lesson instead.
 """
 from __future__ import annotations
 

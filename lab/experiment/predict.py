@@ -6,7 +6,7 @@ is printed beside the answer.
     guess.against(result.measured_answer())     # You said ...; this run measured ...
     record(**result.as_record(), **guess.as_record())
 
-A notebook of several lessons asks one question per lesson (Lessons.predict) and records them all with
+A notebook of several lessons asks one question per lesson (Parts.predict) and records them all with
 `predictions(...)`.
 
 In Jupyter the question is a small widget (choices: radio buttons; a number: a text box). Headless there is no
@@ -31,7 +31,7 @@ class Prediction:
         self.question, self.choices, self.given, self.tolerance = question, choices, given, tolerance
         self.widget = widget
         self.measured = None
-        self.lesson = None   # set by Lessons.predict: which lesson of its notebook asked
+        self.lesson = None   # set by Parts.predict: which lesson of its notebook asked
 
     @property
     def answer(self):

@@ -192,6 +192,11 @@ def judge_rule(fn, name: str, cases, outcomes: tuple, question: str) -> None:
         expect(given == truth, f"{call} = {given}, but {said}: {question}")
 
 
+def setting(change: dict) -> str:
+    """Parameters as a hint names them: "POLL_INTERVAL_MS=60000, POLL_BATCH=10"."""
+    return ", ".join(f"{k.upper()}={v:g}" if isinstance(v, float) else f"{k.upper()}={v!r}" for k, v in change.items())
+
+
 def is_number(x) -> bool:
     """A real number: not a bool (True is 1 to Python, not to a learner), not NaN."""
     return isinstance(x, numbers.Real) and not isinstance(x, bool) and x == x

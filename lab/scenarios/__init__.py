@@ -1,8 +1,11 @@
-"""The course registry: one entry per notebook, in order, and where its code lives.
+"""The course registry: its chapters in order, each with its notebooks, and where their code lives.
 
-Notebook `notebooks/NN_name.ipynb` <-> package `lab/scenarios/nbNN_name/` (its scenario module and, for notebooks
-of several lessons, one module per lesson) <-> `tests/expectations/nbNN.py` <-> `benchmarks/bench_NN.py`.
-No notebook's package imports another's: what two notebooks share lives in the toolbox (lab/experiment, lab/*).
+A chapter is one source's theme; a notebook is one lesson (Predict, run, observe, explain, Mitigate, Try), keyed by
+its number: `notebooks/07a_poll_loop.ipynb` <-> module `poll_loop` of the chapter's package
+`lab/scenarios/nb07_when_streams_stop/` (its `lesson`, a lab.experiment.lesson.Lesson) <-> `tests/expectations/nb07a.py`.
+A chapter whose lessons are not yet notebooks of their own keeps one notebook named after the chapter,
+`notebooks/05_exactly_once_under_crashes.ipynb`, whose module holds its scenario (SPEC, run, ...).
+No chapter's package imports another's: what two share lives in the toolbox (lab/experiment, lab/*).
 Notebook 00's course table, the README's course table, `python -m lab params` and the tests read this list.
 """
 from __future__ import annotations
@@ -21,24 +24,38 @@ MULTI_RUNNER = "the kafka-streams-multi-runner reproducer"
 @dataclass(frozen=True)
 class Notebook:
     name: str          # notebooks/<name>.ipynb
-    scenario: str      # the module of its package that the notebook runs (SPEC, run, ...)
-    failure: str       # what it shows, for the course tables
+    scenario: str      # the module of its chapter's package that the notebook runs
+    failure: str       # what it is about, for the course tables (never its answer)
     sources: tuple = ()
+    folder: str = ""   # its chapter's package under lab/scenarios (default: nb<name>)
+    chapter: str = ""  # the chapter's title, for a lesson notebook of a chapter of several
 
     @property
     def number(self) -> str:
-        return self.name[:2]
+        return self.name.split("_")[0]
 
     @property
     def package(self) -> str:
-        return f"{__name__}.nb{self.name}"
+        return f"{__name__}.{self.folder or 'nb' + self.name}"
 
     def module(self) -> ModuleType:
         return importlib.import_module(f"{self.package}.{self.scenario}")
 
+    @property
+    def lesson(self):
+        """Its lab.experiment.lesson.Lesson, or None for a notebook still made of a scenario module."""
+        return getattr(self.module(), "lesson", None)
+
     def shows(self) -> str:
-        """The failure, with where it was reported."""
+        """What it is about, with where it was reported."""
         return self.failure + (f" (from {' and '.join(self.sources)})" if self.sources else "")
+
+
+def chapter(number: str, slug: str, title: str, sources: tuple, *lessons: tuple) -> list[Notebook]:
+    """A chapter of lesson notebooks `<number><letter>_<name>`, each (name, module, what it is about)."""
+    return [Notebook(f"{number}{chr(ord('a') + i)}_{name}", module, about, sources, folder=f"nb{number}_{slug}",
+                     chapter=title)
+            for i, (name, module, about) in enumerate(lessons)]
 
 
 COURSE = [
@@ -58,14 +75,17 @@ COURSE = [
              "does exactly-once survive a crash at every point? Exception handlers, crash loops, a changed "
              "state schema and an output the broker refuses (the production exception handler)",
              (RETENTION, STREAMS_TALES)),
-    Notebook("06_state_in_production", "state_in_production",
-             "state stores without TTL, the restore after a crash (the exactly-once wipe, standbys), RocksDB memory "
-             "against a bounded config, changelogs that are not an API, a store that runs out of disk space",
-             (STREAMS_TALES,)),
-    Notebook("07_when_streams_stop", "streams_stop",
-             "poll-interval rebalance loops (Java, librdkafka, Kafka Streams), partitions that bound parallelism, "
-             "slow lookups, broker bounces and a leader without the apps' listener, `LISTENER_NOT_FOUND` (Streams "
-             "2.7.2 against 4.3.1)", (STREAMS_TALES,)),
+    *chapter("06", "state_in_production", "What state costs in production", (STREAMS_TALES,),
+             ("store_growth", "state_growth", "ever-new keys in a plain, a windowed and a TTL store"),
+             ("restore", "state_restore", "a restart after a crash, under exactly-once, at-least-once and with standbys"),
+             ("rocksdb_memory", "rocksdb_memory", "RocksDB's memory as the partitions grow"),
+             ("changelog_reader", "changelog_api", "a downstream team reading an app's changelog"),
+             ("disk_space", "disk_space", "a store on a volume of fixed size")),
+    *chapter("07", "when_streams_stop", "When streams stop moving", (STREAMS_TALES,),
+             ("poll_loop", "poll_loop", "slow work between two polls, in the Java client, librdkafka and Kafka Streams"),
+             ("partitions", "partition_parallelism", "more instances for a busy Kafka Streams app"),
+             ("lookups", "slow_lookups", "a call to an external service for every record"),
+             ("broker_bounce", "broker_bounce", "a broker bounce under Kafka Streams 2.7 and 4.3")),
     Notebook("08_diagnose_your_cluster", "diagnose",
              "is MY cluster exposed? A read-only diagnosis (`make doctor`), each prediction then proven "
              "on a risky cluster and a healthy control"),
@@ -73,7 +93,7 @@ COURSE = [
 
 
 def notebook(name: str) -> Notebook:
-    """The entry of a notebook, by its name ("03_quota_driven_fencing") or number ("03")."""
+    """The entry of a notebook, by its name ("07a_poll_loop") or number ("07a")."""
     for entry in COURSE:
         if name in (entry.name, entry.number):
             return entry
@@ -81,7 +101,11 @@ def notebook(name: str) -> Notebook:
 
 
 def course_table(link: str = "{name}.ipynb") -> str:
-    """The course as a markdown table: each notebook and what it shows (notebook 00 and the README)."""
-    rows = ["| notebook | what it shows |", "|---|---|"]
-    rows += [f"| [`{e.name}`]({link.format(name=e.name)}) | {e.shows()} |" for e in COURSE]
+    """The course as a markdown table: each notebook and what it is about, a chapter's lessons under a row of its
+    own that names it and its source (notebook 00 and the README)."""
+    rows = ["| notebook | what it is about |", "|---|---|"]
+    for i, e in enumerate(COURSE):
+        if e.chapter and (i == 0 or COURSE[i - 1].chapter != e.chapter):
+            rows.append(f"| **{e.number[:2]} · {e.chapter}** | from {' and '.join(e.sources)} |")
+        rows.append(f"| [`{e.name}`]({link.format(name=e.name)}) | {e.failure if e.chapter else e.shows()} |")
     return "\n".join(rows)

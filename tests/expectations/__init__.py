@@ -15,7 +15,7 @@ def try_exercises(result, skip: tuple = ()) -> dict:
     number: what the check said of each ("correct", "not answered", or its hint or error), and the solution's
     answer (None for a function). `skip`: exercises recorded as {"skipped": True}, not tried."""
     out = {}
-    for number, exercise in type(result).exercises.items():
+    for number, exercise in result.exercises.items():
         if number in skip:
             out[number] = {"skipped": True}
             continue

@@ -1,9 +1,11 @@
-"""Notebook 06, state in production: one module per lesson, composed by state_in_production.
+"""Chapter 06, what state costs in production: one lesson notebook each (06a to 06e), one module per lesson, each
+ending with its `lesson` (lab.experiment.lesson.Lesson).
 
-    state_growth    stores without TTL
-    state_restore   the restore after a crash (state_restore_apps runs the apps, state_restore_analysis reads
-                    their evidence, state_restore_report presents it)
-    rocksdb_memory  RocksDB memory, default against bounded
-    changelog_api   changelogs that are not an API (changelog_api_analysis, changelog_api_report)
-    disk_space      a store that fills RocksDB's space limit, and its restarts
+    state_growth     06a, ever-new keys in a store (state_growth_report presents what the stores held)
+    state_restore    06b, a restart after a crash (state_restore_apps runs the app, state_restore_analysis reads
+                     its restores, state_restore_report presents them)
+    rocksdb_memory   06c, RocksDB's memory as the partitions grow (rocksdb_memory_report presents it)
+    changelog_api    06d, a downstream reader of a changelog (changelog_api_analysis, changelog_api_report)
+    disk_space       06e, a store on a volume of fixed size
+    state_app        what 06a and 06e share: the feed of new keys and the StateGrowthApp
 """

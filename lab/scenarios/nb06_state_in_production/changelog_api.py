@@ -7,6 +7,7 @@ measures the outcome, changelog_api_report presents it; their names stay importa
 """
 from __future__ import annotations
 
+import re
 import threading
 import time
 import uuid
@@ -16,6 +17,8 @@ from ...config import KAFKA_VERSION
 from ...connection import kafka_config
 from ...errors import LabError
 from ...experiment import Param
+from ...experiment.lesson import Lesson
+from ...experiment.result import Exercise, expect
 from ...experiment.admin import group_offsets, topic_offsets
 from ...experiment.apps import stop_together
 from ...generator import generate
@@ -305,3 +308,68 @@ def _caught_up(admin, variants: dict, topic: str, ends: dict) -> bool:
 def _has_holes(lab, admin, topic: str, partitions: int) -> bool:
     """A topic whose records are fewer than its offsets: the cleaner removed some."""
     return _records(lab, topic) < sum(topic_offsets(admin, topic, partitions).values())
+
+
+# ------------------------------------------------------------------ the exercise
+
+STORE_NAME_SUFFIX = f"{STORE_NAME}-changelog"   # the explicit variant's changelog ends so
+STORE_NUMBER = re.compile(r"STATE-STORE-(\d{10})-changelog$")    # an auto-generated store's changelog
+
+
+def _changelog_row(result) -> dict:
+    """The changelog lesson's row the exercise is about: the internal variant if it ran."""
+    rows = result.outcome.rows
+    return next((r for r in rows if r["variant"] == "internal"), rows[0])
+
+
+def _changelog_v3(result) -> str:
+    """The exercise: the changelog a version 3 with one more step before the aggregation would write to: the
+    auto-generated store's number one up from version 2's; a named store's changelog does not move."""
+    row = _changelog_row(result)
+    numbered = STORE_NUMBER.search(row["changelog_v2"])
+    if not row["store_renamed"] or numbered is None:
+        return row["changelog_v2"]
+    return STORE_NUMBER.sub(f"STATE-STORE-{int(numbered.group(1)) + 1:010d}-changelog", row["changelog_v2"])
+
+
+def _check_changelog_v3(result, answer) -> None:
+    expect(isinstance(answer, str), "give the topic's name as a string")
+    row, given = _changelog_row(result), answer.strip()
+    if given == _changelog_v3(result):
+        return
+    expect(given.endswith("-changelog"), "a store's changelog topic is `<application.id>-<store name>-changelog`")
+    expect(given not in (row["changelog_v1"], row["changelog_v2"]), "that is the changelog of version "
+           f"{1 if given == row['changelog_v1'] else 2}: version 3's added step takes a number of the topology's "
+           "too, and the auto-generated store name takes the next one")
+    expect(row["store_renamed"], "this variant's store has a name of its own (`Materialized.as`): its changelog "
+           "does not move")
+    expect(False, f"{given!r} is not version 2's changelog with the store's number moved once more")
+
+
+def _changelog_v3_wrong(result) -> str:
+    """A tempting wrong answer to the exercise: version 2's changelog, as if nothing moved again; for the explicit
+    variant, a numbered name, as if its store were auto-named."""
+    row = _changelog_row(result)
+    if row["store_renamed"]:
+        return row["changelog_v2"]
+    return row["changelog_v2"].replace(STORE_NAME_SUFFIX, "KSTREAM-AGGREGATE-STATE-STORE-0000000003-changelog")
+
+
+EXERCISES = {
+    1: Exercise(
+        check=_check_changelog_v3,
+        solution=_changelog_v3,
+        why="Kafka Streams numbers the nodes of a topology in the order they are built, and an auto-generated store "
+            "name takes the next number of the same counter (`KSTREAM-AGGREGATE-STATE-STORE-<number>`). A step "
+            "inserted before the aggregation takes a number, so the store's number moves up by one, and with it "
+            "the changelog topic, `<application.id>-<store name>-changelog`: version 2 writes to a new topic, and "
+            "a downstream reader of the old one reads nothing new. Version 3 adds one more step in front: one "
+            "number more again, from version 2's. With a store named by `Materialized.as`, nothing moves: the "
+            "explicit variant's changelog keeps its name in every version.",
+        wrong=_changelog_v3_wrong,
+    ),
+}
+
+lesson = Lesson("changelog", "A downstream reader of a changelog", params=PARAMS, rules=RULES, needs=needs,
+                body=run_lesson, question=question, measured_answer=measured_answer, exercises=EXERCISES,
+                apps=("ChangelogApp",))

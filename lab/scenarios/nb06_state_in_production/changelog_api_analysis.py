@@ -1,7 +1,7 @@
 """What notebook 06's changelog lesson measured, for section 4 ("Changelogs are not an API", its audit
 verdict by Spark): the Spark audit (lost / stale_value / duplicate against the generator's history) of what each
 downstream reader saw and of a late re-read, one row per variant, the broker's cleaner report and Kafka Streams'
-unnamed-topic warning. Outcome is the lesson's outcome (lab.experiment.lessons); changelog_api_report presents it.
+unnamed-topic warning. Outcome is the lesson's outcome (lab.experiment.lesson); changelog_api_report presents it.
 """
 from __future__ import annotations
 

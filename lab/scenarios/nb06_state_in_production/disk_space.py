@@ -12,13 +12,17 @@ error, and whether every key fed was in the store at the end.
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
 from ...experiment.checks import half_the_free_disk
 from ...experiment import Param
+from ...experiment.lesson import Lesson
+from ...errors import LabError
+from ...experiment.result import Exercise, count, expect
 from ...experiment.streams_app import ERROR_STATES, stop_all
-from .state_growth import _app, feed
+from .state_app import feed, state_app
 
 FULL = "Max allowed space was reached"   # RocksDB's word (Status::SpaceLimit) once the SST files reach the limit
 ANSWERS = ("no: it stops when its store is full", "yes: RocksDB compacts its files to make room",
@@ -69,13 +73,13 @@ def needs(p: dict) -> dict:
 def run_lesson(lab, p: dict) -> "Outcome":
     records, limit = p["disk_records"], p["disk_limit_kb"] * 1024
     topic = lab.topics(f"disk-input-{lab.id[-6:]}", partitions=1)[0]
-    growth = {"growth_window_s": 60, "growth_retention_s": 300, "growth_ttl_s": 300,
-              "growth_memtable_kb": p["disk_memtable_kb"]}
     app_id = f"disk-kv-{lab.id[-4:]}"
     # a thread that died leaves the group only when its session times out: 6 s, not 45, before a restart joins
     config = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1500}
-    apps = {phase: _app(lab, "kv", topic, growth, app_id=app_id, name=f"disk-{phase}", state=lab.folder / app_id,
-                        config=config, disk_limit_bytes=kb * 1024)
+    # a kv store: its window, retention and TTL settings are not read
+    apps = {phase: state_app(lab, "kv", topic, window_ms=60_000, retention_ms=300_000, ttl_ms=300_000,
+                             sweep_ms=60_000, memtable_kb=p["disk_memtable_kb"], app_id=app_id, name=f"disk-{phase}",
+                             state=lab.folder / app_id, config=config, disk_limit_bytes=kb * 1024)
             for phase, kb in (("full", p["disk_limit_kb"]), ("restart", p["disk_limit_kb"]),
                               ("more", p["disk_more_kb"]))}
     phases = {}
@@ -245,3 +249,70 @@ class Outcome:
         fig.update_layout(title="The store's SST files against RocksDB's space limit", template="plotly_white",
                           xaxis_title="seconds since the run began", yaxis_title="bytes", height=420)
         return fig
+
+
+# ------------------------------------------------------------------ the exercise
+
+def _disk(result) -> dict:
+    disk = result.outcome.measured()
+    if disk["sst_bytes_per_key"] is None:
+        raise LabError("the disk lesson's store never reported its SST files: run the lesson again")
+    return disk
+
+
+def _needed_kb(result) -> float:
+    """The SST files that every key fed needs, in KB, at the bytes per key the lesson measured."""
+    return result.params["disk_records"] * _disk(result)["sst_bytes_per_key"] / 1024
+
+
+def _headroom_limit_kb(result) -> int:
+    """The exercise: a limit that holds every key fed with half as much again to spare."""
+    return math.ceil(1.5 * _needed_kb(result))
+
+
+def _check_limit_kb(result, answer) -> None:
+    """An experiment: the disk lesson runs again with the learner's limit, fed the same keys; whether the store
+    filled decides."""
+    need, p, per_key = _needed_kb(result), result.params, _disk(result)["sst_bytes_per_key"]
+    given = count(answer, "KB")
+    expect(given >= need, f"{given:,} KB of SST files hold about {int(given * 1024 / per_key):,} keys at the {per_key} "
+           f"bytes a key this run measured: fewer than the {p['disk_records']:,} keys fed (and a limit is in KB: "
+           "1,024 bytes)")
+    expect(given <= 2 * need, f"{given:,} KB would do, but it is more than twice the {need:,.0f} KB that the keys "
+           "need: the question is a limit with room to spare, not a disk that sits mostly empty")
+    cluster = result.running_cluster()
+    print(f"Exercise 1: running the lesson with DISK_LIMIT_KB = {given:,}, {p['disk_records']:,} new keys, "
+          + ("on the notebook's cluster ..." if cluster else "on a broker of its own ..."))
+    again = result.lesson.run(cluster=cluster, disk_limit_kb=given,
+                              disk_more_kb=max(p["disk_more_kb"], 2 * given), disk_records=p["disk_records"],
+                              disk_rate=p["disk_rate"], disk_memtable_kb=p["disk_memtable_kb"])
+    m = again.outcome.measured()
+    if m["full"]:
+        expect(False, f"with {given:,} KB the store was full at {m['keys_at_full']:,} keys ({m['sst_bytes_per_key']} "
+               "bytes a key in this run): leave more room than the bytes a key measured once, they vary from run "
+               "to run")
+    expect((m["keys_end"] or 0) >= m["fed"], f"the store never filled, yet it held {m['keys_end']} of {m['fed']} "
+           f"keys at the end: {again.outcome.verdict()}")
+    print(f"Measured: never full, {m['keys_end']:,} of {m['fed']:,} keys in the store, {m['sst_bytes_per_key']} "
+          "bytes a key.")
+
+
+EXERCISES = {
+    1: Exercise(
+        check=_check_limit_kb,
+        solution=_headroom_limit_kb,
+        why="A store without a TTL keeps every key it ever saw, so its SST files grow by about the same number of "
+            "bytes with every new key: the `sst_bytes_per_key` the lesson measured while the store filled (the key, "
+            "its value and RocksDB's own framing). Every key fed needs `DISK_RECORDS x sst_bytes_per_key` bytes, "
+            "divided by 1,024 for KB. This solution keeps half as much again to spare: the bytes per key vary a "
+            "little from run to run, and the keys still in the memtable reach the files at the next flush. The "
+            "same arithmetic sizes a production volume: its bytes divided by the bytes a key and by the new keys "
+            "a second is how long it lasts. The changelog on the brokers grows beside it, and compaction keeps "
+            "every key too. Watch the state directory's size, or give the store a TTL (lesson 06a).",
+        wrong=lambda r: min(r.params["disk_limit_kb"], math.floor(_needed_kb(r)) - 1),   # the limit that filled
+    ),
+}
+
+lesson = Lesson("disk", "A store on a volume of fixed size", params=PARAMS, rules=RULES, needs=needs,
+                body=run_lesson, question=question, measured_answer=measured_answer, exercises=EXERCISES,
+                apps=("StateGrowthApp",))

@@ -11,6 +11,9 @@ import time
 
 from ...experiment.checks import half_the_free_disk
 from ...experiment import Param
+from ...experiment.lesson import Lesson
+from ...errors import LabError
+from ...experiment.result import Exercise, expect, number
 from ...experiment.admin import topic_offsets
 from ...experiment.checks import check_streams_program
 from ...experiment.streams_app import stop_all, wait_running
@@ -18,8 +21,9 @@ from .state_restore_analysis import FULL, _stamped, records_for
 from .state_restore_apps import MAIN, SOURCES, App, fill, measure
 from .state_restore_report import Outcome
 
-# the lesson's interface (lab.experiment.lessons), and what its tests read here
-__all__ = ["PARAMS", "RULES", "needs", "run_lesson", "Outcome", "records_for", "disk_needed_mb", "FULL", "_stamped"]
+# the lesson, and what its tests read here
+__all__ = ["lesson", "PARAMS", "RULES", "needs", "run_lesson", "Outcome", "records_for", "disk_needed_mb", "FULL",
+           "_stamped"]
 
 MODES = ("eos", "alos", "standby")
 OLDEST_SUPPORTED = (3, 0, 0)      # exactly_once_v2, the ThreadMetadata / TaskMetadata interfaces
@@ -175,3 +179,53 @@ def run_lesson(lab, p: dict) -> Outcome:
             rows.append(measure(lab, app, down, survivors, mode, p, admin, sizes[-1]))
     stop_all(apps.values(), timeout=30)
     return Outcome(rows, p["restore_version"], p["restore_shutdown"], p["restore_standbys"])
+
+
+# ------------------------------------------------------------------ the exercise
+
+def _restore_10gib_s(result) -> float:
+    """The exercise: seconds to restore 10 GiB at this run's exactly-once restore rate; 0 when its exactly-once
+    restarts replayed nothing (a clean shutdown: the checkpoint was written)."""
+    restore = result.outcome
+    eos = restore.of("eos")
+    if not eos:
+        raise LabError(f"this run has no exactly-once restart (RESTORE_MODES={result.params['restore_modes']}): "
+                       "add 'eos' to RESTORE_MODES and run again")
+    if not any(r["wiped"] or r["full_restore"] for r in eos):
+        return 0
+    rate = restore.rate("eos")["mb_s"]
+    if not rate:
+        raise LabError("this run's exactly-once restore was not timed (no restore end in the app's log): run again")
+    return round(10 * 1024 / rate, 1)
+
+
+def _check_restore_10gib_s(result, answer) -> None:
+    given, right = number(answer, "the seconds"), _restore_10gib_s(result)
+    if right == 0:
+        expect(abs(given) <= 0.5, "this run's exactly-once restarts replayed nothing (after a clean shutdown the "
+               "checkpoint tells Kafka Streams the store is up to date): no changelog is restored, 0 s")
+        return
+    rate = result.outcome.rate("eos")["mb_s"]
+    expect(abs(given * 1024 - right) > 0.1 * right, "10 GiB is 10,240 MB, not 10")
+    expect(abs(given * 60 - right) > 0.1 * right, "in seconds, not minutes")
+    expect(abs(given - right) <= 0.1 * right, f"{given:g} s is not 10,240 MB / the measured {rate} MB/s")
+
+
+EXERCISES = {
+    1: Exercise(
+        check=_check_restore_10gib_s,
+        solution=_restore_10gib_s,
+        why="Under exactly-once a crash leaves the store without a valid checkpoint, so Kafka Streams wipes it and "
+            "replays the whole changelog from offset 0: the restore time is the changelog's size divided by the "
+            "restore rate, and it grows with the size alone. The `restore` table gives the rate of the largest "
+            "exactly-once restore (`restore_mb_s`, MB/s): 10,240 MB divided by it is the seconds the instance "
+            "stays down restoring. After a clean shutdown the checkpoint is written and nothing is replayed: then "
+            "the answer is 0.",
+        # 10 GiB read as 10 MB; when nothing was replayed, the time back to processing taken for a restore
+        wrong=lambda r: _restore_10gib_s(r) / 1024 if _restore_10gib_s(r) else max(
+            r.outcome.of("eos")[-1]["down_s"], 1.0),
+    ),
+}
+
+lesson = Lesson("restore", "A restart after a crash", params=PARAMS, rules=RULES, needs=needs, body=run_lesson,
+                question=question, measured_answer=measured_answer, exercises=EXERCISES, apps=("RestoreApp",))

@@ -1,9 +1,10 @@
-"""Notebook 07, when Streams stop: one module per lesson, composed by streams_stop.
+"""Chapter 07, when streams stop moving: one lesson notebook each (07a to 07d), one module per lesson, each ending
+with its `lesson` (lab.experiment.lesson.Lesson).
 
-    poll_loop              the poll-interval loop
-    partition_parallelism  partitions that bound parallelism
-    slow_lookups           slow lookups
-    broker_bounce          broker bounces (broker_bounce_apps runs the apps, broker_bounce_analysis reads their
-                           evidence, broker_bounce_report presents it)
-    throughput             the Streams app the parallelism and lookup lessons share
+    poll_loop              07a, slow work between two polls (poll_loop_consumers starts the consumers)
+    partition_parallelism  07b, more instances for a busy app
+    slow_lookups           07c, a lookup per record
+    broker_bounce          07d, a broker bounce under Kafka Streams (broker_bounce_apps runs the apps,
+                           broker_bounce_analysis reads their evidence, broker_bounce_report presents it)
+    throughput             the Streams app 07b and 07c share
 """

@@ -1,5 +1,4 @@
-"""Notebook 07 section 4 ("Streams may die, a lot: broker bounces"), one lesson of streams_stop (PARAMS, RULES, needs,
-run_lesson -> Outcome): on 3 embedded brokers, one pass-through lab/java/BounceApp.java per BOUNCE_APPS variant writes
+"""Lesson 07d, a broker bounce under Kafka Streams: on 3 embedded brokers, one pass-through lab/java/BounceApp.java per BOUNCE_APPS variant writes
 to output partitions led by the broker BOUNCE_BROKERS takes down (or restarts without the apps' own listener, APPS);
 the input stays on the others. Measured on 4.3.1: an expired send makes the task TaskCorrupted and revives it from its
 last commit, so task.timeout.ms is never reached. broker_bounce_apps runs and measures the apps,
@@ -16,6 +15,8 @@ from ...errors import LabError
 from ...experiment import Param
 from ...experiment.apps import check_jvms
 from ...experiment.checks import build_streams_program, check_version
+from ...experiment.lesson import Lesson
+from ...experiment.result import Exercise, judge_rule, setting
 from ...experiment.streams_app import stop_all, wait_running
 from ...generator import generate
 from ...history import History
@@ -24,15 +25,13 @@ from .broker_bounce_analysis import (APPS_LISTENER, HANDLERS, Variant, _windows,
 from .broker_bounce_apps import MAIN, REQUEST_TIMEOUT_MS, SOURCES, App, drain, measure, settled, topic_on
 from .broker_bounce_report import Outcome
 
-# the lesson's interface (lab.experiment.lessons), and what its tests read here
-__all__ = ["PARAMS", "RULES", "needs", "run_lesson", "Outcome", "SPARK_AUDIT", "Variant", "parse_variant",
-           "variants", "acks_of", "expected_to_die", "build", "FAST_REREGISTRATION", "_windows", "_versions_exist"]
+# the lesson, and what its tests read here
+__all__ = ["lesson", "PARAMS", "RULES", "needs", "run_lesson", "Outcome", "Variant", "parse_variant", "variants",
+           "acks_of", "expected_to_die", "build", "FAST_REREGISTRATION", "_windows", "_versions_exist", "dies"]
 
 OLDEST = (2, 1, 0)         # Kafka 4 brokers refuse clients older than 2.1 (KIP-896)
 RECOVERY_S = 15            # watched after the brokers come back: their restart (~8 s here) and the apps' recovery
 RESTART_S = 10             # "listener": the extra restart that puts the listener back
-
-SPARK_AUDIT = True   # its outcome is audited by Spark (lab.experiment.lessons warms Spark up)
 
 PARAMS = [
     Param("bounce_apps", ["2.7.2", f"{KAFKA_VERSION}/shutdown_client", f"{KAFKA_VERSION}/replace_thread"],
@@ -203,3 +202,66 @@ def run_lesson(lab, p: dict) -> Outcome:
         nodes=down_nodes, leaders_before=leaders, bounce_at=bounce_at, down_at=down_at,
         listener_lost_at=listener_lost_at, restart_at=restart_at, up_at=up_at, input_stopped_at=stopped_input,
         apps_stopped_at=stop_at))
+
+
+# ------------------------------------------------------------------ the exercise
+
+def dies(app, p):
+    # no reachable leader: a send expires after delivery.timeout.ms; before 2.8 that kills the thread, from 2.8 on
+    # the task is revived from its last commit (or a replace_thread handler replaces the thread)
+    if p["bounce_replication"] > 1 or p["bounce_brokers"] == "all":
+        return False   # a follower takes over, or the input is down too and nothing is sent
+    major, minor = (int(x) for x in app.split("/")[0].split(".")[:2])
+    return (major, minor) < (2, 8) and p["bounce_down_s"] * 1000 > p["bounce_delivery_timeout_ms"]
+
+
+def _every_expired_send_kills(app, p):
+    """A tempting wrong answer: any app dies once a send expires, as if 2.8 had changed nothing."""
+    return p["bounce_replication"] == 1 and p["bounce_brokers"] != "all" \
+        and p["bounce_down_s"] * 1000 > p["bounce_delivery_timeout_ms"]
+
+
+def _other_bounces(p: dict) -> list[tuple[dict, tuple]]:
+    """The exercise's other settings, each with the apps whose outcome there is certain, with a wide margin (a bounce
+    also keeps the leader away while it restarts, about 10 s here): a delivery timeout four times the down time,
+    three replicas, and three times the timeout down (where a 2.8+ app with shutdown_client is left out: KIP-572
+    says it dies after task.timeout.ms more, but this lab's runs on 4.3.1 saw its expired sends revive the task
+    instead, and never reach that timeout)."""
+    timeout_s, down_s = p["bounce_delivery_timeout_ms"] / 1000, max(p["bounce_down_s"], 1)
+    every = ("2.7.2", "2.8.2/replace_thread", f"{KAFKA_VERSION}/shutdown_client")
+    return [({"bounce_delivery_timeout_ms": int(4000 * down_s)}, every),
+            ({"bounce_replication": 3}, every),
+            ({"bounce_down_s": 3 * timeout_s}, ("2.7.2", "2.8.2/replace_thread"))]
+
+
+def _check_dies(result, fn) -> None:
+    p = result.params
+    cases = [(f"{r['app']!r}, p", (r["app"], dict(p)), r["died"], None) for r in result.outcome.rows]
+    for change, apps in _other_bounces(p):
+        q = {**p, **change}
+        cases += [(f"{app!r}, p", (app, q), expected_to_die(q, parse_variant(app)), setting(change)) for app in apps]
+    judge_rule(fn, "dies", cases, (("died", "lived"), ("dies", "lives")),
+               "how long was the output without a leader it could reach, against which timeout, and what does that "
+               "version do when a send expires?")
+
+
+EXERCISES = {
+    1: Exercise(
+        check=_check_dies,
+        solution=lambda result: dies,
+        why="An app dies when its output has no leader it can reach for longer than a send may wait: its producer "
+            "gives up `delivery.timeout.ms` after the send (the leader stays away for `BOUNCE_DOWN_S` and its "
+            "restart). Before 2.8 that expired send kills the stream thread, "
+            "and with one thread the instance (`ERROR`). From 2.8 on the task is marked corrupted and revived from "
+            "its last commit (KIP-572), so the app lives; with `replace_thread` (KIP-671) even a thread that dies is "
+            "replaced. Measured here on 4.3.1, not documented: `task.timeout.ms` was never reached that way. With "
+            "three replicas a follower takes over the leadership; with the whole cluster down the input is down "
+            "too, nothing is sent and nothing expires (measured here with 15 s down). The table's `died` "
+            "and `died_after_s` show each app.",
+        wrong=lambda result: _every_expired_send_kills,
+    ),
+}
+
+lesson = Lesson("bounce", "A broker bounce under Kafka Streams", params=PARAMS, rules=RULES, needs=needs,
+                body=run_lesson, question=question, measured_answer=measured_answer, exercises=EXERCISES,
+                apps=("BounceApp",), spark_audit=True)

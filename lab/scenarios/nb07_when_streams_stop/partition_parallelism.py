@@ -1,5 +1,4 @@
-"""Notebook 07 section 2 ("Partitions bound parallelism"), one lesson of streams_stop (PARAMS, RULES, needs,
-run_lesson -> Outcome): for each partition count, one app per instance count of lab/java/ThroughputApp.java (one
+"""Lesson 07b, more instances for a busy app: for each partition count, one app per instance count of lab/java/ThroughputApp.java (one
 thread each, PAR_WORK_MS per record, its own application.id) reads the same backlog; once every app has settled
 (throughput.start_and_settle), a window measures each instance's records per second and its tasks.
 """
@@ -14,6 +13,8 @@ from ...experiment.admin import group_offsets, topic_offsets
 from ...generator import generate
 from ...history import History
 from ...experiment.apps import check_jvms
+from ...experiment.lesson import Lesson
+from ...experiment.result import Exercise, count as whole_number, expect
 from .throughput import StreamsApp, start_and_settle, stop_apps
 
 PARAMS = [
@@ -131,3 +132,63 @@ class Outcome:
                           xaxis_title="instances", yaxis_title="records per second", template="plotly_white",
                           height=380)
         return fig
+
+
+# ------------------------------------------------------------------ the exercise
+
+TARGET_THREADS = 2.5   # the exercise's input, in threads' worth of work: more than two threads can do, less than three
+
+
+def target_rate(p: dict) -> float:
+    """The exercise's input rate, in records per second: two and a half threads' worth at PAR_WORK_MS."""
+    return TARGET_THREADS * 1000 / p["par_work_ms"]
+
+
+def _fewest_partitions(result) -> int:
+    """The fewest partitions on which the app can keep up with target_rate: one task per partition, one thread per
+    task, 1000 / PAR_WORK_MS records/s each, however many instances."""
+    return math.ceil(TARGET_THREADS)
+
+
+def _check_fewest_partitions(result, answer) -> None:
+    """An experiment: the lesson runs again on the learner's partition count, with one instance per partition, and
+    the records per second it measured decide."""
+    fewest, p = _fewest_partitions(result), result.params
+    given, target, per_thread = whole_number(answer, "partitions"), target_rate(p), 1000 / p["par_work_ms"]
+    expect(given * per_thread >= target, f"{given} partition(s) are {given} task(s), each on one thread of "
+           f"{per_thread:g} records/s at most: {given * per_thread:g} records/s in all, short of {target:g}, however "
+           "many instances you start")
+    expect(given <= fewest, f"{given} partitions would do, but fewer would too: the question is the fewest (each "
+           "extra partition is an extra task to balance, and a stateful app's keys move when partitions are added)")
+    cluster = result.running_cluster()
+    print(f"Exercise 1: running the lesson on {given} partitions with {given} instances, at {p['par_work_ms']:g} ms a "
+          "record, on " + ("the notebook's cluster ..." if cluster else "a broker of its own ..."))
+    again = result.lesson.run(cluster=cluster, par_partitions=[given], par_instances=[given],
+                              par_work_ms=p["par_work_ms"], par_window_s=p["par_window_s"])
+    row = again.outcome.rows[0]
+    print(f"Measured: {row['records_per_s']:g} records/s with {row['busy_instances']} busy instance(s), against "
+          f"{target:g} records/s coming in.")
+    expect(row["records_per_s"] >= target, f"on {given} partitions the app measured {row['records_per_s']:g} "
+           f"records/s, short of {target:g} ({row['busy_instances']} of {given} instances busy): measured here, "
+           "the app did not keep up")
+
+
+EXERCISES = {
+    1: Exercise(
+        check=_check_fewest_partitions,
+        solution=_fewest_partitions,
+        why="A partition is one task, and a task runs on one thread of one instance. However many instances you "
+            "add, at most as many threads as the topic has partitions have work, each doing at most `1000 / "
+            "PAR_WORK_MS` records a second: the partitions times that is the app's ceiling. Two and a half threads' "
+            "worth of input needs a third partition: on two, the app does two threads' worth and its lag grows for "
+            "ever, whatever the instances (the table shows it: past the partitions, `records_per_s` stops growing "
+            "and the extra instances are idle). A thread measured here does a little less than `1000 / "
+            "PAR_WORK_MS` (its polls and commits take time too), so three partitions leave some headroom but not "
+            "much. Adding partitions to a live topic moves a stateful app's keys: plan them ahead.",
+        wrong=lambda r: _fewest_partitions(r) - 1,   # two and a half rounded down
+    ),
+}
+
+lesson = Lesson("partitions", "More instances for a busy app", params=PARAMS, rules=RULES, needs=needs,
+                body=run_lesson, question=question, measured_answer=measured_answer, exercises=EXERCISES,
+                apps=("ThroughputApp",))

@@ -1,9 +1,6 @@
-"""Notebook 07 section 1 ("The poll-interval loop": observed, audited by Spark, explained in the clients' words), one
-lesson of streams_stop (PARAMS, RULES, needs, run_lesson -> Outcome): consumers of one topic, each in its own group,
-per client (lab/java/PollLoopConsumer.java, lab/apps/consumer_app.py, lab/java/SlowRecordApp.java) and fix; what
-each read and committed is a lab.history History, and the Spark audit's non_monotonic check counts the
-re-reads. Whether a variant should loop follows from its numbers (expected_to_loop), not from its name;
-pause_resume does not apply to Kafka Streams.
+"""Lesson 07a, slow work between two polls (observed, audited by Spark, explained in the clients' words): consumers
+of one topic, each in its own group, per client and fix (poll_loop_consumers starts them); what each read and
+committed is a lab.history History, and the Spark audit's non_monotonic check counts the re-reads.
 """
 from __future__ import annotations
 
@@ -11,23 +8,14 @@ import collections
 import uuid
 from dataclasses import dataclass, field
 
-from ...config import KAFKA_VERSION
-from ...experiment import Param, grep, lab_lines
+from ...experiment import Param
 from ...experiment.apps import stop_together
+from ...experiment.lesson import Lesson
+from ...experiment.result import Exercise, count, expect, judge_rule, setting
 from ...generator import generate
 from ...history import History
-from ...programs import JavaProgram
-
-CLIENTS = ("java", "librdkafka", "streams")
-FIXES = ("none", "max_poll_records_1", "longer_interval", "pause_resume")
-# The clients' own words, quoted as evidence.
-JAVA_TIMEOUT = r"consumer poll timeout has expired"
-RDKAFKA_MAXPOLL = r"MAXPOLL\|.*maximum poll interval"
-STREAMS_FENCED = r"Detected that the thread is being fenced"
-DROPPED_LINE = {"java": JAVA_TIMEOUT, "librdkafka": RDKAFKA_MAXPOLL, "streams": STREAMS_FENCED}
-MIN_SESSION_MS = 6000   # the broker's group.min.session.timeout.ms: librdkafka needs session <= interval
-
-SPARK_AUDIT = True   # its outcome is audited by Spark (lab.experiment.lessons warms Spark up)
+from .poll_loop_consumers import (CLIENTS, FIXES, MIN_SESSION_MS, START, Variant, _commit_failures, _dropped,
+                                  _reads, _settled, applies, batch_ms, expected_to_loop, interval_ms)
 
 PARAMS = [
     Param("poll_clients", list(CLIENTS), "the consumers the lesson compares: the Java client, librdkafka "
@@ -82,111 +70,6 @@ def measured_answer(record: dict, p: dict):
 
 def needs(p: dict) -> dict:
     return dict(nodes=1, broker_config={})
-
-
-def applies(client: str, fix: str) -> bool:
-    return not (client == "streams" and fix == "pause_resume")   # Streams polls for you: no pause while working
-
-
-def batch_ms(p: dict, fix: str, client: str = "java") -> float:
-    """How long the work between two polls takes under `fix` (Streams: its one slow record)."""
-    if client == "streams":
-        return p["poll_slow_record_ms"]
-    return (1 if fix == "max_poll_records_1" else p["poll_batch"]) * p["poll_work_ms"]
-
-
-def interval_ms(p: dict, fix: str) -> int:
-    return p["poll_longer_interval_ms"] if fix == "longer_interval" else p["poll_interval_ms"]
-
-
-def expected_to_loop(p: dict, fix: str, client: str = "java") -> bool:
-    """The arithmetic of the lesson: a poll's work beyond the interval, unless poll() goes on meanwhile."""
-    return fix != "pause_resume" and batch_ms(p, fix, client) > interval_ms(p, fix)
-
-
-# ------------------------------------------------------------------ the consumers
-
-@dataclass
-class Variant:
-    client: str
-    fix: str
-    group: str
-    history: History
-    child: object = None          # lab.processes.Child
-    log: object = None            # its log path
-
-    @property
-    def name(self) -> str:
-        return f"{self.client}/{self.fix}"
-
-
-def _start_java(lab, v: Variant, topic: str, p: dict) -> None:
-    program = lab.program(JavaProgram(
-        f"poll-{v.client}-{v.fix}", KAFKA_VERSION, "PollLoopConsumer", ["PollLoopConsumer.java", "Lab.java"],
-        streams=False,
-        properties={"bootstrap.servers": lab.bootstrap, "group.id": v.group, "auto.offset.reset": "earliest",
-                    "enable.auto.commit": "false", "group.protocol": "classic",
-                    "max.poll.interval.ms": interval_ms(p, v.fix),
-                    "max.poll.records": 1 if v.fix == "max_poll_records_1" else p["poll_batch"],
-                    "lab.topic": topic, "lab.app": v.name, "lab.history": v.history.folder,
-                    "lab.run.id": v.history.run_id, "lab.work.ms": p["poll_work_ms"],
-                    "lab.pause": str(v.fix == "pause_resume").lower()},
-        heap="128m"))
-    v.child, v.log = program.start(), program.log_path
-
-
-def _start_librdkafka(lab, v: Variant, topic: str, p: dict) -> None:
-    args = ["--bootstrap", lab.bootstrap, "--topic", topic, "--group", v.group, "--app", v.name,
-            "--history", v.history.folder, "--run-id", v.history.run_id, "--work-ms", p["poll_work_ms"],
-            "--batch", 1 if v.fix == "max_poll_records_1" else p["poll_batch"],
-            "--max-poll-interval-ms", interval_ms(p, v.fix)]
-    v.child = lab.spawn_python(f"poll-{v.client}-{v.fix}", "lab.apps.consumer_app",
-                               args + (["--pause"] if v.fix == "pause_resume" else []))
-    v.log = v.child.log_path
-
-
-def _start_streams(lab, v: Variant, topic: str, p: dict) -> None:
-    output = lab.topics(f"{topic}-out-{v.fix}", partitions=1)[0]
-    program = lab.program(JavaProgram(
-        f"poll-{v.client}-{v.fix}", KAFKA_VERSION, "SlowRecordApp", ["SlowRecordApp.java", "Lab.java", "LabStreams.java"],
-        heap="192m",
-        properties={"bootstrap.servers": lab.bootstrap, "application.id": v.group,
-                    "processing.guarantee": "at_least_once", "commit.interval.ms": 1000,
-                    "num.stream.threads": 1, "state.dir": lab.folder / v.group,
-                    "consumer.auto.offset.reset": "earliest", "producer.linger.ms": 5,
-                    "consumer.max.poll.interval.ms": interval_ms(p, v.fix),
-                    "consumer.max.poll.records": 1 if v.fix == "max_poll_records_1" else p["poll_batch"],
-                    "lab.input.topic": topic, "lab.output.topic": output, "lab.app": v.name,
-                    "lab.history": v.history.folder, "lab.run.id": v.history.run_id, "lab.work.ms": 0,
-                    "lab.slow.ms": p["poll_slow_record_ms"], "lab.slow.offset": p["poll_slow_offset"]}))
-    v.child, v.log = program.start(), program.log_path
-
-
-START = {"java": _start_java, "librdkafka": _start_librdkafka, "streams": _start_streams}
-
-
-def _reads(v: Variant) -> list[dict]:
-    return v.history.rows("read")
-
-
-def _commit_failures(v: Variant) -> list[dict]:
-    return lab_lines(v.log, kind="commit_failed")
-
-
-def _dropped(v: Variant) -> list:
-    """The client's own lines saying it was dropped from the group (or found itself fenced)."""
-    return grep(v.log, DROPPED_LINE[v.client])
-
-
-def _settled(v: Variant, records: int, loops: int) -> bool:
-    """Read (and committed) everything, or looped `loops` times (an offset read again that often) and said it
-    was dropped: watching longer shows nothing new."""
-    per_offset = collections.Counter(r["offset"] for r in _reads(v))
-    if max(per_offset.values(), default=1) - 1 >= loops and _dropped(v):
-        return True
-    done = len(per_offset) >= records
-    return done and (v.client == "streams" or max((r["offset"] for r in v.history.rows("committed")),
-                                                  default=0) >= records)
 
 
 def run_lesson(lab, p: dict) -> "Outcome":
@@ -310,3 +193,113 @@ class Outcome:
                           xaxis_title="seconds since the run began", yaxis_title="offset read",
                           template="plotly_white", height=420)
         return fig
+
+
+# ------------------------------------------------------------------ the exercises
+
+def loops(client, fix, p):
+    # the work between two polls (Streams: its one slow record) against the interval; pause_resume keeps polling
+    if fix == "pause_resume":
+        return False
+    work = p["poll_slow_record_ms"] if client == "streams" else \
+        (1 if fix == "max_poll_records_1" else p["poll_batch"]) * p["poll_work_ms"]
+    return work > (p["poll_longer_interval_ms"] if fix == "longer_interval" else p["poll_interval_ms"])
+
+
+def _only_the_batch(client, fix, p):
+    """A tempting wrong answer: every fix works for every client (max.poll.records=1 taken for a fix of Streams)."""
+    return fix == "none" and (p["poll_slow_record_ms"] if client == "streams" else
+                              p["poll_batch"] * p["poll_work_ms"]) > p["poll_interval_ms"]
+
+
+# Exercise 1's other settings: each moves one side of the arithmetic (the interval, the batch, the slow record)
+OTHER_SETTINGS = ({"poll_interval_ms": 60_000}, {"poll_batch": 10}, {"poll_slow_record_ms": 1000},
+                  {"poll_slow_record_ms": 120_000}, {"poll_work_ms": 200, "poll_longer_interval_ms": 60_000})
+
+
+def _check_loops(result, fn) -> None:
+    p = result.params
+    cases = [(f"{r['client']!r}, {r['fix']!r}, p", (r["client"], r["fix"], dict(p)), r["looped"], None)
+             for r in result.outcome.rows]
+    for change in OTHER_SETTINGS:   # the same arithmetic at other settings
+        q = {**p, **change}
+        cases += [(f"{client!r}, {fix!r}, p", (client, fix, q), expected_to_loop(q, fix, client), setting(change))
+                  for client in CLIENTS for fix in FIXES if applies(client, fix)]
+    judge_rule(fn, "loops", cases, (("looped", "read on"), ("loops", "reads on")),
+               "compare the work between two of its polls with its max.poll.interval.ms (for Kafka Streams, its one "
+               "slow record), and ask what each fix changes")
+
+
+def _interval_bounds(result) -> tuple[float, int, int]:
+    """Exercise 2: the Java consumer's work between two polls without a fix, and the intervals that count as just
+    enough for it: above that work (the broker's minimum session as the floor), at most half as long again."""
+    work = batch_ms(result.params, "none")
+    return work, max(MIN_SESSION_MS, int(work) + 1), max(MIN_SESSION_MS, int(1.5 * work))
+
+
+def _just_enough_interval(result) -> int:
+    """Exercise 2: a quarter more than the work, rounded up to a whole second."""
+    work, low, _ = _interval_bounds(result)
+    return max(low, -(-int(1.25 * work) // 1000) * 1000)
+
+
+def _interval_too_short(result) -> int:
+    """A tempting wrong answer to exercise 2: a second less than the work (the run then shows the loop); when that
+    is below the broker's minimum session, half again too long."""
+    work, low, high = _interval_bounds(result)
+    return int(work) - 1000 if work - 1000 >= MIN_SESSION_MS else high + 1000
+
+
+def _check_interval(result, answer) -> None:
+    """An experiment: the lesson runs again with the learner's interval, the Java consumer alone without a fix, and
+    what it measured decides."""
+    work, low, high = _interval_bounds(result)
+    given = count(answer, "milliseconds")
+    expect(given >= MIN_SESSION_MS, f"max.poll.interval.ms = {given} is below {MIN_SESSION_MS} ms, the broker's "
+           "minimum session in this lab: the lesson cannot run it")
+    expect(given <= high, f"{given} ms would do, but it is more than half as long again as the {work:g} ms of work "
+           "between two polls: the smallest interval you would dare to set is the question (a long interval also "
+           "makes a consumer that really hangs take that long to leave its group)")
+    p, cluster = result.params, result.running_cluster()
+    print(f"Exercise 2: running the lesson with max.poll.interval.ms = {given}, the Java consumer alone, on "
+          + ("the notebook's cluster ..." if cluster else "a broker of its own ..."))
+    again = result.lesson.run(cluster=cluster, poll_clients=["java"], poll_fixes=["none"], poll_interval_ms=given,
+                              **{k: p[k] for k in ("poll_batch", "poll_work_ms", "poll_records", "poll_watch_s",
+                                                   "poll_loops")})
+    row = again.outcome.by_variant()["java/none"]
+    print(f"Measured: {row['reads']} reads of {row['distinct_offsets']} offsets, {row['commit_failures']} failed "
+          f"commit(s), committed offset {row['committed_offset']} of {row['records']}.")
+    expect(not row["looped"], f"with max.poll.interval.ms = {given} the Java consumer still looped (an offset read "
+           f"{row['max_reads_per_offset']} times, {row['commit_failures']} failed commit(s)): its {work:g} ms of work "
+           "between two polls (POLL_BATCH x POLL_WORK_MS) outlasted the interval")
+
+
+EXERCISES = {
+    1: Exercise(
+        check=_check_loops,
+        solution=lambda result: loops,
+        why="A consumer loops when the work between two of its polls lasts longer than `max.poll.interval.ms`: its "
+            "own client drops it from the group, its commit fails, and the next poll rejoins at the last committed "
+            "offset, the same batch again. The work is `max.poll.records` x the time per record for the plain "
+            "clients; for Kafka Streams it is its one slow record, which `max.poll.records=1` does not shorten. A "
+            "longer interval moves the bound; pause/resume keeps calling poll() while a worker processes, so no "
+            "work counts against it. The table's `batch_ms` and `interval_ms` show the two sides for each variant.",
+        wrong=lambda result: _only_the_batch,
+    ),
+    2: Exercise(
+        check=_check_interval,
+        solution=_just_enough_interval,
+        why="Without a fix, the Java consumer works `POLL_BATCH x POLL_WORK_MS` between two polls. The interval must "
+            "be longer than that, with a margin for the fetch and the commit and for a slower moment of the machine: "
+            "a quarter more, rounded up to a whole second, is the answer here. Much more than that also works, but "
+            "a consumer that really hangs then keeps its partitions that long before the group moves on. Fewer "
+            "records per poll (`max.poll.records`) shrink the work instead of stretching the interval.",
+        wrong=_interval_too_short,
+    ),
+}
+
+# The Mitigate step runs the consumers without a fix again, with the learner's setting: the setting is the fix.
+lesson = Lesson("poll_loop", "Slow work between two polls", params=PARAMS, rules=RULES, needs=needs,
+                body=run_lesson, question=question, measured_answer=measured_answer, exercises=EXERCISES,
+                apps=("PollLoopConsumer", "SlowRecordApp", "lab.apps.consumer_app"), spark_audit=True,
+                mitigate_base={"poll_fixes": ["none"]})

@@ -1,5 +1,4 @@
-"""Notebook 07 section 3 ("Slow lookups"), one lesson of streams_stop (PARAMS, RULES, needs, run_lesson -> Outcome):
-a local HTTP service (lab/apps/lookup_service.py) answers after LOOKUP_LATENCY_MS; input arrives at LOOKUP_RATE on
+"""Lesson 07c, a lookup per record: a local HTTP service (lab/apps/lookup_service.py) answers after LOOKUP_LATENCY_MS; input arrives at LOOKUP_RATE on
 LOOKUP_THREADS partitions and one lab/java/ThroughputApp.java per mode (plain, cache, batch, threads) reads it while
 its lag is sampled. A mode keeps up when its lag grows by no more than a quarter of the window's input.
 """
@@ -15,6 +14,8 @@ from ...experiment.admin import group_offsets, topic_offsets
 from ...generator import generate
 from ...history import History
 from ...experiment.apps import check_jvms
+from ...experiment.lesson import Lesson
+from ...experiment.result import Exercise, judge_rule, setting
 from .throughput import StreamsApp, start_and_settle, stop_apps
 
 MODES = ("plain", "cache", "batch", "threads")
@@ -166,3 +167,67 @@ class Outcome:
         fig.update_layout(title="Lag while the app calls a slow service", xaxis_title="seconds since the run began",
                           yaxis_title="lag (records)", template="plotly_white", height=380)
         return fig
+
+
+# ------------------------------------------------------------------ the exercise
+
+def keeps_up(mode, p):
+    # one call at a time per thread: 1000 / latency records a second, times the threads, or times a batch per call
+    per_thread = 1000 / p["lookup_latency_ms"]
+    capacity = per_thread * {"plain": 1, "threads": p["lookup_threads"], "batch": p["lookup_batch"]}[mode]
+    return p["lookup_rate"] <= capacity
+
+
+def _one_call_bounds_all(mode, p):
+    """A tempting wrong answer: every mode is bound by one call's latency, as if threads and batches changed
+    nothing."""
+    return p["lookup_rate"] <= 1000 / p["lookup_latency_ms"]
+
+
+JUDGED_MODES = ("plain", "threads", "batch")   # the cache's budget is its keys' first calls: not this arithmetic
+
+
+def _clear(p: dict, mode: str) -> bool | None:
+    """The budget's verdict where it is clear: True at half the capacity or less, False a quarter above it or more;
+    None in between, where the threads' uneven share of the keys, or a slow moment of the machine, decides."""
+    ratio = p["lookup_rate"] / capacity(p, mode)
+    return True if ratio <= 0.5 else False if ratio >= 1.25 else None
+
+
+def _other_lookups(p: dict) -> list[dict]:
+    """The exercise's other settings: a quarter and three times one thread's budget, one thread for twice it,
+    batches of two for four times it."""
+    per = 1000 / p["lookup_latency_ms"]
+    return [{"lookup_rate": per / 4}, {"lookup_rate": 3 * per}, {"lookup_threads": 1, "lookup_rate": 2 * per},
+            {"lookup_batch": 2, "lookup_rate": 4 * per}]
+
+
+def _check_keeps_up(result, fn) -> None:
+    p = result.params
+    cases = [(f"{r['mode']!r}, p", (r["mode"], dict(p)), r["keeps_up"], None) for r in result.outcome.rows
+             if r["mode"] in JUDGED_MODES and _clear(p, r["mode"]) is not None]   # where the budget is clear
+    for change in _other_lookups(p):
+        q = {**p, **change}
+        cases += [(f"{mode!r}, p", (mode, q), _clear(q, mode), f"{setting(change)}, by the budget,")
+                  for mode in JUDGED_MODES if _clear(q, mode) is not None]
+    judge_rule(fn, "keeps_up", cases, (("kept up", "fell behind"), ("keeps up", "falls behind")),
+               "how many calls can that mode have waiting at once, and how many records does one call answer for?")
+
+
+EXERCISES = {
+    1: Exercise(
+        check=_check_keeps_up,
+        solution=lambda result: keeps_up,
+        why="With one call per record, a thread waits `LOOKUP_LATENCY_MS` for each record and does nothing else "
+            "meanwhile: in a second, 1000 ms, it finishes `1000 / LOOKUP_LATENCY_MS` records. That is one thread's "
+            "budget. `threads` has `LOOKUP_THREADS` calls waiting at once, so its budget is that many times larger "
+            "(when the keys spread evenly over its partitions: the busiest one decides); `batch` answers "
+            "`LOOKUP_BATCH` records with one call. A mode keeps up when `LOOKUP_RATE` is within its budget; past "
+            "it, the lag grows for ever. The lookup table's `capacity_per_s` is that budget, and `keeps_up` what "
+            "the run measured. Near the budget a run can go either way, so the check leaves that zone out.",
+        wrong=lambda result: _one_call_bounds_all,
+    ),
+}
+
+lesson = Lesson("lookups", "A lookup per record", params=PARAMS, rules=RULES, needs=needs, body=run_lesson,
+                question=question, measured_answer=measured_answer, exercises=EXERCISES, apps=("ThroughputApp",))

@@ -1,0 +1,133 @@
+"""One lesson: the shape every lesson notebook, its panel, its tests and its benchmark call.
+
+    from lab.scenarios.nb07_when_streams_stop.poll_loop import lesson
+    PARAMS = lesson.spec.from_notebook(globals())         # this lesson's knobs only, checked before anything starts
+    lesson.mitigate.check(PARAMS, FIX)                     # the Mitigate step's fix, refused now if it cannot run
+    cluster = kafka_cluster(**lesson.needs(PARAMS)).start()
+    guess = lesson.predict(PARAMS, PREDICTION)             # the question, answered before the run
+    result = lesson.run(cluster=cluster, **PARAMS)         # a LessonResult: verdict, figure, table, explain, check
+    guess.against(result.measured_answer())
+    fixed = lesson.mitigate(result, cluster=cluster, **FIX)
+    record(**result.as_record(), **fixed.as_record(), **guess.as_record())
+
+A lesson module defines what is its own (its parameters, their rules, what it needs from the cluster, the body that
+runs on a lab.experiment.Run and returns an outcome, its question, its exercises) and ends with
+`lesson = Lesson(...)`. An outcome has failed, verdict(), explain(), table(), figure(), as_record() and, when
+audited, `audits`; its analysis is pure functions of the run's history.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..config import KAFKA_VERSION
+from .memory import child_pids, peak_rss
+from .mitigate import Mitigate
+from .params import Param, Spec
+from .predict import Prediction, predict
+from .result import Exercise, Result
+from .run import Run
+from .timeline import Timeline
+
+
+class Lesson:
+    def __init__(self, key: str, title: str, *, params: list[Param], needs: Callable[[dict], dict],
+                 body: Callable, question: Callable[[dict], tuple], measured_answer: Callable[[dict, dict], object],
+                 rules=(), exercises: dict[int, Exercise] | None = None, apps: tuple[str, ...] = (),
+                 spark_audit: bool = False, mitigate_base: dict | None = None):
+        """`key` names its runs and its record ("poll_loop"); `needs(p)` -> {nodes, broker_config[, extra_listener]};
+        `body(lab, p)` -> its outcome; `question(p)` -> (text, choices or None for a number);
+        `measured_answer(record, p)`: this run's answer to it, from the outcome's as_record(); `apps`: a marker in
+        the command line of each program it starts (their memory is sampled); `mitigate_base`: what its Mitigate
+        step sets whatever the fix (for example only the variant without a fix)."""
+        self.key, self.title = key, title
+        self.spec = Spec(*params, rules=tuple(rules))
+        self._needs, self.body, self._question, self._measured = needs, body, question, measured_answer
+        self.exercises = dict(exercises or {})
+        self.apps, self.spark_audit = tuple(apps), spark_audit
+        self.mitigate = Mitigate(self.run, self.spec, base=mitigate_base)
+
+    def __repr__(self) -> str:
+        return f"Lesson({self.key!r}: {self.title})"
+
+    def needs(self, p: dict) -> dict:
+        """What its broker must have: kafka_cluster(**lesson.needs(PARAMS)) starts it."""
+        wanted = self._needs(p)
+        needs = dict(nodes=wanted.get("nodes", 1), version=KAFKA_VERSION,
+                     broker_config=dict(wanted.get("broker_config", {})))
+        return {**needs, "extra_listener": wanted["extra_listener"]} if wanted.get("extra_listener") else needs
+
+    def question(self, p: dict) -> tuple:
+        """Its Predict question: (text, choices), choices None for a number."""
+        return self._question(p)
+
+    def predict(self, p: dict, given=None, show: bool = True) -> Prediction:
+        """Its Predict step: a widget in Jupyter, or `given` (a notebook's PREDICTION) headless."""
+        return predict(*self.question(p), given=given, show=show)
+
+    def run(self, cluster=None, progress: bool = True, **params) -> "LessonResult":
+        """The lesson once, on `cluster` when it fits (else a broker of its own, stopped at the end)."""
+        p = self.spec.validate(**params)
+        needs = self.needs(p)
+        if getattr(cluster, "owns_broker", False) and cluster.running and cluster.nodes > needs["nodes"]:
+            needs = {**needs, "nodes": cluster.nodes}   # a bigger lab cluster fits: run there, as the lesson did
+        with Run(self.key.replace("_", "-"), cluster=cluster, progress=progress, spark_audit=self.spark_audit,
+                 **needs) as lab:
+            stop = threading.Event()
+            rss = lab.background(peak_rss, stop, lambda: {
+                "apps": [pid for marker in self.apps for pid in child_pids(marker)],
+                "brokers": child_pids("kafka.Kafka")})
+            try:
+                lab.phase(self.title)
+                outcome = self.body(lab, p)
+            finally:
+                stop.set()
+            peak = rss.result(10)
+        return LessonResult(self.key, p, lab.id, lab.timeline, cluster=cluster, outcome=outcome, lesson=self,
+                            peak_rss_mb=peak, answer=self._measured(outcome.as_record(), p))
+
+    def result(self, outcome, run_id: str = "run-1", cluster=None, **params) -> "LessonResult":
+        """A result of this lesson around an outcome made elsewhere (a unit test's rows), at these parameters."""
+        return LessonResult(self.key, self.spec.validate(**params), run_id, Timeline(0.0), cluster=cluster,
+                            outcome=outcome, lesson=self)
+
+
+@dataclass
+class LessonResult(Result):
+    """A lesson's run: what its outcome measured, with the exercises of its lesson."""
+    outcome: object = None
+    lesson: Lesson | None = field(default=None, repr=False, compare=False)
+    peak_rss_mb: dict = field(default_factory=dict)   # {"apps": MB, "brokers": MB}: the largest at one instant
+    answer: object = None                             # this run's answer to the lesson's Predict question
+
+    @property
+    def exercises(self) -> dict:
+        return self.lesson.exercises if self.lesson else {}
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome.failed
+
+    @property
+    def audits(self) -> dict:
+        """The Spark audit's verdicts of this run, by name ({} when the lesson audits nothing)."""
+        return getattr(self.outcome, "audits", {})
+
+    def verdict(self) -> str:
+        return self.outcome.verdict()
+
+    def explain(self) -> str:
+        return self.outcome.explain()
+
+    def table(self):
+        return self.outcome.table()
+
+    def figure(self):
+        return self.outcome.figure()
+
+    def measured_answer(self):
+        return self.answer
+
+    def record_fields(self) -> dict:
+        return {**self.outcome.as_record(), "peak_rss_mb": self.peak_rss_mb}
