@@ -1,10 +1,12 @@
-"""Notebook 05 (exactly-once under crashes): how often each claimed anomaly reproduces, and what it costs.
+"""Chapter 05 (exactly-once under crashes, lessons 05a to 05c): how often each claimed anomaly reproduces, and what it
+costs.
 
     python benchmarks/bench_05.py [--runs 5] [--points during_processing,after_send_before_commit,...]
                                   [--handlers replace_thread,continue] [--schema-modes replace_thread,continue]
                                   [--records 200] [--crash-at 80]
 
-N runs of the crash points under both guarantees (plus the handler and schema-change runs, if any) on one broker: for each
+N runs of lesson 05a's crash points under both guarantees (then 05b's handler and 05c's schema-change runs, if any) on
+one broker: for each
 crash point x guarantee, in how many runs the app crashed, had duplicates, lost records, wrong counts, and
 aborted records a read_uncommitted reader sees; the run's duration, the restart's downtime and restore, and
 the peak RSS of the Kafka Streams JVMs. Prints markdown to paste into benchmarks/RESULTS.md.
@@ -34,12 +36,17 @@ def main() -> None:
                     "it: the runs can then be split over several invocations (each holds the machine for less time)")
     args = ap.parse_args()
     from lab.cluster import kafka_cluster
-    from lab.scenarios.nb05_exactly_once_under_crashes import eos_crashes as scenario
+    from lab.experiment.memory import largest
+    from lab.scenarios.nb05_exactly_once_under_crashes import crash_points, exception_handlers, schema_change
 
-    # SPEC checks every value, and the versions, before anything starts
-    params = scenario.SPEC.validate(crash_points=args.points.split(","), records=args.records, crash_at=args.crash_at,
-                                    handlers=[h for h in args.handlers.split(",") if h],
-                                    schema_modes=[m for m in args.schema_modes.split(",") if m])
+    # each lesson's spec checks every value, and the versions, before anything starts
+    params = crash_points.lesson.spec.validate(crash_points=args.points.split(","), records=args.records,
+                                               crash_at=args.crash_at)
+    handlers = [h for h in args.handlers.split(",") if h]
+    modes = [m for m in args.schema_modes.split(",") if m]
+    others = [(lesson, lesson.spec.validate(records=args.records, **{key: chosen}))
+              for lesson, key, chosen in ((exception_handlers.lesson, "handlers", handlers),
+                                          (schema_change.lesson, "schema_modes", modes)) if chosen]
     rows, handler_rows = [], []
 
     def keep(row: dict, into: list) -> None:
@@ -49,12 +56,14 @@ def main() -> None:
             with args.rows.open("a") as f:
                 f.write(json.dumps(row) + "\n")
 
-    with kafka_cluster(**scenario.needs(params), name="bench-05") as cluster:
+    with kafka_cluster(**crash_points.lesson.needs(params), name="bench-05") as cluster:
         for n in range(args.runs):
             t = time.perf_counter()
-            r = scenario.run(cluster=cluster, progress=False, **params)
-            seconds, rss = round(time.perf_counter() - t, 1), r.peak_rss_mb
-            failing = {**r.handlers, **{f"schema {m}": f for m, f in r.schema.items()}}
+            r = crash_points.lesson.run(cluster=cluster, progress=False, **params)
+            more = [lesson.run(cluster=cluster, progress=False, **p) for lesson, p in others]
+            seconds, rss = round(time.perf_counter() - t, 1), largest(r.peak_rss_mb, *(m.peak_rss_mb for m in more))
+            failing = {k: f for m in more for k, f in (*m.handlers.items(),
+                                                     *((f"schema {x}", f) for x, f in m.schema.items()))}
             per_run = seconds / max(len(r.crashes) + len(failing), 1)
             for c in r.crashes.values():
                 m = c.m
@@ -72,7 +81,7 @@ def main() -> None:
         rows = [r for r in kept if "point" in r]
         handler_rows = [r for r in kept if "handler" in r]
     med = lambda xs: round(statistics.median(xs), 1) if xs else "-"  # noqa: E731
-    print(f"\n### Notebook 05 benchmark ({args.records} records, crash at {args.crash_at}, "
+    print(f"\n### Chapter 05 benchmark ({args.records} records, crash at {args.crash_at}, "
           f"{time.strftime('%Y-%m-%d')})\n")
     print("| crash point | guarantee | runs | crashed | duplicates in | lost in | counts wrong in | aborted seen in "
           "| down (median s) | restore (median s) | run (median s) | RSS apps (median MB) | broker (MB) |")
@@ -91,7 +100,7 @@ def main() -> None:
     if handler_rows:
         print("\n| handler | runs | outcomes | lost (median) | uncaught (median) | failures / min (median) |")
         print("|---|---|---|---|---|---|")
-        for h in [*params["handlers"], *(f"schema {m}" for m in params["schema_modes"])]:
+        for h in [*handlers, *(f"schema {m}" for m in modes)]:
             mine = [r for r in handler_rows if r["handler"] == h]
             outcomes = ", ".join(sorted({r["outcome"] for r in mine}))
             print(f"| {h} | {len(mine)} | {outcomes} | {med([r['lost'] for r in mine])} "

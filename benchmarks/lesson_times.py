@@ -1,8 +1,8 @@
 """How long each lesson takes at its notebook's default parameters, run as the notebook runs it: a lesson notebook's
-`lesson.run` (06a to 07d), one cell per lesson on the notebook's broker (02, 03, 05: `run_lesson`), or the
-notebook's one run (the others), then its Mitigate steps with the notebook's default fixes: `mitigate` with FIX on
-the run's result (01, 04, 06a to 07d, 08), `mitigate_<lesson>` with FIX_<LESSON> on that lesson's (02, 03,
-05). The broker's start is timed apart (08's is the notebook's own, with JMX).
+`lesson.run` (05a to 07d), one cell per lesson on the notebook's broker (02, 03: `run_lesson`), or the notebook's one
+run (the others), then its Mitigate steps with the notebook's default fixes: `mitigate` with FIX on the run's result
+(01, 04, 05a to 07d, 08), `mitigate_<lesson>` with FIX_<LESSON> on that lesson's (02, 03). The broker's start is
+timed apart (08's is the notebook's own, with JMX).
 
     python benchmarks/lesson_times.py 06a 07d      # default: every notebook
 
@@ -41,7 +41,7 @@ def lesson_times(number: str) -> list[tuple[str, float, str]]:
     from lab.scenarios import notebook
     scenario = notebook(number).lesson or notebook(number).module()   # a Lesson has the same run, needs, mitigate
     params = (scenario.spec if hasattr(scenario, "spec") else scenario.SPEC).validate()
-    lessons = getattr(scenario, "LESSONS", None)   # 02, 03, 05: lab.experiment.parts
+    lessons = getattr(scenario, "LESSONS", None)   # 02, 03: lab.experiment.parts
     own = getattr(scenario, "embedded_cluster", None)   # 08: the broker with JMX its notebook starts
     cluster, started = timed(lambda: (own(params, name=f"times-{number}") if own else
                                       kafka_cluster(**scenario.needs(params), name=f"times-{number}")).start())

@@ -18,7 +18,9 @@ NOTEBOOK_RUNS = ("tests/test_notebooks.py::test_notebook[",)
 # busy or peak highest (07d's three-node cluster with its apps, 07a's eight consumers and Spark, 06c's RocksDB
 # JVMs, notebook 03's five Streams apps, the browser tests' chromium and JupyterLab).
 MEASURED_S = {
-    "05_exactly_once_under_crashes[failure]": 393, "07d_broker_bounce[failure]": 96,
+    "05a_crash_points[failure]": 120, "05b_exception_handlers[failure]": 90,
+    "05b_exception_handlers[control]": 40, "05c_state_schema[failure]": 60, "05d_refused_record[failure]": 90,
+    "07d_broker_bounce[failure]": 96,
     "06a_store_growth[failure]": 60, "06b_restore[failure]": 40, "06b_restore[control]": 31,
     "06c_rocksdb_memory[failure]": 46, "06d_changelog_reader[failure]": 36, "06e_disk_space[failure]": 69,
     "tests/test_spark_cluster.py": 325, "tests/test_browser.py": 280,
@@ -26,7 +28,7 @@ MEASURED_S = {
     "08_diagnose_your_cluster[failure]": 188, "01_offset_expiry_reprocessing[failure]": 160,
     "tests/test_audit.py": 115, "03_quota_driven_fencing[control]": 160, "tests/test_cluster.py": 105,
     "07a_poll_loop[failure]": 68, "07a_poll_loop[control]": 24, "07b_partitions[failure]": 68,
-    "07c_lookups[failure]": 40, "07c_lookups[control]": 44, "05_exactly_once_under_crashes[control]": 98,
+    "07c_lookups[failure]": 40, "07c_lookups[control]": 44,
     "04_stale_standby_cache[control]": 89, "04_stale_standby_cache[failure]": 86, "tests/test_security.py": 75,
     "01_offset_expiry_reprocessing[control]": 78, "02_transactional_id_expiry[control]": 72,
     "tests/test_site.py": 60, "00_setup_check[failure]": 56,

@@ -1,4 +1,4 @@
-"""The pure parts of notebook 05's scenario: no broker, no JVM."""
+"""The pure parts of chapter 05's lessons (05a to 05d): no broker, no JVM."""
 import re
 
 import pytest
@@ -6,7 +6,12 @@ import pytest
 from lab.errors import LabError
 from lab.experiment import checks
 from lab.experiment import Timeline
-from lab.scenarios.nb05_exactly_once_under_crashes import eos_crashes as s
+from lab.scenarios.nb05_exactly_once_under_crashes import analysis, crash_points, exception_handlers, production_errors
+from lab.scenarios.nb05_exactly_once_under_crashes import schema_change, streams_app
+from lab.scenarios.nb05_exactly_once_under_crashes.report import FATES, Crash, EosCrashResult, Failing
+
+CRASHES, HANDLERS, SCHEMA, REFUSED = (m.lesson for m in (crash_points, exception_handlers, schema_change,
+                                                         production_errors))
 
 T0 = 1_000.0
 
@@ -24,45 +29,47 @@ def lab(kind, ts, incarnation=1, **fields):
 
 
 def test_defaults_and_the_control_validate(no_maven):
-    p = s.SPEC.validate()
+    p = CRASHES.spec.validate()
     assert p["crash_points"] == ["before_read", "during_processing", "after_send_before_commit", "after_commit"]
-    control = s.SPEC.validate(crash_points=["none"], handlers=[], schema_modes=["tolerant"])
-    assert control["crash_points"] == ["none"]
+    assert CRASHES.spec.validate(crash_points=["none"])["crash_points"] == ["none"]
+    assert SCHEMA.spec.validate(schema_modes=["tolerant"])["schema_modes"] == ["tolerant"]
 
 
-@pytest.mark.parametrize("params, message", [
-    (dict(crash_points=["after_ack"]), "CRASH_POINTS"),
-    (dict(guarantees=["exactly_once"]), "GUARANTEES"),
-    (dict(handlers=["retry"]), "HANDLERS"),
-    (dict(schema_modes=["ignore"]), "SCHEMA_MODES"),
-    (dict(crash_points=["none", "none"]), "twice"),
-    (dict(commit_interval_ms=20000), "COMMIT_INTERVAL_MS"),
-    (dict(records=0), "RECORDS"),
-    (dict(crash_points=[], handlers=[], schema_modes=[], production_handlers=[], production_compare=[]),
-     "Nothing to run"),
-    (dict(streams_version="2.8.2"), "STREAMS_VERSION.*older"),
-    (dict(streams_version="four"), "STREAMS_VERSION"),
-    (dict(crash_point=["none"]), "did you mean"),
+@pytest.mark.parametrize("lesson, params, message", [
+    (CRASHES, dict(crash_points=["after_ack"]), "CRASH_POINTS"),
+    (CRASHES, dict(guarantees=["exactly_once"]), "GUARANTEES"),
+    (HANDLERS, dict(handlers=["retry"]), "HANDLERS"),
+    (SCHEMA, dict(schema_modes=["ignore"]), "SCHEMA_MODES"),
+    (CRASHES, dict(crash_points=["none", "none"]), "twice"),
+    (CRASHES, dict(commit_interval_ms=20000), "COMMIT_INTERVAL_MS"),
+    (HANDLERS, dict(records=0), "RECORDS"),
+    (CRASHES, dict(crash_points=[]), "Nothing to run: give CRASH_POINTS and GUARANTEES"),
+    (HANDLERS, dict(handlers=[]), "Nothing to run: give HANDLERS"),
+    (REFUSED, dict(production_handlers=[], production_compare=[]), "PRODUCTION_HANDLERS or PRODUCTION_COMPARE"),
+    (CRASHES, dict(streams_version="2.8.2"), "STREAMS_VERSION.*older"),
+    (CRASHES, dict(streams_version="four"), "STREAMS_VERSION"),
+    (CRASHES, dict(crash_point=["none"]), "did you mean"),
 ])
-def test_bad_input_is_refused_before_anything_starts(no_maven, params, message):
+def test_bad_input_is_refused_before_anything_starts(no_maven, lesson, params, message):
     with pytest.raises(LabError, match=message):
-        s.SPEC.validate(**params)
+        lesson.spec.validate(**params)
 
 
 def test_kip_1033_continue_needs_3_9(no_maven):
     with pytest.raises(LabError, match="KIP-1033.*3.9.0"):
-        s.SPEC.validate(handlers=["continue"], schema_modes=[], handler_version="3.8.1")
+        HANDLERS.spec.validate(handlers=["continue"], handler_version="3.8.1")
     with pytest.raises(LabError, match="SCHEMA_MODES"):
-        s.SPEC.validate(handlers=[], schema_modes=["continue"], handler_version="3.8.1")
+        SCHEMA.spec.validate(schema_modes=["continue"], handler_version="3.8.1")
     # without 'continue', an old handler version is a valid experiment
-    assert s.SPEC.validate(handlers=["replace_thread"], schema_modes=["tolerant"], handler_version="3.8.1")
-    assert s.SPEC.validate(handlers=["continue"], handler_version="3.9.0")["handler_version"] == "3.9.0"
+    assert HANDLERS.spec.validate(handlers=["replace_thread"], handler_version="3.8.1")
+    assert SCHEMA.spec.validate(schema_modes=["tolerant"], handler_version="3.8.1")
+    assert HANDLERS.spec.validate(handlers=["continue"], handler_version="3.9.0")["handler_version"] == "3.9.0"
 
 
 def test_the_dead_letter_topic_needs_4_2_and_is_configured_with_continue(no_maven):
     with pytest.raises(LabError, match="KIP-1034.*4.2.0"):
-        s.SPEC.validate(handlers=["dead_letter"], schema_modes=[], handler_version="3.9.0")
-    props = s.handler_props("dead_letter", "4.3.1", "app-5", "app")
+        HANDLERS.spec.validate(handlers=["dead_letter"], handler_version="3.9.0")
+    props = exception_handlers.handler_props("dead_letter", "4.3.1", "app-5", "app")
     assert props["errors.dead.letter.queue.topic.name"] == "app-dlq" and props["lab_poison_id"] == "app-5"
     assert props["processing.exception.handler"].endswith("LogAndContinueProcessingExceptionHandler")
 
@@ -72,18 +79,18 @@ def test_an_unknown_version_is_refused_when_maven_has_none(monkeypatch):
         raise LabError(f"Maven Central has no artifact org.apache.kafka:kafka-streams:jar:{version}.")
     monkeypatch.setattr(checks, "build_streams_program", lambda version, *a, **k: missing(version))
     with pytest.raises(LabError, match=r"STREAMS_VERSION='3.8.99'.*no artifact"):
-        s.SPEC.validate(streams_version="3.8.99")
+        CRASHES.spec.validate(streams_version="3.8.99")
 
 
 def test_handler_configuration_follows_the_version():
-    assert s.handler_props("continue", "4.3.1", "p-1") == {
-        "lab_handler": "shutdown_client", "lab_poison_id": "p-1", "processing.exception.handler": s.CONTINUE_HANDLER}
-    assert s.handler_props("replace_thread", "3.8.1", "p-1")["lab_handler"] == "replace_thread"
-    assert s.handler_props("deserialization", "4.3.1", "p")["deserialization.exception.handler"] == s.DESER_CONTINUE
-    assert s.handler_props("deserialization", "3.8.1", "p")["default.deserialization.exception.handler"] == \
-        s.DESER_CONTINUE
-    assert s.schema_version("continue", {"handler_version": "4.3.1", "old_version": "3.8.1"}) == "4.3.1"
-    assert s.schema_version("replace_thread", {"handler_version": "4.3.1", "old_version": "3.8.1"}) == "3.8.1"
+    assert exception_handlers.handler_props("continue", "4.3.1", "p-1") == {
+        "lab_handler": "shutdown_client", "lab_poison_id": "p-1", "processing.exception.handler": streams_app.CONTINUE_HANDLER}
+    assert exception_handlers.handler_props("replace_thread", "3.8.1", "p-1")["lab_handler"] == "replace_thread"
+    assert exception_handlers.handler_props("deserialization", "4.3.1", "p")["deserialization.exception.handler"] == streams_app.DESER_CONTINUE
+    assert exception_handlers.handler_props("deserialization", "3.8.1", "p")["default.deserialization.exception.handler"] == \
+        streams_app.DESER_CONTINUE
+    assert schema_change.schema_version("continue", {"handler_version": "4.3.1", "old_version": "3.8.1"}) == "4.3.1"
+    assert schema_change.schema_version("replace_thread", {"handler_version": "4.3.1", "old_version": "3.8.1"}) == "3.8.1"
 
 
 def produced(n, keys=2, prefix="r-"):
@@ -104,7 +111,7 @@ def test_measure_exact_output_is_clean():
     truth = produced(4)
     committed = out([(r["id"], r["key"], r["true_value"]) for r in truth])
     counts = [{"key": r["key"], "count": r["true_value"], "partition": 0, "offset": o} for o, r in enumerate(truth)]
-    m = s.measure(truth, committed, committed, counts)
+    m = analysis.measure(truth, committed, committed, counts)
     assert (m["duplicates"], m["lost"], m["wrong_values"], m["overcount"], m["undercount"], m["aborted_visible"]) == \
         (0, 0, 0, 0, 0, 0)
 
@@ -116,7 +123,7 @@ def test_measure_at_least_once_replay_duplicates_and_overcounts():
                      ("r-2", "k0", 3), ("r-3", "k1", 3)])
     counts = [{"key": "k0", "count": 3, "partition": 0, "offset": 0}, {"key": "k1", "count": 3, "partition": 0,
                                                                         "offset": 1}]
-    m = s.measure(truth, committed, committed, counts)
+    m = analysis.measure(truth, committed, committed, counts)
     assert m["duplicates"] == 2 and m["lost"] == 0 and m["overcount"] == 2 and m["wrong_values"] == 2
 
 
@@ -128,7 +135,7 @@ def test_measure_exactly_once_aborted_records_only_read_uncommitted_sees():
                                {"id": "r-1", "key": "k1", "value": 1, "partition": 1, "offset": 0, "kafka_ts": T0 + 4}]
     counts = [{"key": "k0", "count": 2, "partition": 0, "offset": 0}, {"key": "k1", "count": 1, "partition": 0,
                                                                         "offset": 1}]
-    m = s.measure(truth, committed, uncommitted, counts)
+    m = analysis.measure(truth, committed, uncommitted, counts)
     assert m["duplicates"] == 0 and m["aborted_visible"] == 2 and m["aborted_ids"] == ["r-1", "r-2"]
     assert (m["aborted_first_ts"], m["aborted_last_ts"]) == (T0 + 3, T0 + 4)
 
@@ -136,7 +143,7 @@ def test_measure_exactly_once_aborted_records_only_read_uncommitted_sees():
 def test_measure_lost_records_are_named():
     truth = produced(12)
     committed = out([(r["id"], r["key"], r["true_value"]) for r in truth if r["id"] not in ("r-10", "r-2")])
-    m = s.measure(truth, committed, committed, [])
+    m = analysis.measure(truth, committed, committed, [])
     assert m["lost"] == 2 and m["lost_ids"] == ["r-2", "r-10"]
     assert m["undercount"] == 12   # no count update at all
 
@@ -152,7 +159,7 @@ def test_app_events_by_incarnation():
                                                                         restored=31),
         lab("state", T0 + 8, 2, to="RUNNING"), lab("metrics", T0 + 9, 2, dropped_records=1),
         lab("uncaught", T0 + 10, 2, n=1, response="REPLACE_THREAD", error="IllegalStateException: poison")])
-    ev = s.app_events(log)
+    ev = analysis.app_events(log)
     assert ev["crash"]["point"] == "after_send_before_commit" and ev["crash"]["acked"] == 60
     assert ev["running"] == {1: T0 + 1, 2: T0 + 8}
     assert ev["restores"][2] == {"start": T0 + 6.5, "end": T0 + 7.5, "restored": 61}
@@ -160,21 +167,26 @@ def test_app_events_by_incarnation():
 
 
 def test_loop_rate():
-    assert s.loop_rate([T0]) is None
-    assert s.loop_rate([T0, T0 + 6, T0 + 12]) == 10.0
+    assert analysis.loop_rate([T0]) is None
+    assert analysis.loop_rate([T0, T0 + 6, T0 + 12]) == 10.0
 
 
 def crash(point, guarantee, **m):
     base = {"crashed": point != "none", "crash": {"processed": 61, "acked": 60}, "duplicates": 0, "lost": 0,
             "overcount": 0, "undercount": 0, "aborted_visible": 0, "outputs": 10, "produced": 10, "restored": 0,
             "restore_s": None, "state_wiped": False}
-    return s.Crash(f"{point} · {s.SHORT[guarantee]}", point, guarantee, "4.3.1", "app", None, [], {**base, **m}, "",
+    return Crash(f"{point} · {streams_app.SHORT[guarantee]}", point, guarantee, "4.3.1", "app", None, [], {**base, **m}, "",
                    Timeline(T0))
 
 
 def result(crashes=(), handlers=()):
-    return s.EosCrashResult("eos_crashes", {}, "run", Timeline(T0), crashes={c.label: c for c in crashes},
-                            handlers={f.label: f for f in handlers})
+    return EosCrashResult("eos_crashes", {}, "run", Timeline(T0), crashes={c.label: c for c in crashes},
+                          handlers={f.label: f for f in handlers})
+
+
+def lesson_result(lesson, outcome, **params):
+    """A lesson's result around an outcome made here (its exercises judge it)."""
+    return lesson.result(outcome, **params)
 
 
 def test_verdict_branches():
@@ -194,7 +206,7 @@ def test_verdict_branches():
 
 def failing(label, **m):
     base = {"uncaught": 0, "responses": [], "deaths": 0, "lost": 0}
-    return s.Failing(label, "app", "4.3.1", None, [], {**base, **m}, {}, Timeline(T0))
+    return Failing(label, "app", "4.3.1", None, [], {**base, **m}, {}, Timeline(T0))
 
 
 def test_failing_outcomes():
@@ -212,10 +224,15 @@ def test_failing_outcomes():
     assert failing("h", lost=2, lost_all={"app-5", "app-6"}, dead_letters=letters).outcome == "records dropped"
 
 
-def test_exercises_check_against_the_measurements(capsys):
-    one = s.EosCrashResult.exercises[1]
-    r = result([crash("after_send_before_commit", "at_least_once", duplicates=3),
-                crash("after_commit", "at_least_once"), crash("before_read", "exactly_once_v2", aborted_visible=7)])
+def crashes_result(crashes):
+    return lesson_result(CRASHES, result(crashes))
+
+
+def test_the_crash_exercise_checks_against_the_measurements(no_maven, capsys):
+    one = CRASHES.exercises[1]
+    r = crashes_result([crash("after_send_before_commit", "at_least_once", duplicates=3),
+                        crash("after_commit", "at_least_once"),
+                        crash("before_read", "exactly_once_v2", aborted_visible=7)])
     assert callable(one.solution(r)) and r.check(1, one.solution(r))
     assert not r.check(1, None) and "`.solution(1)` on the same result" in capsys.readouterr().out
     for number, answer, hint in [
@@ -234,16 +251,16 @@ def test_exercises_check_against_the_measurements(capsys):
     assert "in flight" in shown[0].data
 
     # a run whose measurement went against the mechanism: the measurement decides for this run's rows
-    odd = result([crash("after_send_before_commit", "at_least_once")])
+    odd = crashes_result([crash("after_send_before_commit", "at_least_once")])
     with pytest.raises(AssertionError, match="^Not quite: .*in this run it wrote none"):
         odd.check(1, one.solution(r))
     # the control: no crash, so nothing duplicated; the function is still judged by the mechanism
-    control = result([crash("none", "exactly_once_v2"), crash("none", "at_least_once")])
+    control = crashes_result([crash("none", "exactly_once_v2"), crash("none", "at_least_once")])
     assert control.check(1, one.solution(r))
     with pytest.raises(AssertionError, match="^Not quite: .*by the mechanism it wrote duplicates"):
         control.check(1, one.wrong(control))
     with pytest.raises(LabError, match="not run in this run"):
-        result([]).check(1, one.solution(r))
+        crashes_result([]).check(1, one.solution(r))
 
 
 def test_the_mechanism_evidence_says_when_there_is_none():
@@ -296,87 +313,66 @@ def test_markers_not_read_stay_unknown():
 
 
 def test_each_lesson_has_its_question_and_the_run_answers_it(no_maven):
-    p = s.SPEC.validate(handlers=["replace_thread", "continue"], schema_modes=["shutdown_client", "tolerant"])
-    guess = s.predict("handlers", p, {"handlers": "it goes on without the record"}, show=False)
-    assert guess.lesson == "handlers" and "REPLACE_THREAD" in guess.question and guess.choices == s.FATES
-    assert "(SHUTDOWN_CLIENT)" in s.predict("schema", p, show=False).question
-    with pytest.raises(LabError, match="PREDICTIONS names no lesson \\['handler'\\]"):
-        s.predict("crashes", p, {"handler": "x"})
+    p = HANDLERS.spec.validate(handlers=["replace_thread", "continue"])
+    guess = HANDLERS.predict(p, "it goes on without the record", show=False)
+    assert "REPLACE_THREAD" in guess.question and guess.choices == FATES
+    assert "(SHUTDOWN_CLIENT)" in SCHEMA.predict(SCHEMA.spec.validate(), show=False).question
+    with pytest.raises(LabError, match="not one of the answers"):
+        CRASHES.predict(CRASHES.spec.validate(), "x")
     loops = {"replace_thread": failing("handler replace_thread", uncaught=4, responses=["REPLACE_THREAD"]),
              "continue": failing("handler continue", lost=1)}
-    r = s.EosCrashResult("eos_crashes", p, "run", Timeline(T0), handlers=loops,
-                         schema={"shutdown_client": failing("schema shutdown_client", deaths=2),
-                                 "tolerant": failing("schema tolerant")})
-    assert r.measured_answer() == r.measured_answer("handlers") == "it loops: the same record fails again and again"
-    assert r.measured_answer("schema") == "it stops (and again after each restart)"
-    assert r.measured_answer("crashes") is None
+    handlers = EosCrashResult("handlers", p, "run", Timeline(T0), handlers=loops)
+    assert handlers.measured_answer() == "it loops: the same record fails again and again"
+    schema = EosCrashResult("schema", {}, "run", Timeline(T0), schema={
+        "shutdown_client": failing("schema shutdown_client", deaths=2), "tolerant": failing("schema tolerant")})
+    assert schema.measured_answer() == "it stops (and again after each restart)"
+    assert handlers.measured_answer("crashes") is None
     from lab.scenarios.nb05_exactly_once_under_crashes.report import fate
     assert [fate(o) for o in ("records dropped", "clean: the poison record is in the dead-letter topic",
-                              "clean")] == list(s.FATES[2:])
+                              "clean")] == list(FATES[2:])
 
 
-def test_a_lesson_left_out_does_not_run_and_together_joins_the_sections(no_maven):
-    p = s.SPEC.validate(handlers=[], schema_modes=["tolerant"])
-    skipped = s.run_lesson("handlers", cluster=None, **p)   # HANDLERS empty: nothing starts
-    assert skipped.run_id == "" and skipped.verdict() == "nothing ran" and skipped.measured_answer() is None
-    with pytest.raises(LabError, match="no lesson 'crash'"):
-        s.run_lesson("crash", **p)
-    crashes = s.EosCrashResult("eos_crashes", {**p, "handlers": [], "schema_modes": []}, "run-a", Timeline(T0),
-                               crashes={"none · EOS v2": crash("none", "exactly_once_v2")}, peak_rss_mb={"apps": 500})
-    schema = s.EosCrashResult("eos_crashes", {**p, "crash_points": [], "handlers": []}, "run-b", Timeline(T0 + 60),
-                              schema={"tolerant": failing("schema tolerant")}, peak_rss_mb={"apps": 700})
-    schema.timeline.add("app", "start", T0 + 61)
-    both = s.together(crashes, skipped, schema)
-    assert list(both.crashes) == ["none · EOS v2"] and list(both.schema) == ["tolerant"] and not both.handlers
-    assert both.params["crash_points"] == p["crash_points"] and both.params["schema_modes"] == ["tolerant"]
-    assert both.params["handlers"] == [] and both.run_id == "run-a" and both.peak_rss_mb == {"apps": 700}
-    assert [(e.t, e.kind) for e in both.timeline.events] == [(61.0, "start")]
-
-
-def test_exercises_3_and_4_are_judged_by_what_ran_else_by_the_mechanism(capsys):
-    three, four = s.EosCrashResult.exercises[2], s.EosCrashResult.exercises[3]
-    r = s.EosCrashResult("eos_crashes", {}, "run", Timeline(T0),
-                         handlers={"continue": failing("handler continue", lost=1),
-                                   "dead_letter": failing("handler dead_letter", lost=1, lost_all={"a-5"},
-                                                          dead_letters=[{"id": "a-5", "exception": "x"}])},
-                         schema={"replace_thread": failing("schema replace_thread", uncaught=3,
-                                                           responses=["REPLACE_THREAD"])})
-    assert three.solution(r) == "dead_letter" and r.check(2, "dead_letter")
+def test_the_handler_and_schema_exercises_are_judged_by_what_ran_else_by_the_mechanism(no_maven, capsys):
+    three, four = HANDLERS.exercises[1], SCHEMA.exercises[1]
+    handlers = lesson_result(HANDLERS, EosCrashResult("handlers", {}, "run", Timeline(T0), handlers={
+        "continue": failing("handler continue", lost=1),
+        "dead_letter": failing("handler dead_letter", lost=1, lost_all={"a-5"},
+                               dead_letters=[{"id": "a-5", "exception": "x"}])}))
+    schema = lesson_result(SCHEMA, EosCrashResult("schema", {}, "run", Timeline(T0), schema={
+        "replace_thread": failing("schema replace_thread", uncaught=3, responses=["REPLACE_THREAD"])}))
+    assert three.solution(handlers) == "dead_letter" and handlers.check(1, "dead_letter")
     assert "Measured in this run: `dead_letter` ended as: clean" in capsys.readouterr().out
-    assert four.solution(r) == "tolerant" and r.check(3, "tolerant")     # not run here: the mechanism, said so
+    assert four.solution(schema) == "tolerant" and schema.check(1, "tolerant")     # not run here: the mechanism
     assert "did not run in this run: add it to SCHEMA_MODES" in capsys.readouterr().out
-    for number, answer, hint in [(2, three.wrong(r), "`continue` ended as: records dropped"),
-                                 (2, "shutdown_client", "stops the app"), (2, "poison", "one name of HANDLERS"),
-                                 (3, four.wrong(r), "`replace_thread` ended as: crash loop"),
-                                 (3, "continue", "only the dropped-records metric")]:
+    for r, answer, hint in [(handlers, three.wrong(handlers), "`continue` ended as: records dropped"),
+                            (handlers, "shutdown_client", "stops the app"),
+                            (handlers, "poison", "one name of HANDLERS"),
+                            (schema, four.wrong(schema), "`replace_thread` ended as: crash loop"),
+                            (schema, "continue", "only the dropped-records metric")]:
         with pytest.raises(AssertionError, match=f"^Not quite: .*{re.escape(hint)}"):
-            r.check(number, answer)
-    broken = s.EosCrashResult("eos_crashes", {}, "run", Timeline(T0),
-                              handlers={"dead_letter": failing("handler dead_letter", lost=2, lost_all={"a", "b"})})
+            r.check(1, answer)
+    broken = lesson_result(HANDLERS, EosCrashResult("handlers", {}, "run", Timeline(T0), handlers={
+        "dead_letter": failing("handler dead_letter", lost=2, lost_all={"a", "b"})}))
     with pytest.raises(AssertionError, match="`dead_letter` ended as: records dropped: see its row"):
-        broken.check(2, "dead_letter")   # the right name, but this run measured otherwise: not accepted
-    with pytest.raises(LabError, match="not run in this run \\(SCHEMA_MODES is empty\\)"):
-        broken.check(3, "tolerant")   # no schema run at all: run the lesson first
-
+        broken.check(1, "dead_letter")   # the right name, but this run measured otherwise: not accepted
 
 
 def test_production_errors_are_configured_by_version_and_refused_before_anything_starts(no_maven):
-    props = s.production_props("continue", "4.3.1", "app-75", 20_000)
+    props = production_errors.production_props("continue", "4.3.1", "app-75", 20_000)
     assert props == {"lab_refuse_id": "app-75", "lab_refuse_bytes": 20_000,
                      "production.exception.handler": "EosCrashApp$ContinueTooLarge"}
-    assert s.production_props("route", "3.8.1", "app-75", 1, "app")["default.production.exception.handler"] == \
+    assert production_errors.production_props("route", "3.8.1", "app-75", 1, "app")["default.production.exception.handler"] == \
         "EosCrashApp$RouteTooLarge"
-    assert s.production_props("route", "3.8.1", "app-75", 1, "app")["lab_refused_topic"] == "app-refused"
-    assert "production.exception.handler" not in s.production_props("fail", "4.3.1", "a", 1)   # Kafka's default
+    assert production_errors.production_props("route", "3.8.1", "app-75", 1, "app")["lab_refused_topic"] == "app-refused"
+    assert "production.exception.handler" not in production_errors.production_props("fail", "4.3.1", "a", 1)   # Kafka's default
     with pytest.raises(LabError, match="PRODUCTION_HANDLERS"):
-        s.SPEC.validate(production_handlers=["retry"])
+        REFUSED.spec.validate(production_handlers=["retry"])
     with pytest.raises(LabError, match="max.request.size"):
-        s.SPEC.validate(production_handlers=["fail"], refuse_bytes=1_048_400)
+        REFUSED.spec.validate(production_handlers=["fail"], refuse_bytes=1_048_400)
     # the control: a topic large enough for the record
-    assert s.SPEC.validate(production_handlers=["fail"], production_compare=[], output_max_bytes=65_536)
-    # this lesson alone is something to run
-    assert s.SPEC.validate(crash_points=[], handlers=[], schema_modes=[], production_handlers=[],
-                           production_compare=["continue"])
+    assert REFUSED.spec.validate(production_handlers=["fail"], production_compare=[], output_max_bytes=65_536)
+    # the comparison alone is something to run
+    assert REFUSED.spec.validate(production_handlers=[], production_compare=["continue"])
 
 
 def refused_run(label, guarantee="at_least_once", output_bytes=20_187, **m):
@@ -388,8 +384,8 @@ def refused_run(label, guarantee="at_least_once", output_bytes=20_187, **m):
 
 
 def test_the_production_error_lesson_asks_and_answers(no_maven, capsys):
-    p = s.SPEC.validate()
-    guess = s.predict("refused", p, show=False)
+    p = REFUSED.spec.validate()
+    guess = REFUSED.predict(p, show=False)
     assert "Kafka's default production exception handler (FAIL)" in guess.question and "8,192" in guess.question
     notes = [{"id": "a-75", "exception": "org.apache.kafka.common.errors.RecordTooLargeException", "message": "",
               "from": "out, 20187 bytes"}]
@@ -402,34 +398,30 @@ def test_the_production_error_lesson_asks_and_answers(no_maven, capsys):
             "continue · EOS v2": refused_run("continue · EOS v2", "exactly_once_v2", deaths=2, uncaught=3, lost=113,
                                              wrappers=["Cannot execute transactional method because we are in an "
                                                        "error state"])}
-    r = s.EosCrashResult("eos_crashes", p, "run", Timeline(T0), refused=runs)
-    assert r.measured_answer() == r.measured_answer("refused") == "it stops (and again after each restart)"
+    r = lesson_result(REFUSED, EosCrashResult("refused", p, "run", Timeline(T0), refused=runs), **p)
+    assert r.outcome.measured_answer() == "it stops (and again after each restart)"
     assert [f.outcome for f in runs.values()] == ["app stopped (restarted, died again)", "records dropped",
                                                   "clean: the refused record is noted in its own topic",
                                                   "app stopped (restarted, died again)"]
     table = r.handler_table("refused")
     assert table["output bytes"].tolist() == [20_187] * 4 and table["duplicates"].tolist() == [142, 0, 0, 0]
     assert "in an error state" in r.refused_evidence() and "→ CONTINUE" in r.refused_evidence()
-    early = s.EosCrashResult("eos_crashes", p, "run", Timeline(T0),
-                             refused={"fail": refused_run("fail", output_bytes=None)})
+    early = EosCrashResult("refused", p, "run", Timeline(T0), refused={"fail": refused_run("fail", output_bytes=None)})
     assert "(output of ? bytes)" in early.refused_evidence()   # a run that never reached the large record
     assert "refused route: clean" in r.verdict() and r.failed
 
-    five = s.EosCrashResult.exercises[4]
-    assert five.solution(r) == 20_187 + 61 + 40 and r.check(4, five.solution(r))
-    assert "FIX_REFUSED = {'output_max_bytes': 20288}" in capsys.readouterr().out
+    five = REFUSED.exercises[1]
+    assert five.solution(r) == 20_187 + 61 + 40 and r.check(1, five.solution(r))
+    assert "FIX = {'output_max_bytes': 20288}" in capsys.readouterr().out
     for answer, hint in [(five.wrong(r), "not even the record's value"), (20_200, "the batch's header (61 bytes)"),
                          (1_000_000, "not near the smallest"), ("big", "a number")]:
         with pytest.raises(AssertionError, match=f"^Not quite: .*{re.escape(hint)}"):
-            r.check(4, answer)
-    with pytest.raises(LabError, match="not run in this run"):
-        s.EosCrashResult("eos_crashes", p, "run", Timeline(T0)).check(4, 20_300)
+            r.check(1, answer)
 
 
 def test_the_production_error_fix_runs_kafkas_default_handler_again(no_maven):
-    p = s.SPEC.validate()
-    fixed = s.mitigate_refused.check(p, {"output_max_bytes": 32_768})
+    p = REFUSED.spec.validate()
+    fixed = REFUSED.mitigate.check(p, {"output_max_bytes": 32_768})
     assert fixed["production_handlers"] == ["fail"] and fixed["production_compare"] == []
-    assert fixed["crash_points"] == fixed["handlers"] == fixed["schema_modes"] == []
     with pytest.raises(LabError, match="already has"):
-        s.mitigate_refused.check(p, {"output_max_bytes": 8192})
+        REFUSED.mitigate.check(p, {"output_max_bytes": 8192})

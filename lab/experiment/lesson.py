@@ -33,12 +33,13 @@ from .timeline import Timeline
 
 class Lesson:
     def __init__(self, key: str, title: str, *, params: list[Param], needs: Callable[[dict], dict],
-                 body: Callable, question: Callable[[dict], tuple], measured_answer: Callable[[dict, dict], object],
+                 body: Callable, question: Callable[[dict], tuple], measured_answer: Callable | None = None,
                  rules=(), exercises: dict[int, Exercise] | None = None, apps: tuple[str, ...] = (),
                  spark_audit: bool = False, mitigate_base: dict | None = None):
         """`key` names its runs and its record ("poll_loop"); `needs(p)` -> {nodes, broker_config[, extra_listener]};
         `body(lab, p)` -> its outcome; `question(p)` -> (text, choices or None for a number);
-        `measured_answer(record, p)`: this run's answer to it, from the outcome's as_record(); `apps`: a marker in
+        `measured_answer(record, p)`: this run's answer to it, from the outcome's as_record() (None: the outcome's
+        own measured_answer()); `apps`: a marker in
         the command line of each program it starts (their memory is sampled); `mitigate_base`: what its Mitigate
         step sets whatever the fix (for example only the variant without a fix)."""
         self.key, self.title = key, title
@@ -85,7 +86,10 @@ class Lesson:
                 stop.set()
             peak = rss.result(10)
         return LessonResult(self.key, p, lab.id, lab.timeline, cluster=cluster, outcome=outcome, lesson=self,
-                            peak_rss_mb=peak, answer=self._measured(outcome.as_record(), p))
+                            peak_rss_mb=peak, answer=self._answer(outcome, p))
+
+    def _answer(self, outcome, p: dict):
+        return outcome.measured_answer() if self._measured is None else self._measured(outcome.as_record(), p)
 
     def result(self, outcome, run_id: str = "run-1", cluster=None, **params) -> "LessonResult":
         """A result of this lesson around an outcome made elsewhere (a unit test's rows), at these parameters."""
@@ -120,14 +124,22 @@ class LessonResult(Result):
     def explain(self) -> str:
         return self.outcome.explain()
 
-    def table(self):
-        return self.outcome.table()
+    def table(self, *args, **kwargs):
+        return self.outcome.table(*args, **kwargs)
 
-    def figure(self):
-        return self.outcome.figure()
+    def figure(self, *args, **kwargs):
+        return self.outcome.figure(*args, **kwargs)
 
     def measured_answer(self):
         return self.answer
 
     def record_fields(self) -> dict:
-        return {**self.outcome.as_record(), "peak_rss_mb": self.peak_rss_mb}
+        # an outcome that is a Result of its own (chapter 05's) gives its fields, not a second run id and verdict
+        fields = self.outcome.record_fields() if isinstance(self.outcome, Result) else self.outcome.as_record()
+        return {**fields, "peak_rss_mb": self.peak_rss_mb}
+
+    def __getattr__(self, name):
+        """Anything else is the outcome's: a lesson's own tables and evidence (`result.handler_table()`)."""
+        if name.startswith("_") or name in ("outcome", "lesson"):
+            raise AttributeError(name)
+        return getattr(self.outcome, name)

@@ -1,4 +1,4 @@
-"""A notebook of lessons on one scenario function (notebooks 02 and 05): each lesson is a group of the scenario's
+"""A notebook of lessons on one scenario function (notebooks 02 and 03): each lesson is a group of the scenario's
 parameters (the runs it makes), and runs alone by leaving the other lessons' groups empty.
 
     LESSONS = Parts(SPEC, run, {"clients": (("python_modes", "java_clients"), question), ...}, merge=_merge)

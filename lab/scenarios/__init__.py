@@ -4,7 +4,7 @@ A chapter is one source's theme; a notebook is one lesson (Predict, run, observe
 its number: `notebooks/07a_poll_loop.ipynb` <-> module `poll_loop` of the chapter's package
 `lab/scenarios/nb07_when_streams_stop/` (its `lesson`, a lab.experiment.lesson.Lesson) <-> `tests/expectations/nb07a.py`.
 A chapter whose lessons are not yet notebooks of their own keeps one notebook named after the chapter,
-`notebooks/05_exactly_once_under_crashes.ipynb`, whose module holds its scenario (SPEC, run, ...).
+`notebooks/02_transactional_id_expiry.ipynb`, whose module holds its scenario (SPEC, run, ...).
 No chapter's package imports another's: what two share lives in the toolbox (lab/experiment, lab/*).
 Notebook 00's course table, the README's course table, `python -m lab params` and the tests read this list.
 """
@@ -71,10 +71,14 @@ COURSE = [
              "slightly exceeding a producer quota fences exactly-once Kafka Streams", (QUOTAS,)),
     Notebook("04_stale_standby_cache", "stale_standby",
              "stale reads from a cached store after standby -> active, KAFKA-14624", (MULTI_RUNNER,)),
-    Notebook("05_exactly_once_under_crashes", "eos_crashes",
-             "does exactly-once survive a crash at every point? Exception handlers, crash loops, a changed "
-             "state schema and an output the broker refuses (the production exception handler)",
-             (RETENTION, STREAMS_TALES)),
+    *chapter("05", "exactly_once_under_crashes", "Exactly-once under crashes", (RETENTION, STREAMS_TALES),
+             ("crash_points", "crash_points", "a crash at every point of the processing, under exactly-once and "
+              "at-least-once"),
+             ("exception_handlers", "exception_handlers", "a record the processing cannot take, under each exception "
+              "handler"),
+             ("state_schema", "schema_change", "version 2 of an app meets version 1's state"),
+             ("refused_record", "production_errors", "an output record the broker refuses, under the production "
+              "exception handler")),
     *chapter("06", "state_in_production", "What state costs in production", (STREAMS_TALES,),
              ("store_growth", "state_growth", "ever-new keys in a plain, a windowed and a TTL store"),
              ("restore", "state_restore", "a restart after a crash, under exactly-once, at-least-once and with standbys"),

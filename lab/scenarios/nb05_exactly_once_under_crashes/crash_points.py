@@ -1,6 +1,6 @@
-"""Notebook 05's crash runs (sections 1-3 and 5): per crash point x guarantee, one EosCrashApp halted once at
-its point and restarted, its topics drained and measured (a Crash each); then the broker's transaction
-markers on every crash run's output topic (_markers).
+"""Lesson 05a, a crash at every point: per crash point x guarantee, one EosCrashApp halted once at its point and
+restarted, its topics drained and measured (a Crash each); then the broker's transaction markers on every crash
+run's output topic (_markers).
 """
 from __future__ import annotations
 
@@ -10,12 +10,15 @@ import time
 from ...experiment import Run, Timeline, grep
 from ...experiment.consume import TopicReader
 from ...experiment.evidence import STATE_WIPE
+from ...experiment.lesson import Lesson
 from ...experiment.markers import around, draw, producer_ids
 from ...generator import HOLD_S, generate
 from ...history import History
 from ...programs import JavaProgram
+from . import eos_crashes as chapter
 from .analysis import app_events, measure
-from .report import Crash
+from .exercises import EXERCISES
+from .report import Crash, EosCrashResult
 from .streams_app import SHORT, _app, _fail, _slug, _start
 from .topic_io import drain
 
@@ -120,3 +123,18 @@ def _markers(lab: Run, crashes: dict) -> None:
         c.markers = [mk for mk in found if mk["topic"] == c.topics[1]]
         c.m.update(around(c.markers, set(c.m["producer_ids"]), c.m["crash"]["ts"] if c.m["crashed"] else None))
         c.timeline.events.extend(draw(lab.timeline, f"{_slug(c.label)} markers", c.markers))
+
+
+def run_lesson(lab: Run, p: dict) -> EosCrashResult:
+    """Every crash point under every guarantee, one run each, then the broker's markers around each crash."""
+    crashes = {f"{point} · {SHORT[g]}": _crash_run(lab, point, g, p) for g in p["guarantees"]
+               for point in p["crash_points"]}
+    _markers(lab, crashes)
+    return EosCrashResult("crashes", p, lab.id, lab.timeline, crashes=crashes, bootstrap=lab.bootstrap,
+                          broker_log=chapter._broker_log(lab))
+
+
+lesson = Lesson("crashes", "A crash at every point", needs=chapter.needs, body=run_lesson,
+                params=chapter.params("crash_points", "guarantees", "streams_version", "crash_at"),
+                rules=[chapter.runs("crash_points", "guarantees")], question=chapter.question,
+                exercises={1: EXERCISES["crashes"]}, apps=(chapter.MAIN,), spark_audit=True)

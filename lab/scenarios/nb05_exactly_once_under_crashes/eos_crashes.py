@@ -1,34 +1,20 @@
-"""Notebook 05's scenario, what the notebook calls: SPEC (its parameters and their rules), needs() (one broker)
-and run(), which drives every crash run (crash_points), exception-handler run (exception_handlers),
-production-error run (production_errors) and schema-change run (schema_change) on that broker and returns an
-EosCrashResult (report). The names the notebook, the tests and the benchmark use are importable from here
-(__all__).
+"""What chapter 05's four lessons share: their parameters (each lesson takes its own and the COMMON ones), the
+rules that check them, the broker they need, their Predict questions, and where a run's broker log is.
+
+    05a crash_points        a crash at every point of the commit, under each guarantee
+    05b exception_handlers  a poison record under each exception handler
+    05c schema_change       version 2 of an app meets version 1's state
+    05d production_errors   an output record the broker refuses, under the production exception handler
 """
 from __future__ import annotations
 
-import threading
-
 from ...cluster import parse_version
 from ...config import KAFKA_VERSION
-from ...experiment import Param, Run, Spec, Timeline
+from ...experiment import Param, Run
 from ...experiment.checks import check_streams_program
-from ...experiment.memory import child_pids, largest, peak_rss
-from ...experiment.parts import Parts
-from .analysis import app_events, loop_rate, measure
-from .crash_points import _crash_run, _markers
-from .exception_handlers import KIP_1034, _handler_run, handler_props
-from .production_errors import _production_run, production_label, production_props
-from .report import FATES, OUTPUT_ANSWERS, Crash, EosCrashResult, Failing, asked_point
-from .schema_change import _schema_run, schema_version
-from .streams_app import (CONTINUE_HANDLER, CRASH_POINTS, DESER_CONTINUE, GUARANTEES, HANDLERS, MAIN,
-                          PRODUCTION_HANDLERS, SCHEMA_MODES, SHORT, SOURCES)
-
-__all__ = ["SPEC", "needs", "run", "LESSONS", "predict", "run_lesson", "together", "mitigate_crashes",
-           "mitigate_handlers", "mitigate_schema", "mitigate_refused",
-           "EosCrashResult", "Crash", "Failing", "check_streams_version", "has_kip_1033", "schema_version",
-           "handler_props", "production_props", "measure", "app_events", "loop_rate", "CRASH_POINTS", "GUARANTEES",
-           "HANDLERS", "PRODUCTION_HANDLERS", "SCHEMA_MODES", "CONTINUE_HANDLER", "DESER_CONTINUE", "SHORT",
-           "RECORD_OVERHEAD"]
+from .report import FATES, OUTPUT_ANSWERS, asked_point
+from .streams_app import (CRASH_POINTS, GUARANTEES, HANDLERS, KIP_1034, MAIN, PRODUCTION_HANDLERS, SCHEMA_MODES,
+                          SOURCES)
 
 OLDEST_SUPPORTED = (3, 0, 0)   # exactly_once_v2, the uncaught exception handler, the processor API
 KIP_1033 = (3, 9, 0)           # ProcessingExceptionHandler (processing.exception.handler)
@@ -45,8 +31,8 @@ def has_kip_1033(version: str) -> bool:
 
 
 def _kip_1033_needs_3_9(p: dict) -> str | None:
-    wanted = [f"{what}" for what, modes in (("HANDLERS", p["handlers"]), ("SCHEMA_MODES", p["schema_modes"]))
-              if "continue" in modes]
+    wanted = [f"{what}" for what, modes in (("HANDLERS", p.get("handlers", ())),
+                                            ("SCHEMA_MODES", p.get("schema_modes", ()))) if "continue" in modes]
     if wanted and not has_kip_1033(p["handler_version"]):
         return (f"{' and '.join(wanted)} ask for 'continue', the KIP-1033 ProcessingExceptionHandler, which Kafka "
                 f"Streams {p['handler_version']} (HANDLER_VERSION) does not have: it arrived in 3.9.0. Choose "
@@ -55,18 +41,21 @@ def _kip_1033_needs_3_9(p: dict) -> str | None:
 
 
 def _dead_letter_needs_4_2(p: dict) -> str | None:
-    if "dead_letter" in p["handlers"] and parse_version(p["handler_version"]) < KIP_1034:
+    if "dead_letter" in p.get("handlers", ()) and parse_version(p["handler_version"]) < KIP_1034:
         return (f"HANDLERS asks for 'dead_letter', Kafka Streams' dead-letter topic (KIP-1034, "
                 f"errors.dead.letter.queue.topic.name), which Kafka Streams {p['handler_version']} (HANDLER_VERSION) "
                 "does not have: it arrived in 4.2.0. Choose HANDLER_VERSION 4.2.0 or later, or drop 'dead_letter'.")
     return None
 
 
-def _something_to_run(p: dict) -> str | None:
-    if not (p["crash_points"] and p["guarantees"]) and not any(p[k] for k in ("handlers", "production_handlers",
-                                                                             "production_compare", "schema_modes")):
-        return "Nothing to run: give CRASH_POINTS and GUARANTEES, HANDLERS, PRODUCTION_HANDLERS or SCHEMA_MODES."
-    return None
+def runs(*names: str, any_of: bool = False):
+    """A rule: the lesson has something to run: every list of `names` given (any_of: one of them)."""
+    def something_to_run(p: dict) -> str | None:
+        given = [n for n in names if p[n]]
+        if given and (any_of or len(given) == len(names)):
+            return None
+        return f"Nothing to run: give {(' or ' if any_of else ' and ').join(n.upper() for n in names)}."
+    return something_to_run
 
 
 # The refused output's value is REFUSE_BYTES of padding in a JSON record of about 150 bytes; a record batch adds its
@@ -77,16 +66,16 @@ MAX_REQUEST_SIZE = 1_048_576
 
 
 def _refused_fits_the_request(p: dict) -> str | None:
-    if (p["production_handlers"] or p["production_compare"]) and p["refuse_bytes"] + RECORD_OVERHEAD > MAX_REQUEST_SIZE:
+    if p["refuse_bytes"] + RECORD_OVERHEAD > MAX_REQUEST_SIZE:
         return (f"REFUSE_BYTES {p['refuse_bytes']:,} would make a record above the producer's max.request.size "
                 f"(1 MB): the producer, not the broker, would refuse it. Keep it below "
                 f"{MAX_REQUEST_SIZE - RECORD_OVERHEAD:,}.")
     return None
 
 
-SPEC = Spec(
+_ALL = (
     Param("crash_points", ["before_read", "during_processing", "after_send_before_commit", "after_commit"],
-          "where the app halts once (none: no crash, the control)", choices=CRASH_POINTS),
+          "where the app halts once (none: no crash)", choices=CRASH_POINTS),
     Param("guarantees", ["exactly_once_v2", "at_least_once"], "processing.guarantee of each crash run",
           choices=GUARANTEES),
     Param("streams_version", KAFKA_VERSION, "Kafka Streams version of the crash runs", check=check_streams_version),
@@ -119,8 +108,15 @@ SPEC = Spec(
           "schema-change runs: how version 2 meets version 1's state", choices=SCHEMA_MODES),
     Param("loop_seconds", 10.0, "how long a failing app is watched (and restarted) once it fails", lo=5, hi=300,
           unit="s"),
-    rules=(_kip_1033_needs_3_9, _dead_letter_needs_4_2, _refused_fits_the_request, _something_to_run),
 )
+PARAMS = {param.name: param for param in _ALL}
+# what every lesson of the chapter takes: the input, its keys and partitions, the commit interval
+COMMON = ("records", "rate", "keys", "partitions", "commit_interval_ms")
+
+
+def params(*names: str) -> list[Param]:
+    """A lesson's parameters: its own, then the COMMON ones."""
+    return [PARAMS[name] for name in (*names, *COMMON)]
 
 
 def needs(p: dict) -> dict:
@@ -178,61 +174,6 @@ def schema_question(p: dict) -> tuple:
         (p["schema_modes"] or ["shutdown_client"])[0]
     return ("Version 2 of the app expects a new format in its state store and is deployed with the same "
             f"application.id while input keeps coming, under {HOW_HANDLED[mode]}. What happens?", FATES)
-
-
-def run(cluster=None, progress: bool = True, **params) -> "EosCrashResult":
-    """Every crash run, handler run and schema run on one broker; returns what each measured."""
-    p = SPEC.validate(**params)
-    with Run("eos-crashes", cluster=cluster, progress=progress, spark_audit=True, **needs(p)) as lab:
-        stop = threading.Event()
-        rss = lab.background(peak_rss, stop, lambda: {"apps": child_pids(MAIN), "brokers": child_pids("kafka.Kafka")})
-        crashes = {}
-        for g in p["guarantees"]:
-            for point in p["crash_points"]:
-                crashes[f"{point} · {SHORT[g]}"] = _crash_run(lab, point, g, p)
-        _markers(lab, crashes)
-        handlers = {h: _handler_run(lab, h, p) for h in p["handlers"]}
-        schema = {m: _schema_run(lab, m, p) for m in p["schema_modes"]}
-        other = next(g for g in GUARANTEES if g != p["production_guarantee"])
-        runs = [(h, p["production_guarantee"]) for h in p["production_handlers"]]
-        runs += [(h, other) for h in p["production_compare"]]
-        refused = {production_label(h, g, p): _production_run(lab, h, g, p) for h, g in runs}
-        bootstrap, broker_log = lab.bootstrap, _broker_log(lab)
-        stop.set()
-        peak = rss.result(10)
-    return EosCrashResult("eos_crashes", p, lab.id, lab.timeline, crashes=crashes, handlers=handlers,
-                          refused=refused, schema=schema, bootstrap=bootstrap, broker_log=broker_log, peak_rss_mb=peak)
-
-
-def _merged(ran: list, params: dict) -> "EosCrashResult":
-    """The results of the sections that ran, as one (none: a lesson that did not run)."""
-    first = ran[0] if ran else None
-    return EosCrashResult("eos_crashes", params, first.run_id if first else "",
-                          Timeline.joined(*(r.timeline for r in ran)) if ran else Timeline(0),
-                          crashes={k: c for r in ran for k, c in r.crashes.items()},
-                          handlers={k: f for r in ran for k, f in r.handlers.items()},
-                          refused={k: f for r in ran for k, f in r.refused.items()},
-                          schema={k: f for r in ran for k, f in r.schema.items()},
-                          bootstrap=first.bootstrap if first else "", broker_log=first.broker_log if first else None,
-                          peak_rss_mb=largest(*(r.peak_rss_mb for r in ran)))
-
-
-# The notebook's lessons, each its own section: the parameters that are that lesson's runs (run_lesson empties the
-# others'; a crash lesson also needs a guarantee), and its Predict question.
-LESSONS = Parts(SPEC, run, {"crashes": (("crash_points",), question), "handlers": (("handlers",), handler_question),
-                            "schema": (("schema_modes",), schema_question),
-                            "refused": (("production_handlers", "production_compare"), production_question)},
-                merge=_merged,
-                runs=lambda lesson, p: any(p[k] for k in LESSONS.lessons[lesson][0])
-                and (lesson != "crashes" or bool(p["guarantees"])))
-predict, run_lesson, together = LESSONS.predict, LESSONS.run_lesson, LESSONS.together
-# Each lesson's Mitigate step: its runs again with the learner's setting (FIX_<LESSON>) over the notebook's: the
-# exactly-once guarantee, a dead-letter topic, a tolerant reader, a topic that takes the record. The production-error
-# lesson's runs Kafka's default handler (fail) alone: the fix is in the topic, not in the handler.
-mitigate_crashes = LESSONS.mitigate("crashes")
-mitigate_handlers = LESSONS.mitigate("handlers")
-mitigate_schema = LESSONS.mitigate("schema")
-mitigate_refused = LESSONS.mitigate("refused", production_handlers=["fail"], production_compare=[])
 
 
 def _broker_log(lab: Run):

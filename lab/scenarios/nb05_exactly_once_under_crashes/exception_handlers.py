@@ -9,17 +9,17 @@ import json
 from ...cluster import parse_version
 from ...experiment import Run
 from ...experiment.consume import TopicReader
+from ...experiment.lesson import Lesson
 from .crash_loop import _failing_run
-from .report import Failing
+from . import eos_crashes as chapter
+from .exercises import EXERCISES
+from .report import EosCrashResult, Failing
 from .streams_app import CONTINUE_HANDLER, DESER_CONTINUE, _slug
 
 
 def _deser_key(version: str) -> str:
     return ("deserialization.exception.handler" if parse_version(version) >= (4, 0, 0)
             else "default.deserialization.exception.handler")
-
-
-KIP_1034 = (4, 2, 0)   # the dead-letter queue: errors.dead.letter.queue.topic.name
 
 
 def dead_letter_topic(app_id: str) -> str:
@@ -69,3 +69,15 @@ def _handler_run(lab: Run, handler: str, p: dict) -> "Failing":
         with TopicReader(lab.bootstrap, dead_letter_topic(app_id), row=dead_letter_row) as reader:
             result.m["dead_letters"] = reader.to_end(30, strict=True)
     return result
+
+
+def run_lesson(lab: Run, p: dict) -> EosCrashResult:
+    """One app per handler of HANDLERS, each meeting its poison record, watched as a deployment would."""
+    return EosCrashResult("handlers", p, lab.id, lab.timeline, handlers={h: _handler_run(lab, h, p) for h in p["handlers"]}, bootstrap=lab.bootstrap,
+                          broker_log=chapter._broker_log(lab))
+
+
+lesson = Lesson("handlers", "A record the processing cannot take", needs=chapter.needs, body=run_lesson,
+                params=chapter.params("handlers", "handler_version", "loop_seconds"),
+                rules=[chapter._kip_1033_needs_3_9, chapter._dead_letter_needs_4_2, chapter.runs("handlers")], question=chapter.handler_question,
+                exercises={1: EXERCISES["handlers"]}, apps=(chapter.MAIN,), spark_audit=True)

@@ -16,9 +16,12 @@ import json
 from ...cluster import parse_version
 from ...experiment import Run
 from ...experiment.consume import TopicReader
+from ...experiment.lesson import Lesson
 from .crash_loop import _failing_run
-from .report import Failing
-from .streams_app import SHORT, _slug
+from . import eos_crashes as chapter
+from .exercises import EXERCISES
+from .report import EosCrashResult, Failing
+from .streams_app import GUARANTEES, SHORT, _slug
 
 HANDLER_CLASS = {"continue": "EosCrashApp$ContinueTooLarge", "route": "EosCrashApp$RouteTooLarge"}
 
@@ -74,3 +77,21 @@ def _production_run(lab: Run, handler: str, guarantee: str, p: dict) -> "Failing
         with TopicReader(lab.bootstrap, refused_topic(app_id), row=refused_row) as reader:
             result.m["dead_letters"] = reader.to_end(30, strict=True)
     return result
+
+
+def run_lesson(lab: Run, p: dict) -> EosCrashResult:
+    """One app per production handler under PRODUCTION_GUARANTEE, then those of PRODUCTION_COMPARE under the other."""
+    other = next(g for g in GUARANTEES if g != p["production_guarantee"])
+    runs = [(h, p["production_guarantee"]) for h in p["production_handlers"]]
+    runs += [(h, other) for h in p["production_compare"]]
+    refused = {production_label(h, g, p): _production_run(lab, h, g, p) for h, g in runs}
+    return EosCrashResult("refused", p, lab.id, lab.timeline, refused=refused, bootstrap=lab.bootstrap,
+                          broker_log=chapter._broker_log(lab))
+
+
+lesson = Lesson("refused", "A record the broker refuses", needs=chapter.needs, body=run_lesson,
+                params=chapter.params("production_handlers", "production_guarantee", "production_compare", "refuse_bytes", "output_max_bytes",
+                                      "handler_version", "loop_seconds"),
+                rules=[chapter._refused_fits_the_request, chapter.runs("production_handlers", "production_compare", any_of=True)], question=chapter.production_question,
+                exercises={1: EXERCISES["refused"]}, apps=(chapter.MAIN,), spark_audit=True,
+                mitigate_base={"production_handlers": ["fail"], "production_compare": []})

@@ -4,8 +4,11 @@ application.id, the Kafka Streams version schema_version() picks) reads it, unde
 from __future__ import annotations
 
 from ...experiment import Run
+from ...experiment.lesson import Lesson
 from .crash_loop import _failing_run
-from .report import Failing
+from . import eos_crashes as chapter
+from .exercises import EXERCISES
+from .report import EosCrashResult, Failing
 from .streams_app import CONTINUE_HANDLER, _slug
 
 
@@ -27,3 +30,15 @@ def _schema_run(lab: Run, mode: str, p: dict) -> "Failing":
     result = _failing_run(lab, label, app_id, version, p, [("v1", {"lab_mode": "v1"}, 0.4), ("v2", v2, None)])
     result.poison = None
     return result
+
+
+def run_lesson(lab: Run, p: dict) -> EosCrashResult:
+    """Version 1, then version 2 under each mode of SCHEMA_MODES, with input flowing."""
+    return EosCrashResult("schema", p, lab.id, lab.timeline, schema={m: _schema_run(lab, m, p) for m in p["schema_modes"]}, bootstrap=lab.bootstrap,
+                          broker_log=chapter._broker_log(lab))
+
+
+lesson = Lesson("schema", "A new state format", needs=chapter.needs, body=run_lesson,
+                params=chapter.params("schema_modes", "handler_version", "old_version", "loop_seconds"),
+                rules=[chapter._kip_1033_needs_3_9, chapter.runs("schema_modes")], question=chapter.schema_question,
+                exercises={1: EXERCISES["schema"]}, apps=(chapter.MAIN,), spark_audit=True)

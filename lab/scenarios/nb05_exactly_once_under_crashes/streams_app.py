@@ -19,6 +19,7 @@ HANDLERS = ("shutdown_client", "replace_thread", "continue", "dead_letter", "des
 # the production exception handler, when the broker refuses an output record (production_errors)
 PRODUCTION_HANDLERS = ("fail", "continue", "route")
 SCHEMA_MODES = ("shutdown_client", "replace_thread", "continue", "tolerant")
+KIP_1034 = (4, 2, 0)   # the dead-letter queue: errors.dead.letter.queue.topic.name
 CONTINUE_HANDLER = "org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler"
 DESER_CONTINUE = "org.apache.kafka.streams.errors.LogAndContinueExceptionHandler"
 SHORT = {"exactly_once_v2": "EOS v2", "at_least_once": "ALOS"}

@@ -1,0 +1,73 @@
+"""Lesson 05a, a crash at every point ("Some kafka retention lessons (we learned the hard way)")."""
+from tests.expectations import exercises, prediction
+
+# The two crash points where work is in flight, under both guarantees; the crash comes after the first commit (80
+# records at 50/s, commits every second), with work in flight since that commit. Its control is the Mitigate step:
+# exactly-once at the two crash points the failure run leaves out.
+PARAMETERS = {
+    "CRASH_POINTS": ["during_processing", "after_send_before_commit"],
+    "GUARANTEES": ["exactly_once_v2", "at_least_once"],
+    "RECORDS": 150,
+    "CRASH_AT": 80,
+    "COMMIT_INTERVAL_MS": 1000,
+    "FIX": {"guarantees": ["exactly_once_v2"], "crash_points": ["before_read", "after_commit"]},
+    "PREDICTION": "some inputs twice",   # wrong: exactly-once held
+    "INTERACTIVE": False,
+}
+
+# The panel: one exactly-once run without a crash.
+PANEL = {"crash_points": ["none"], "guarantees": ["exactly_once_v2"]}
+PANEL_FAILS = False
+
+
+def check(results):
+    assert results["failure_reproduced"] is True, results["verdict"]
+    crashes = results["crashes"]
+    assert len(crashes) == 4, list(crashes)
+    prediction(results, PARAMETERS["PREDICTION"], "every input exactly once")
+    for label, run in crashes.items():
+        assert run["crashed"], (label, "the app never reached its crash point: the run proves nothing", run)
+        assert run["audit"] is not None, label
+        if run["guarantee"] == "exactly_once_v2":
+            # The source's claim, measured: no duplicate, nothing lost, exact counts, after a kill -9 mid-transaction.
+            assert run["duplicates"] == 0 and run["lost"] == 0, (label, run)
+            assert run["wrong_values"] == 0 and run["overcount"] == 0 and run["undercount"] == 0, (label, run)
+            assert run["outputs"] == run["produced"], (label, run)
+            # ... because the killed transaction was aborted: a read_uncommitted reader sees its records,
+            assert run["aborted_visible"] > 0, (label, run)
+            # and the store, written before the crash, was wiped and rebuilt from the (committed) changelog.
+            assert run["state_wiped"], (label, run)
+            # The broker's own record of it, read from the output topic's log segments: the killed producer
+            # committed before the halt, and after it the coordinator wrote ABORT markers for that producer id,
+            # closing exactly the records read_uncommitted saw as aborted.
+            assert run["producer_ids"] and run["commits_before"] >= 1, (label, run)
+            assert run["aborts_after"] >= 1 and run["first_abort_after_s"] >= 0, (label, run)
+            assert run["aborted_by_markers"] == run["aborted_visible"], (label, run)
+            a = run["audit"]["counts"]
+            assert a["duplicate"] == 0 and a["lost"] == 0 and a["stale_value"] == 0 and a["aborted_read"] == 0, (label, a)
+        else:
+            # At-least-once redoes what was processed since the last commit: duplicates, and over-counts.
+            assert run["duplicates"] > 0 and run["lost"] == 0, (label, run)
+            assert run["overcount"] > 0, (label, run)
+            assert run["aborted_visible"] == 0, (label, run)
+            # no transactions, so no transaction marker at all on the output topic
+            assert run["markers"] == 0 and run["abort_markers"] == 0 and run["commit_markers"] == 0, (label, run)
+            a = run["audit"]["counts"]
+            assert a["duplicate"] == run["duplicates"] and a["stale_value"] > 0, (label, a, run)
+    assert results["eos_duplicates"] == 0 and results["eos_lost"] == 0 and results["eos_count_errors"] == 0
+    assert results["eos_aborted_visible"] > 0, results["eos_aborted_visible"]
+    assert results["eos_aborts_after"] >= 2 and results["alos_markers"] == 0, results
+
+    # Exactly-once at the other two crash points: nothing twice, nothing lost, counts right.
+    fixed = results["mitigation"]
+    assert fixed["clean"] is True and len(fixed["crashes"]) == 2, fixed["verdict"]
+    for label, run in fixed["crashes"].items():
+        assert run["guarantee"] == "exactly_once_v2" and run["crashed"], (label, run)
+        assert run["crash_point"] in ("before_read", "after_commit"), (label, run)
+        assert run["duplicates"] == 0 and run["lost"] == 0 and run["outputs"] == run["produced"], (label, run)
+        assert run["wrong_values"] == 0 and run["overcount"] == 0 and run["undercount"] == 0, (label, run)
+
+    # The exercise asks for a function (guarantee, point) -> duplicates, judged on this run's rows (at-least-once
+    # duplicated at both crash points), then on the points and guarantees it left out.
+    answers = exercises(results, [1])
+    assert answers[1] is None, answers

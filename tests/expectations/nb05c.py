@@ -1,0 +1,38 @@
+"""Lesson 05c, a new state format ("Tales from running Kafka Streams in Production")."""
+from tests.expectations import exercises, prediction
+
+# One schema change before 3.9 (the loop). Its control is the Mitigate step: the tolerant reader.
+PARAMETERS = {
+    "SCHEMA_MODES": ["replace_thread"],
+    "RECORDS": 150,
+    "COMMIT_INTERVAL_MS": 1000,
+    "LOOP_SECONDS": 12,
+    "FIX": {"schema_modes": ["tolerant"]},
+    "PREDICTION": None,   # the widget's path: no prediction made
+    "INTERACTIVE": False,
+}
+
+
+def check(results):
+    assert results["failure_reproduced"] is True, results["verdict"]
+    prediction(results, None, "it loops: the same record fails again and again")   # replace_thread
+    schema = results["schema"]["replace_thread"]
+    # Version 2 cannot read version 1's state (before 3.9, no processing handler): a loop, input stuck.
+    assert schema["version"] == "3.8.1", schema
+    assert schema["outcome"].startswith("crash loop") and schema["uncaught"] >= 2, schema
+    assert any("no field 'total'" in e for e in schema["errors"]), schema["errors"]
+    assert schema["lost"] > 0, schema
+
+    # The tolerant reader migrated every key's old state on read: no failure, nothing lost, counts right.
+    fixed = results["mitigation"]
+    assert fixed["clean"] is True, fixed["verdict"]
+    tolerant = fixed["schema"]["tolerant"]
+    assert tolerant["outcome"] == "clean" and tolerant["uncaught"] == 0 and tolerant["deaths"] == 0, tolerant
+    assert tolerant["migrated"] > 0, tolerant
+    assert tolerant["duplicates"] == 0 and tolerant["lost"] == 0, tolerant
+    assert tolerant["outputs"] == tolerant["produced"] > 0, tolerant
+
+    # The exercise: the tolerant reader (not run here: the mechanism); the loop refused from what it did.
+    answers = exercises(results, [1])
+    assert answers[1] == "tolerant", answers
+    assert "crash loop" in results["exercises"]["1"]["wrong"], results["exercises"]["1"]
