@@ -1,10 +1,10 @@
-"""Notebook 02's numbers: time to INVALID_PRODUCER_ID_MAPPING and how reliably it reproduces.
+"""Lesson 02a's numbers: time to INVALID_PRODUCER_ID_MAPPING and how reliably it reproduces.
 
     python benchmarks/bench_02.py [--runs 5] [--expiration-ms 10000] [--idle-s 12]
                                   [--python-modes crash] [--java-clients 4.3.1]
 
 One modern broker (the fast recipe, txn_expiry.needs) serves every run; its start time is reported.
-Each run is txn_expiry.run with one round of plain clients (no Streams, no part C, no mitigation):
+Each run is lesson 02a's run, one round of its clients (no mitigation):
 the clients commit, idle `--idle-s` seconds, then get input. Per run and client: seconds from the
 run's start and from the start of the idle period to the first error, and whether it was
 INVALID_PRODUCER_ID_MAPPING (code 49). Prints markdown rows.
@@ -33,20 +33,20 @@ def main(argv=None) -> int:
 
     from lab.cluster import kafka_cluster
     from lab.scenarios.nb02_transactional_id_expiry import txn_expiry as tx
+    from lab.scenarios.nb02_transactional_id_expiry.idle_clients import lesson
 
     # parameters are checked before the broker starts
-    params = tx.quick(tx.SPEC.validate(expiration_ms=args.expiration_ms, cleanup_interval_ms=args.cleanup_interval_ms,
-                                       idle_s=args.idle_s, observe_s=40, python_modes=args.python_modes,
-                                       java_clients=args.java_clients, streams_versions=[], old_brokers=[],
-                                       check_pinned_zookeeper=False, mitigate=False))
+    params = lesson.spec.validate(expiration_ms=args.expiration_ms, cleanup_interval_ms=args.cleanup_interval_ms,
+                                  idle_s=args.idle_s, observe_s=40, python_modes=args.python_modes,
+                                  java_clients=args.java_clients)
     started = time.perf_counter()
-    cluster = kafka_cluster(name="bench02", **tx.needs(params)).start()
+    cluster = kafka_cluster(name="bench02", **lesson.needs(params)).start()
     broker_s = time.perf_counter() - started
     rows = []
     try:
         for i in range(args.runs):
             t = time.perf_counter()
-            result = tx.run(cluster=cluster, progress=False, **params)
+            result = lesson.run(cluster=cluster, progress=False, **params)
             wall = time.perf_counter() - t
             for name, c in result.clients.items():
                 rows.append({"run": i + 1, "client": name, "wall_s": wall, "reproduced": c["code"] == tx.ERROR_CODE,
@@ -57,7 +57,7 @@ def main(argv=None) -> int:
     finally:
         cluster.stop()
 
-    print(f"\n## Notebook 02 benchmark ({args.runs} runs, expiration {args.expiration_ms} ms, idle {args.idle_s} s)\n")
+    print(f"\n## Lesson 02a benchmark ({args.runs} runs, expiration {args.expiration_ms} ms, idle {args.idle_s} s)\n")
     print(f"Broker {params['broker_version']} ready in {broker_s:.1f} s.\n")
     print("| client | reproduced | time to error from run start (median, max) | from idle start (median) | recovered |")
     print("|---|---|---|---|---|")

@@ -3,7 +3,7 @@
     python benchmarks/bench_03.py [--runs 5] [--seconds 90] [--notebook]
 
 Each run puts the seed's load (33 records/s x 1 KB against a 35000 B/s quota) on Kafka Streams at
-the affected and the fixed version side by side (lab.scenarios.nb03_quota_driven_fencing.quota_fencing.run, with its Spark audit),
+the affected and the fixed version side by side (lesson 03a, lab.scenarios.nb03_quota_driven_fencing.fencing, with its Spark audit),
 on one embedded broker shared by all runs (every run has its own topics, client ids and quotas). A run
 reproduces the failure when the affected app has at least one fencing/corruption incident; the fixed app
 should have none; the table names the mechanism of each app's incidents. RSS is the sum
@@ -35,16 +35,15 @@ def main():
     args = parser.parse_args()
 
     from lab.cluster import kafka_cluster
-    from lab.scenarios.nb03_quota_driven_fencing import quota_fencing
+    from lab.scenarios.nb03_quota_driven_fencing.fencing import lesson
 
-    params = dict(affected_version=args.affected, fixed_version=args.fixed, duration_s=args.seconds,
-                  compare=["fixed"], mitigations=[], sweep_ratios=[])
+    params = lesson.spec.validate(affected_version=args.affected, fixed_version=args.fixed, duration_s=args.seconds,
+                                  compare=["fixed"], mitigations=[])
     rows = []
-    with PeakRSS() as rss, kafka_cluster(**quota_fencing.needs(quota_fencing.SPEC.validate(**params)),
-                                         name="bench03") as cluster:
+    with PeakRSS() as rss, kafka_cluster(**lesson.needs(params), name="bench03") as cluster:
         for i in range(args.runs):
             t = time.perf_counter()
-            result = quota_fencing.run(cluster=cluster, progress=False, **params)
+            result = lesson.run(cluster=cluster, progress=False, **params)
             a, f = result.row("affected"), result.row("fixed")
             rows.append({"run": i + 1, "wall_s": time.perf_counter() - t, "affected_crashes": a["crashes"],
                          "affected_first_crash_s": a["first_crash_s"], "affected_longest_wait_s": a["longest_txn_wait_s"],
@@ -71,7 +70,7 @@ def main():
     print(f"- peak RSS (this process + broker + both Streams JVMs): {rss.peak / 2**30:.2f} GiB")
 
     if args.notebook:
-        path = ROOT / "notebooks" / "03_quota_driven_fencing.ipynb"
+        path = ROOT / "notebooks" / "03a_fencing.ipynb"
         took, peak = notebook(path)
         print(f"- notebook under papermill (default parameters): {took:.0f} s (target <= 300 s), "
               f"peak RSS {peak / 2**30:.2f} GiB")

@@ -1,8 +1,8 @@
 """What every notebook's Setup cell imports: one surface for the whole course.
 
-    from lab.notebook import *          # display, Markdown, record, panel, predict, predictions,
-                                        # kafka_cluster, setup, course_table, check_fixes
-    from lab.scenarios.nb01_offset_expiry_reprocessing import offset_expiry
+    from lab.notebook import *          # display, Markdown, record, panel, predict, kafka_cluster, setup,
+                                        # course_table
+    from lab.scenarios.nb07_when_streams_stop.poll_loop import lesson
     setup()
 """
 from __future__ import annotations
@@ -10,14 +10,12 @@ from __future__ import annotations
 from IPython.display import Markdown, display
 
 from .cluster import kafka_cluster
-from .experiment.mitigate import check_fixes
 from .experiment.panel import panel
-from .experiment.predict import predict, predictions
+from .experiment.predict import predict
 from .recorded import record
 from .scenarios import COURSE, course_table
 
-__all__ = ["display", "Markdown", "record", "panel", "predict", "predictions", "kafka_cluster", "setup", "COURSE",
-           "course_table", "check_fixes"]
+__all__ = ["display", "Markdown", "record", "panel", "predict", "kafka_cluster", "setup", "COURSE", "course_table"]
 
 def setup(verbose: bool | None = None) -> str:
     """Figures stay in the saved notebook (offline); print and return the versions in use.

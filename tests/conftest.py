@@ -13,29 +13,30 @@ NOTEBOOK_RUNS = ("tests/test_notebooks.py::test_notebook[",)
 # suite ends on short ones, and never two heavy units queued side by side, since each worker holds the next unit
 # while it runs one, so neighbours in the order mostly run together. Seconds as measured in the suite on three
 # workers (2026-11-27, two notebook lanes and a side lane: 25 min 27 s; since then, with the experiment exercises
-# they try, 03's CONTROL 160 s); the lesson notebooks of chapters 06 and 07 (06a to 07d) as measured alone, one
-# after the other (2026-11-28, load about 1); a unit not listed counts as short. Heavy: the units that keep both cores
-# busy or peak highest (07d's three-node cluster with its apps, 07a's eight consumers and Spark, 06c's RocksDB
-# JVMs, notebook 03's five Streams apps, the browser tests' chromium and JupyterLab).
+# they try); the lesson notebooks (02a to 07d) as measured in the suite (6792e49's CI) where its slowest list had
+# them, else alone, one after the other (2026-11-28, load about 1); a unit not listed counts as short. Heavy: the
+# units that keep both cores busy or peak highest (07d's three-node cluster with its apps, 07a's eight consumers and Spark, 06c's RocksDB
+# JVMs, 03a's five Streams apps, the browser tests' chromium and JupyterLab).
 MEASURED_S = {
-    "05a_crash_points[failure]": 120, "05b_exception_handlers[failure]": 90,
-    "05b_exception_handlers[control]": 40, "05c_state_schema[failure]": 60, "05d_refused_record[failure]": 90,
-    "07d_broker_bounce[failure]": 96,
+    "05a_crash_points[failure]": 121, "05b_exception_handlers[failure]": 51,
+    "05b_exception_handlers[control]": 18, "05c_state_schema[failure]": 44, "05d_refused_record[failure]": 73,
+    "07d_broker_bounce[failure]": 115,
     "06a_store_growth[failure]": 60, "06b_restore[failure]": 40, "06b_restore[control]": 31,
-    "06c_rocksdb_memory[failure]": 46, "06d_changelog_reader[failure]": 36, "06e_disk_space[failure]": 69,
+    "06c_rocksdb_memory[failure]": 46, "06d_changelog_reader[failure]": 69, "06e_disk_space[failure]": 75,
     "tests/test_spark_cluster.py": 325, "tests/test_browser.py": 280,
-    "02_transactional_id_expiry[failure]": 313, "03_quota_driven_fencing[failure]": 221,
+    "02a_idle_clients[failure]": 90, "02a_idle_clients[control]": 41, "02b_idle_streams[failure]": 40,
+    "02c_old_brokers[failure]": 84, "03a_fencing[failure]": 150, "03b_sweep[failure]": 82,
     "08_diagnose_your_cluster[failure]": 188, "01_offset_expiry_reprocessing[failure]": 160,
-    "tests/test_audit.py": 115, "03_quota_driven_fencing[control]": 160, "tests/test_cluster.py": 105,
-    "07a_poll_loop[failure]": 68, "07a_poll_loop[control]": 24, "07b_partitions[failure]": 68,
+    "tests/test_audit.py": 115, "03a_fencing[control]": 125, "tests/test_cluster.py": 105,
+    "07a_poll_loop[failure]": 82, "07a_poll_loop[control]": 24, "07b_partitions[failure]": 68,
     "07c_lookups[failure]": 40, "07c_lookups[control]": 44,
     "04_stale_standby_cache[control]": 89, "04_stale_standby_cache[failure]": 86, "tests/test_security.py": 75,
-    "01_offset_expiry_reprocessing[control]": 78, "02_transactional_id_expiry[control]": 72,
+    "01_offset_expiry_reprocessing[control]": 78,
     "tests/test_site.py": 60, "00_setup_check[failure]": 56,
     "tests/test_doctor.py": 45, "08_diagnose_your_cluster[control]": 31,
     "tests/test_panel.py": 25,
 }
-HEAVY = ("07a_poll_loop", "07d_broker_bounce", "06c_rocksdb_memory", "03_quota_driven_fencing",
+HEAVY = ("07a_poll_loop", "07d_broker_bounce", "06c_rocksdb_memory", "03a_fencing",
          "tests/test_browser.py")
 
 

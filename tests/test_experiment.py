@@ -7,7 +7,6 @@ import sys
 import textwrap
 import time
 from dataclasses import dataclass
-from types import SimpleNamespace
 from pathlib import Path
 
 import psutil
@@ -645,42 +644,3 @@ def test_the_mitigate_step_reruns_the_failure_with_the_fix_and_refuses_a_fix_tha
     assert len(runs) == count and skipped.clean is None and skipped.as_record() == {"mitigation": None}
     assert "did not run" in skipped.verdict() and "did not run" in skipped.table().data
     assert mitigate.check(before.params, None) == {**before.params, "side_by_side": False}
-
-
-def test_a_lessons_mitigate_step_records_under_its_own_key_and_does_not_run_for_a_lesson_left_out():
-    from lab.experiment.mitigate import NOT_RUN, Mitigate
-    spec = Spec(Param("lessons", ["slow"], "lessons", choices=("slow",)), Param("caching", True, "the cache"))
-    runs = []
-
-    @dataclass
-    class Slow(Result):
-        @property
-        def failed(self):
-            return self.params["caching"]
-
-        def verdict(self):
-            return "measured"
-
-    def run(cluster=None, progress=True, **params):
-        runs.append(params)
-        return Slow("fake", spec.validate(**params), "x", Timeline(0))
-
-    step = Mitigate(run, spec, base={"lessons": ["slow"]}, record_as="mitigation_slow")
-    before = run(**spec.validate())
-    fixed = step(before, caching=False)
-    assert runs[-1] == {"lessons": ["slow"], "caching": False} and fixed.clean
-    assert fixed.as_record()["mitigation_slow"]["fix"] == {"caching": False}
-    # the lesson was left out of LESSONS: its result ran nothing, and neither does its Mitigate step
-    left_out = Slow("fake", spec.validate(lessons=[]), "", Timeline(0))
-    count = len(runs)
-    skipped = step(left_out, caching=False)
-    assert len(runs) == count and skipped.as_record() == {"mitigation_slow": None}
-    assert skipped.verdict() == NOT_RUN and NOT_RUN in skipped.table().data
-    # a notebook checks every step of its scenario module against its FIX_<LESSON> before anything starts
-    from lab.experiment.mitigate import check_fixes
-    scenario = SimpleNamespace(mitigate_slow=step)
-    check_fixes(scenario, before.params, {"FIX_SLOW": {"caching": False}})
-    check_fixes(scenario, before.params, {})    # no FIX_SLOW: nothing to check
-    with pytest.raises(LabError, match="CACHING=True is what the run that failed already has"):
-        check_fixes(scenario, before.params, {"FIX_SLOW": {"caching": True}})
-    assert len(runs) == count

@@ -34,6 +34,12 @@ def test_a_chapters_lessons_are_lesson_notebooks_lettered_in_order():
         assert siblings == [f"{entry.number[:2]}{chr(ord('a') + i)}" for i in range(len(siblings))], siblings
 
 
+def test_the_doctor_names_notebooks_that_exist():
+    from lab.doctor.rules import NOTEBOOKS
+    missing = [name for name in NOTEBOOKS.values() if not (ROOT / "notebooks" / name).exists()]
+    assert not missing, missing
+
+
 def test_scenarios_holds_the_registry_and_one_entry_per_chapter_only():
     entries = sorted(p.name for p in SCENARIOS.iterdir() if p.name != "__pycache__")
     assert entries == sorted({"__init__.py", *(_folder(e).name for e in COURSE)})
@@ -65,7 +71,7 @@ def test_no_notebook_package_imports_another():
 
 
 def test_the_registry_finds_notebooks_and_cites_sources_by_title():
-    assert notebook("03").scenario == "quota_fencing"
+    assert notebook("03a").scenario == "fencing" and notebook("04").scenario == "stale_standby"
     assert notebook("07a").package == notebook("07d_broker_bounce").package == "lab.scenarios.nb07_when_streams_stop"
     table = course_table()
     assert "seed" not in table.lower() and "issue" not in table.lower()

@@ -43,8 +43,8 @@ STOP_AFTER_S = 3   # the panel's Stop is clicked this long after its Run
 NOISE = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (WARN|INFO|ERROR) |^WARNING: |Using Spark's default log4j"
                    r"|^%\d\|\d+\.\d+\|")
 SECTIONS = ["## Setup", "## Parameters", "## Try it yourself", "## Exercises", "## Recorded results"]
-# A notebook of lessons (02, 03, 05) gives each lesson its own section, its exercises in it: no "## Exercises".
-LESSON_SECTIONS = [s for s in SECTIONS if s != "## Exercises"]
+# A notebook whose lesson has a Mitigate step (01, 04, 08) keeps its exercises in its lesson's section.
+MITIGATE_SECTIONS = [s for s in SECTIONS if s != "## Exercises"]
 # A lesson notebook (lab.experiment.lesson): one lesson's steps, in order.
 LESSON_NOTEBOOK_SECTIONS = ["## Setup", "## Parameters", "## The setting", "## Predict", "## Run", "## Observe",
                             "## Explain", "## Mitigate", "## Exercises", "## Try it yourself", "## Recorded results"]
@@ -205,8 +205,7 @@ def test_notebook_surface(name: str):
     titles = [h for h in headings if h.startswith("# ")]
     assert len(titles) == 1, f"{name}: exactly one level-1 heading, found {titles}"
     assert headings[0] == titles[0], f"{name}: the title comes first, before {headings[0]!r}"
-    in_lessons = _lessons(name) or _mitigates(name)   # its exercises are in its lessons' sections
-    wanted = LESSON_NOTEBOOK_SECTIONS if _is_lesson(name) else LESSON_SECTIONS if in_lessons else SECTIONS
+    wanted = LESSON_NOTEBOOK_SECTIONS if _is_lesson(name) else MITIGATE_SECTIONS if _mitigates(name) else SECTIONS
     sections = [h for h in headings if h in wanted]
     missing = [s for s in wanted if s not in sections]
     assert not missing, f"{name}: missing sections {missing}"
@@ -228,13 +227,6 @@ def test_solutions_stay_hidden_until_the_learner_asks(name: str):
 def _is_lesson(name: str) -> bool:
     """A lesson notebook: its module's `lesson` is a lab.experiment.lesson.Lesson."""
     return next(e for e in COURSE if e.name == name).lesson is not None
-
-
-def _lessons(name: str) -> list[str]:
-    """The lessons of a notebook made of lessons (its scenario module has LESSONS, lab.experiment.parts.Parts, beside
-    its run_lesson: 02, 03, 05), else []."""
-    module = next(e for e in COURSE if e.name == name).module()
-    return list(getattr(module, "LESSONS", []))
 
 
 def _mitigates(name: str) -> bool:
@@ -261,87 +253,28 @@ def test_the_learner_runs_the_fix_after_the_failure_and_its_verdict_is_recorded(
     assert any("**fixed.as_record()" in src for src in code), f"{name}: the fix's verdict is not recorded"
 
 
-def _lesson_steps(name: str) -> list[str]:
-    """The lessons whose Mitigate step is their own (`mitigate_<lesson>` in the notebook's scenario module)."""
-    module = next(e for e in COURSE if e.name == name).module()
-    return sorted(a.removeprefix("mitigate_") for a in dir(module) if a.startswith("mitigate_"))
-
-
-@pytest.mark.parametrize("name", [n for n in NAMES if _lesson_steps(n) or _lessons(n)])
-def test_each_lessons_fix_is_the_learners_to_run_after_it_and_recorded(name: str):
-    """A lesson's own Mitigate step: FIX_<LESSON> in the parameters cell, checked before the cluster starts; a cell
-    of its own runs `mitigate_<lesson>` on the lesson's result, after the lesson ran, and prints the verdict; the
-    record keeps it. Every lesson of a notebook of lessons has one."""
-    code = ["".join(c["source"]) for c in _cells(name) if c["cell_type"] == "code"]
-    parameters = next("".join(c["source"]) for c in _cells(name) if "parameters" in c["metadata"].get("tags", []))
-    # (cell, position in it) of the cluster's start and of each check
-    started = min((i, src.find("_cluster(")) for i, src in enumerate(code)
-                  if "kafka_cluster(" in src or "embedded_cluster(" in src)
-    for lesson in _lesson_steps(name):
-        fix, step = f"FIX_{lesson.upper()}", f"mitigate_{lesson}"
-        assert re.search(rf"^{fix} = ", parameters, re.M), f"{name}: {fix} is not in the parameters cell"
-        # check_fixes(<module>, PARAMS, globals()) checks every FIX_<LESSON>; or the step's own check
-        checked = [(i, m.start()) for i, src in enumerate(code)
-                   if (m := re.search(rf"\.{step}\.check\(PARAMS, {fix}\)|^check_fixes\(\w+, PARAMS, globals\(\)\)",
-                                      src, re.M))]
-        assert len(checked) == 1 and checked[0] < started, (name, lesson, checked, started)
-        ran = [(i, m) for i, src in enumerate(code)
-               if (m := re.search(rf"^(fixed_\w+) = \w+\.{step}\((\w+), cluster=cluster, \*\*{fix}\)", src, re.M))]
-        assert len(ran) == 1, (name, lesson, ran)
-        i, m = ran[0]
-        fixed, before = m.group(1), m.group(2)
-        assert f"print({fixed}.verdict())" in code[i], (name, lesson)
-        lesson_ran = [j for j, src in enumerate(code)
-                      if re.search(rf'^{before} = \w+\.run_lesson\("{lesson}"', src, re.M)]
-        assert lesson_ran and lesson_ran[0] < i, (name, lesson, before, lesson_ran, i)
-        assert any(f"**{fixed}.as_record()" in src for src in code), f"{name}: {fixed} is not recorded"
-    assert _lesson_steps(name) == sorted(_lessons(name)), (name, _lesson_steps(name), _lessons(name))
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_the_learner_predicts_before_the_run_and_the_run_answers(name: str):
     """A Predict cell comes before the run, the run prints the prediction beside its measurement, and the
-    recorded results keep both (tests/expectations assert them, with and without a given prediction). In a
-    notebook of lessons, each lesson's section has its own Predict cell and runs that lesson alone."""
+    recorded results keep both (tests/expectations assert them, with and without a given prediction)."""
     code = ["".join(c["source"]) for c in _cells(name) if c["cell_type"] == "code"]
-    lessons = _lessons(name)
-    if not lessons:
-        asked = [i for i, src in enumerate(code) if re.search(r"^guess = (lesson\.)?predict\(", src, re.M)]
-        ran = [i for i, src in enumerate(code) if re.search(r"^result = \w+\.run\(", src, re.M)]
-        assert len(asked) == 1 and len(ran) == 1 and asked[0] < ran[0], (name, asked, ran)
-        assert "guess.against(result.measured_answer())" in code[ran[0]], name
-        assert any("**guess.as_record()" in src for src in code), f"{name}: the prediction is not recorded"
-        return
-    guesses = []
-    for lesson in lessons:
-        asked = [i for i, src in enumerate(code) if re.search(rf'^(guess_\w+) = \w+\.predict\("{lesson}",', src, re.M)]
-        ran = [i for i, src in enumerate(code) if re.search(rf'^(\w+) = \w+\.run_lesson\("{lesson}",', src, re.M)]
-        assert len(asked) == 1 and len(ran) == 1 and asked[0] < ran[0], (name, lesson, asked, ran)
-        guess = re.search(r"^(guess_\w+) =", code[asked[0]], re.M).group(1)
-        var = re.search(r"^(\w+) = \w+\.run_lesson", code[ran[0]], re.M).group(1)
-        assert f"{guess}.against({var}.measured_answer())" in code[ran[0]], (name, lesson)
-        guesses.append(guess)
-    assert not any(re.search(r"^result = \w+\.run\(", src, re.M) for src in code), f"{name}: a run of every lesson"
-    recorded = [src for src in code if "**predictions(" in src]
-    assert recorded and all(g in recorded[0] for g in guesses), f"{name}: not every prediction is recorded"
+    asked = [i for i, src in enumerate(code) if re.search(r"^guess = (lesson\.)?predict\(", src, re.M)]
+    ran = [i for i, src in enumerate(code) if re.search(r"^result = \w+\.run\(", src, re.M)]
+    assert len(asked) == 1 and len(ran) == 1 and asked[0] < ran[0], (name, asked, ran)
+    assert "guess.against(result.measured_answer())" in code[ran[0]], name
+    assert any("**guess.as_record()" in src for src in code), f"{name}: the prediction is not recorded"
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_every_lesson_has_its_exercise_in_its_own_section_numbered_in_order(name: str):
-    """Try: each lesson's section checks at least one exercise on that lesson's own result (a notebook of one run:
-    after the run), and the exercises are numbered in the order the learner meets them."""
+def test_every_lesson_has_its_exercise_after_its_run_numbered_in_order(name: str):
+    """Try: the notebook checks at least one exercise on its run's result, after the run, and the exercises are
+    numbered in the order the learner meets them."""
     cells = _cells(name)
     sources = ["".join(c["source"]) for c in cells]
-    headings = [i for i, c in enumerate(cells) if c["cell_type"] == "markdown" and sources[i].startswith("## ")]
     checks = [(i, var, int(n)) for i, c in enumerate(cells) if c["cell_type"] == "code"
               for var, n in re.findall(r"^(\w+)\.check\((\d+),", sources[i], re.M)]
-    lessons = _lessons(name)
-    runs = [rf'^(\w+) = \w+\.run_lesson\("{lesson}",' for lesson in lessons] or [r"^(result) = \w+\.run\("]
-    for run in runs:
-        at = [i for i, c in enumerate(cells) if c["cell_type"] == "code" and re.search(run, sources[i], re.M)]
-        assert len(at) == 1, (name, run, at)
-        var = re.search(run, sources[at[0]], re.M).group(1)
-        end = min([h for h in headings if h > at[0]] or [len(cells)]) if lessons else len(cells)
-        assert any(at[0] < i < end and v == var for i, v, _ in checks), f"{name}: no exercise after {run} in its section"
+    at = [i for i, c in enumerate(cells) if c["cell_type"] == "code" and re.search(r"^result = \w+\.run\(", sources[i], re.M)]
+    assert len(at) == 1, (name, at)
+    assert any(i > at[0] and v == "result" for i, v, _ in checks), f"{name}: no exercise on the run's result after it"
     numbers = [n for _, _, n in checks]
     assert numbers and numbers == sorted(set(numbers)) and numbers[0] == 1, f"{name}: exercises numbered {numbers}"

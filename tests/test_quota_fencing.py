@@ -1,4 +1,5 @@
-"""Notebook 03's scenario (lab.scenarios.nb03_quota_driven_fencing.quota_fencing): its pure parts, without a broker.
+"""Chapter 03's lessons (03a fencing, 03b sweep, on lab.scenarios.nb03_quota_driven_fencing.quota_fencing): their
+pure parts, without a broker.
 
 Logs are written the way the programs write them (log4j stamps in UTC, `LAB {json}` lines), and the
 mechanism of an incident is derived from them: a stuck transactional request vs an oversized transaction.
@@ -13,7 +14,12 @@ import pytest
 from lab.errors import LabError
 from lab.experiment import checks
 from lab.experiment import Param, Spec
+from lab.scenarios.nb03_quota_driven_fencing import fencing, sweep as sweep_lesson
 from lab.scenarios.nb03_quota_driven_fencing import quota_fencing as qf
+from lab.scenarios.nb03_quota_driven_fencing import quota_fencing_analysis as qa
+from lab.scenarios.nb03_quota_driven_fencing.quota_fencing_report import QuotaResult
+
+FENCING, SWEEP = fencing.lesson, sweep_lesson.lesson
 from lab.programs import clients_classpath
 from tests.expectations import try_exercises
 
@@ -51,7 +57,7 @@ def test_txn_waits_pair_enqueue_and_send_and_count_from_the_first_enqueue():
     text = "\n".join([debug(1, "Enqueuing", "AddOffsetsToTxn"), debug(2, "Enqueuing", "AddOffsetsToTxn"),
                       debug(31, "Sending", "AddOffsetsToTxn"), debug(32, "Enqueuing", "EndTxn"),
                       debug(32.25, "Sending", "EndTxn"), debug(40, "Sending", "EndTxn")])
-    waits = qf.txn_waits(text)
+    waits = qa.txn_waits(text)
     assert [(w["request"], w["wait_s"]) for w in waits] == [("AddOffsetsToTxn", 30.0), ("EndTxn", 0.25)]
     assert waits[0]["t_s"] == pytest.approx(T0 + 31)
 
@@ -59,7 +65,7 @@ def test_txn_waits_pair_enqueue_and_send_and_count_from_the_first_enqueue():
 def test_streams_metrics_read_lab_lines_and_the_open_transaction():
     text = "\n".join([metrics(1, 30, 10), metrics(2, 60, 20, throttle=800), metrics(3, 400, 20, throttle=1200),
                       "garbage LAB {not json", metrics(4, 900, 20)])
-    rows, ids = qf.streams_metrics(text)
+    rows, ids = qa.streams_metrics(text)
     assert ids == {"app-StreamThread-1-producer"}
     assert [r["open_records"] for r in rows] == [0, 0, 340, 840]   # records since the last commit
     assert [r["throttle_max_ms"] for r in rows] == [0, 800, 1200, 0]
@@ -70,36 +76,36 @@ def test_incidents_collapse_events_closer_than_the_gap():
     ev = pd.DataFrame({"t_s": [10.0, 11.0, 14.0, 30.0], "line": list("abcd"),
                        "kind": ["ProducerFencedException", "TaskMigratedException", "rebalance",
                                 "InvalidProducerEpochException"]})
-    found = qf.incidents(ev)
+    found = qa.incidents(ev)
     assert list(found["t_s"]) == [10.0, 30.0]
     assert found["kinds"].iloc[0] == "ProducerFencedException, TaskMigratedException, rebalance"
-    assert qf.incidents(ev.iloc[:0]).empty
+    assert qa.incidents(ev.iloc[:0]).empty
 
 
 @pytest.mark.parametrize("version, fixed", [("3.8.1", False), ("3.9.0", False), ("3.9.1", True), ("4.3.1", True)])
 def test_the_fix_is_read_from_the_real_kafka_clients_jar(version, fixed):
     """PR #17527 (KAFKA-17455) reached 3.9.1 and 4.0: the class file of those jars says so, without a JDK's javap."""
     jar = next(j for j in clients_classpath(version) if j.name == f"kafka-clients-{version}.jar")
-    assert qf.awaitready_polls_delay(jar) is fixed
+    assert qa.awaitready_polls_delay(jar) is fixed
     with zipfile.ZipFile(jar) as z:
-        called = qf.called_methods(z.read("org/apache/kafka/clients/NetworkClientUtils.class"))
+        called = qa.called_methods(z.read("org/apache/kafka/clients/NetworkClientUtils.class"))
     assert {"poll", "isReady", "milliseconds"} <= called      # the constant pool was read, not only searched
 
 
 def test_a_file_that_is_not_a_class_is_refused():
     with pytest.raises(LabError, match="CAFEBABE"):
-        qf.called_methods(b"PK\x03\x04 not a class")
+        qa.called_methods(b"PK\x03\x04 not a class")
 
 
 # ---------------------------------------------------------------- mechanism
 
 def measured(tmp_path, log_lines, quota=35000, aborts=()):
-    v = qf.Variant("3.8.1 quota", quota=quota)
+    v = qa.Variant("3.8.1 quota", quota=quota)
     log = tmp_path / "app.log"
     log.write_text("\n".join(log_lines) + "\n")
     aborts = pd.DataFrame([(v.name, t, "Completed rollback ... due to timeout") for t in aborts],
                           columns=["variant", "t_s", "line"])
-    return qf.Measured([v], 60, T0, 60, {v.name: "qf-x"}, {v.name: log}, {v.name: []}, aborts), v
+    return qa.Measured([v], 60, T0, 60, {v.name: "qf-x"}, {v.name: log}, {v.name: []}, aborts), v
 
 
 def test_a_stuck_transactional_request_is_named_as_kafka_17455(tmp_path):
@@ -161,38 +167,43 @@ def test_an_app_that_was_never_fenced_says_so(tmp_path):
 # ---------------------------------------------------------------- quota arithmetic and SPEC
 
 def test_quota_arithmetic_round_trips():
-    assert qf.quota_for(1.0) == 33 * (1024 + qf.WIRE_OVERHEAD_BYTES)
+    assert qf.quota_for(1.0) == 33 * (1024 + qa.WIRE_OVERHEAD_BYTES)
     assert qf.quota_for(1 / 1.5, 33, 1024) == round(1.5 * 33 * 1164)
-    assert qf.Variant("x", quota=qf.quota_for(1.3)).load_ratio == pytest.approx(1.3, rel=1e-4)
-    assert qf.Variant("x", quota=None).load_ratio is None
+    assert qa.Variant("x", quota=qf.quota_for(1.3)).load_ratio == pytest.approx(1.3, rel=1e-4)
+    assert qa.Variant("x", quota=None).load_ratio is None
 
 
 def test_the_lineup_follows_the_parameters_and_derives_the_mitigation_values(monkeypatch):
     monkeypatch.setattr(checks, "build_streams_program", lambda *a, **k: None)   # no jars, no compiler here
-    assert list(qf.lineup(qf.SPEC.validate())) == ["affected", "fixed", "no_quota", "headroom", "request_timeout"]
-    p = qf.SPEC.validate(transaction_timeout_ms=20000, compare=list(qf.BASELINES), mitigations=list(qf.MITIGATIONS))
+    assert list(qf.lineup(FENCING.spec.validate())) == ["affected", "fixed", "no_quota", "headroom", "request_timeout"]
+    p = FENCING.spec.validate(transaction_timeout_ms=20000, compare=list(qf.BASELINES),
+                              mitigations=list(qf.MITIGATIONS))
     roles = qf.lineup(p)
     assert list(roles) == ["affected", "fixed", "no_quota", "librdkafka", "headroom", "request_timeout",
                            "transaction_timeout"]
     assert roles["request_timeout"].request_timeout_ms == 4000           # a fifth of the transaction timeout
     assert roles["transaction_timeout"].txn_timeout_ms == 60000
     assert roles["headroom"].load_ratio == pytest.approx(1 / 1.5, rel=1e-4)
-    control = qf.lineup(qf.SPEC.validate(quota=55000, compare=[], mitigations=[], sweep_ratios=[]))
+    control = qf.lineup(FENCING.spec.validate(quota=55000, compare=[], mitigations=[]))
     assert list(control) == ["affected"] and control["affected"].load_ratio == pytest.approx(0.698, abs=0.01)
-    assert len(qf.sweep_cells(p)) == 6 and qf.sweep_cells({**p, "sweep_ratios": []}) == []
+    cells = SWEEP.spec.validate(transaction_timeout_ms=20000)
+    assert len(qf.sweep_cells(cells)) == 6 and qf.sweep_cells({**cells, "sweep_ratios": []}) == []
+    assert {v.txn_timeout_ms for v in qf.sweep_cells(cells)} == {20000}
 
 
 def test_the_spec_accepts_any_load_kafka_takes_and_refuses_what_it_cannot(monkeypatch):
     monkeypatch.setattr(checks, "build_streams_program", lambda *a, **k: None)
     for quota in (1024, 55000, 100_000_000):      # 0.7x, 37x, 0.0004x the load: all valid experiments
-        assert qf.SPEC.validate(quota=quota)["quota"] == quota
-    for bad, says in [({"quota": 1000}, "QUOTA"), ({"affected_version": "3.2.0"}, "AFFECTED_VERSION.*older"),
-                      ({"mitigations": ["pray"]}, "MITIGATIONS"), ({"compare": "fixed, nope"}, "COMPARE"),
-                      ({"transaction_timeout_ms": 900_001}, "transaction.max.timeout.ms"),
-                      ({"sweep_ratios": [1.1, 50]}, "SWEEP_RATIOS"), ({"sweep_versions": ["2.8.0"]}, "SWEEP_VERSIONS.*older"),
-                      ({"sweep_parallel": 13}, "JVM"), ({"quota_bytes": 1}, "did you mean")]:
+        assert FENCING.spec.validate(quota=quota)["quota"] == quota
+    for lesson, bad, says in [
+            (FENCING, {"quota": 1000}, "QUOTA"), (FENCING, {"affected_version": "3.2.0"}, "AFFECTED_VERSION.*older"),
+            (FENCING, {"mitigations": ["pray"]}, "MITIGATIONS"), (FENCING, {"compare": "fixed, nope"}, "COMPARE"),
+            (FENCING, {"transaction_timeout_ms": 900_001}, "transaction.max.timeout.ms"),
+            (SWEEP, {"sweep_ratios": [1.1, 50]}, "SWEEP_RATIOS"), (SWEEP, {"sweep_ratios": []}, "Nothing to run"),
+            (SWEEP, {"sweep_versions": ["2.8.0"]}, "SWEEP_VERSIONS.*older"), (SWEEP, {"sweep_parallel": 13}, "JVM"),
+            (FENCING, {"quota_bytes": 1}, "did you mean")]:
         with pytest.raises(LabError, match=says):
-            qf.SPEC.validate(**bad)
+            lesson.spec.validate(**bad)
 
 
 def test_list_parameters_check_each_item_and_take_text():
@@ -209,11 +220,10 @@ def test_list_parameters_check_each_item_and_take_text():
 
 def quota_result(tmp_path, fenced_affected: bool = True, mitigations=("transaction_timeout",)):
     """The affected app (stuck 30 s and fenced, or clean) beside the mitigations asked for, each clean."""
-    p = {"send_rate": 33.0, "record_bytes": 1024, "mitigations": list(mitigations), "affected_run": True,
-         "sweep_ratios": [], "quota": 35000, "transaction_timeout_ms": 10000, "affected_version": "3.8.1",
-         "duration_s": 60}
-    roles = {"affected": qf.Variant("3.8.1 quota"),
-             **{m: qf.Variant(f"3.8.1 {m}", txn_timeout_ms=60000) for m in mitigations}}
+    p = {"send_rate": 33.0, "record_bytes": 1024, "mitigations": list(mitigations), "compare": [], "quota": 35000,
+         "transaction_timeout_ms": 10000, "affected_version": "3.8.1", "duration_s": 60}
+    roles = {"affected": qa.Variant("3.8.1 quota"),
+             **{m: qa.Variant(f"3.8.1 {m}", txn_timeout_ms=60000) for m in mitigations}}
     stuck = [metrics(9, 300, 90, throttle=900), debug(10, "Enqueuing", "AddOffsetsToTxn"),
              debug(40, "Sending", "AddOffsetsToTxn"), fenced(40.1)]
     clean = [metrics(1, 30, 10), debug(2, "Enqueuing", "EndTxn"), debug(2.25, "Sending", "EndTxn"), metrics(2, 60, 20)]
@@ -222,13 +232,13 @@ def quota_result(tmp_path, fenced_affected: bool = True, mitigations=("transacti
         logs[v.name] = tmp_path / f"{role}.log"
         logs[v.name].write_text("\n".join(stuck if role == "affected" and fenced_affected else clean) + "\n")
     names = [v.name for v in roles.values()]
-    main = qf.Measured(list(roles.values()), 60, T0, 60, {n: n for n in names}, logs, {n: [] for n in names},
+    main = qa.Measured(list(roles.values()), 60, T0, 60, {n: n for n in names}, logs, {n: [] for n in names},
                        pd.DataFrame(columns=["variant", "t_s", "line"]))
-    return qf.QuotaResult("quota_fencing", p, "x", None, roles=roles, main=main)
+    return FENCING.result(QuotaResult("quota_fencing", p, "x", None, roles=roles, main=main), **p)
 
 
 class _Rerun:
-    """Stands in for the scenario's run() in exercise 2's experiment: records each call, and measures what it is told."""
+    """Stands in for the lesson's run() in exercise 2's experiment: records each call, and measures what it is told."""
 
     def __init__(self, crashes: int):
         self.crashes, self.calls = crashes, []
@@ -244,31 +254,31 @@ class _Rerun:
 @pytest.mark.parametrize("fenced_affected, mitigations", [(True, ("transaction_timeout",)), (False, ())])
 def test_the_exercises_take_the_solution_and_refuse_the_tempting_wrong_answer(tmp_path, fenced_affected,
                                                                               mitigations, monkeypatch):
+    monkeypatch.setattr(checks, "build_streams_program", lambda *a, **k: None)
     result = quota_result(tmp_path, fenced_affected, mitigations)
     rerun = _Rerun(crashes=0)
-    monkeypatch.setattr(qf, "run", rerun)
+    monkeypatch.setattr(FENCING, "run", rerun)
     assert result.failed is fenced_affected
     tried = try_exercises(result)
     for number in (1, 2):
         t = tried[number]
         assert t["none"] == "not answered" and t["right"] == "correct", (number, t)
         assert t["wrong"].startswith("Not quite:"), (number, t)
-    # exercise 3 is the sweep's: this result ran lesson 1 only, so it asks for lesson 2 first
-    assert all("not run in this run" in tried[3][case] for case in ("right", "wrong")), tried[3]
+    assert sorted(tried) == [1, 2], tried   # 03a's own exercises; the transaction budget is 03b's
     solve = {n: e.solution(result) for n, e in result.exercises.items()}
-    assert solve[1](30000, 10000, 900) == 30.0 and solve[2] == round(1.5 * 33 * (1024 + qf.WIRE_OVERHEAD_BYTES))
+    assert solve[1](30000, 10000, 900) == 30.0 and solve[2] == round(1.5 * 33 * (1024 + qa.WIRE_OVERHEAD_BYTES))
     # this run's stuck request (30 s against a 0.9 s throttle) judges exercise 1 too: only its wait passes
-    from lab.scenarios.nb03_quota_driven_fencing.quota_fencing_report import _stuck
+    from lab.scenarios.nb03_quota_driven_fencing.exercises import _stuck
     assert _stuck(result) == ([(30000, 10000, 900.0, 30.0)] if fenced_affected else [])
     assert result.check(1, lambda request_ms, txn_ms, throttle_ms: request_ms / 1000 + 0.5)
     # exercise 2 is an experiment: lesson 1's affected app alone at the learner's quota, for the lesson's load
     runs = len(rerun.calls)
     assert result.check(2, solve[2] + 1) and len(rerun.calls) == runs + 1
-    assert {k: rerun.calls[-1][k] for k in ("quota", "compare", "mitigations", "sweep_ratios", "duration_s",
-                                            "affected_version", "cluster")} == {
-        "quota": solve[2] + 1, "compare": [], "mitigations": [], "sweep_ratios": [], "duration_s": 60,
-        "affected_version": "3.8.1", "cluster": None}
-    load = 33 * (1024 + qf.WIRE_OVERHEAD_BYTES)
+    assert {k: rerun.calls[-1][k] for k in ("quota", "compare", "mitigations", "duration_s", "affected_version",
+                                            "cluster")} == {
+        "quota": solve[2] + 1, "compare": [], "mitigations": [], "duration_s": 60, "affected_version": "3.8.1",
+        "cluster": None}
+    load = 33 * (1024 + qa.WIRE_OVERHEAD_BYTES)
     assert result.check(2, round(1.1 * load))   # whatever the measurement says, above the load and within twice it
     refused = [(1, 30), (1, lambda r, t, th: t / 1000), (1, lambda r, t, th: r), (1, lambda r, t, th: "30"),
                (1, lambda r, t, th: max(r, t) / 1000), (1, lambda r: 30.0),
@@ -279,7 +289,7 @@ def test_the_exercises_take_the_solution_and_refuse_the_tempting_wrong_answer(tm
             result.check(number, answer)
     assert len(rerun.calls) == runs   # refused before anything runs
     # a quota at which the experiment measured fencing is refused, with what it measured
-    monkeypatch.setattr(qf, "run", _Rerun(crashes=1))
+    monkeypatch.setattr(FENCING, "run", _Rerun(crashes=1))
     with pytest.raises(AssertionError, match="fenced again .*stuck transactional request"):
         result.check(2, round(1.1 * load))
     shown = []
@@ -287,10 +297,11 @@ def test_the_exercises_take_the_solution_and_refuse_the_tempting_wrong_answer(tm
     assert f"For this run: `{solve[2]}`" in shown[0].data and "1 / 1.5" in shown[0].data
 
 
-def test_the_sweep_alone_answers_its_own_question_and_exercise_and_the_fix_runs_the_affected_app_alone(tmp_path,
-                                                                                                     monkeypatch):
-    cells = [qf.Variant("3.8.1 x1.3"), qf.Variant("4.3.1 x1.3", version="4.3.1"),
-             qf.Variant("confluent-kafka x1.3", client=qf.LOOP, version="3.8.1")]
+def test_the_sweep_answers_its_own_question_and_exercise_and_the_fix_runs_the_affected_app_alone(tmp_path,
+                                                                                               monkeypatch):
+    monkeypatch.setattr(checks, "build_streams_program", lambda *a, **k: None)
+    cells = [qa.Variant("3.8.1 x1.3"), qa.Variant("4.3.1 x1.3", version="4.3.1"),
+             qa.Variant("confluent-kafka x1.3", client=qa.LOOP, version="3.8.1")]
     stuck = [metrics(9, 300, 90, throttle=900), debug(10, "Enqueuing", "AddOffsetsToTxn"),
              debug(40, "Sending", "AddOffsetsToTxn"), fenced(40.1)]
     clean = [metrics(1, 30, 10), debug(2, "Enqueuing", "EndTxn"), debug(2.25, "Sending", "EndTxn"), metrics(2, 60, 20)]
@@ -299,26 +310,22 @@ def test_the_sweep_alone_answers_its_own_question_and_exercise_and_the_fix_runs_
         logs[v.name] = tmp_path / f"{v.name}.log"
         logs[v.name].write_text("\n".join(stuck if v.name.startswith("3.8.1") else clean) + "\n")
     names = [v.name for v in cells]
-    wave = qf.Measured(cells, 45, T0, 45, {n: n for n in names}, logs, {n: [] for n in names},
+    wave = qa.Measured(cells, 45, T0, 45, {n: n for n in names}, logs, {n: [] for n in names},
                        pd.DataFrame(columns=["variant", "t_s", "line"]))
-    p = {"affected_version": "3.8.1", "affected_run": False, "sweep_ratios": [1.3], "quota": 35000,
-         "transaction_timeout_ms": 10000, "send_rate": 33.0, "record_bytes": 1024, "mitigations": []}
-    sweep = qf.QuotaResult("quota_fencing", p, "x", None, sweep=[wave], fix_in_bytecode={"3.8.1": False, "4.3.1": True})
-    assert sweep.sweep_fenced() == ["3.8.1"] and sweep.failed
-    assert sweep.measured_answer() == sweep.measured_answer("sweep") == qf.SWEEP_ANSWERS[1]
-    assert sweep.measured_answer("fencing") is None
-    assert sweep.verdict().startswith("sweep of 3 apps: fenced at x1.3: 3.8.1")
-    assert sweep.check(3, 350_000)
-    for answer, words in ((350_000_000, "milliseconds"), (35_000, "one second"), (100_000, "not what QUOTA")):
+    p = {"sweep_ratios": [1.3], "transaction_timeout_ms": 10000, "send_rate": 33.0, "record_bytes": 1024}
+    outcome = QuotaResult("quota_fencing", p, "x", None, sweep=[wave], fix_in_bytecode={"3.8.1": False, "4.3.1": True})
+    assert outcome.sweep_fenced() == ["3.8.1"] and outcome.failed
+    assert outcome.measured_answer() == outcome.measured_answer("sweep") == qa.SWEEP_ANSWERS[1]
+    assert outcome.measured_answer("fencing") is None
+    assert outcome.verdict().startswith("sweep of 3 apps: fenced at x1.3: 3.8.1")
+    sweep = SWEEP.result(outcome, **p)
+    budget = qf.quota_for(1.3, 33.0, 1024) * 10   # the highest ratio's quota, for 10 s
+    assert sweep.check(1, budget)
+    for answer, words in ((budget * 1000, "milliseconds"), (budget / 10, "one second"), (100_000, "not what the quota")):
         with pytest.raises(AssertionError, match=words):
-            sweep.check(3, answer)
-    with pytest.raises(LabError, match="'fencing' was not run in this run"):
-        sweep.check(1, 30.0)
-    monkeypatch.setattr(checks, "build_streams_program", lambda *a, **k: None)
-    fixed = qf.mitigate_fencing.check(qf.SPEC.defaults, {"transaction_timeout_ms": 60000})
-    assert fixed["compare"] == fixed["mitigations"] == fixed["sweep_ratios"] == [] and fixed["affected_run"]
-    # the sweep's step: the sweep alone again, every cell at the learner's ratio
-    headroom = qf.mitigate_sweep.check(qf.SPEC.defaults, {"sweep_ratios": [0.7]})
-    assert headroom["sweep_ratios"] == [0.7] and headroom["affected_run"] is False
-    assert headroom["compare"] == headroom["mitigations"] == [], headroom
-    assert (qf.mitigate_fencing.record_as, qf.mitigate_sweep.record_as) == ("mitigation_fencing", "mitigation_sweep")
+            sweep.check(1, answer)
+    fixed = FENCING.mitigate.check(FENCING.spec.defaults, {"transaction_timeout_ms": 60000})
+    assert fixed["compare"] == fixed["mitigations"] == []
+    # the sweep's step: the sweep again, every cell at the learner's ratio
+    headroom = SWEEP.mitigate.check(SWEEP.spec.defaults, {"sweep_ratios": [0.7]})
+    assert headroom["sweep_ratios"] == [0.7]

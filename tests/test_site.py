@@ -19,7 +19,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 def test_notebooks_are_chosen_by_number_and_an_unknown_one_is_refused():
     assert site.names(["0", "04"]) == ["00_setup_check", "04_stale_standby_cache"]
     assert site.names(["07b"]) == ["07b_partitions"] and len(site.names(["07"])) == 4   # a chapter: its lessons
-    assert len(site.names()) == 19
+    assert len(site.names()) == 22
     with pytest.raises(LabError, match="no notebook numbered 42"):
         site.names(["42"])
 

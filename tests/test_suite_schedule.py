@@ -6,7 +6,7 @@ import sys
 
 from tests.conftest import SIDE_LANE_NICENESS, is_side_lane, next_unit, unit_order
 
-NOTEBOOK = "tests/test_notebooks.py::test_notebook[02_transactional_id_expiry[failure]]"
+NOTEBOOK = "tests/test_notebooks.py::test_notebook[08_diagnose_your_cluster[failure]]"
 CONTROL = "tests/test_notebooks.py::test_notebook[08_diagnose_your_cluster[control]]"
 BROWSER = "tests/test_browser.py"
 MODULE, LIGHT = "tests/test_spark_cluster.py", "tests/test_layout.py"
@@ -28,9 +28,9 @@ def test_a_notebook_lane_takes_notebooks_first_then_helps_with_the_rest():
 
 
 def test_the_longest_first_and_never_two_heavy_units_in_a_row():
-    state = "tests/test_notebooks.py::test_notebook[03_quota_driven_fencing[failure]]"
+    state = "tests/test_notebooks.py::test_notebook[03a_fencing[failure]]"
     assert unit_order([LIGHT, NOTEBOOK, MODULE]) == [MODULE, NOTEBOOK, LIGHT]
-    # by length the browser tests, then 03's failure run: both heavy, so the CONTROL run goes between them
+    # by length the browser tests, then 03a's failure run: both heavy, so the CONTROL run goes between them
     assert unit_order([LIGHT, CONTROL, BROWSER, state]) == [BROWSER, CONTROL, state, LIGHT]
 
 

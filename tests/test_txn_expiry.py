@@ -7,9 +7,11 @@ import pytest
 from lab.errors import LabError
 from lab.experiment import Timeline, lab_lines
 from lab.scenarios.nb02_transactional_id_expiry import txn_clients as tc
+from lab.scenarios.nb02_transactional_id_expiry import idle_clients, idle_streams, old_brokers
 from lab.scenarios.nb02_transactional_id_expiry import txn_expiry as tx
 
-NO_MAVEN = {"java_clients": [], "streams_versions": [], "old_brokers": [], "check_pinned_zookeeper": False}
+CLIENTS, STREAMS, OLD = idle_clients.lesson, idle_streams.lesson, old_brokers.lesson
+NO_MAVEN = {"java_clients": []}
 
 
 @pytest.fixture(autouse=True)
@@ -21,32 +23,29 @@ def no_maven(monkeypatch):
 
 
 def test_idle_shorter_than_the_expiration_is_a_valid_experiment():
-    p = tx.SPEC.validate(idle_s=5, expiration_ms=10000, **NO_MAVEN)
+    p = CLIENTS.spec.validate(idle_s=5, expiration_ms=10000, **NO_MAVEN)
     assert p["idle_s"] == 5.0 and p["expiration_ms"] == 10000
 
 
 def test_long_idle_is_accepted_and_a_fix_that_changes_the_expiration_is_checked_before_anything_starts():
-    p = tx.SPEC.validate(idle_s=40, **NO_MAVEN)
-    fixed = tx.mitigate_clients.check(p, {"expiration_ms": 90000})
-    assert fixed["expiration_ms"] == 90000 and fixed["streams_versions"] == [] and fixed["old_brokers"] == []
+    p = CLIENTS.spec.validate(idle_s=40, **NO_MAVEN)
+    fixed = CLIENTS.mitigate.check(p, {"expiration_ms": 90000})
+    assert fixed["expiration_ms"] == 90000 and fixed["idle_s"] == 40
     with pytest.raises(LabError, match="EXPIRATION_MS=10000 is what the run that failed already has"):
-        tx.mitigate_clients.check(p, {"expiration_ms": 10000})
+        CLIENTS.mitigate.check(p, {"expiration_ms": 10000})
 
 
-def test_each_lessons_fix_runs_that_lesson_alone(monkeypatch):
-    """Lesson 2's step runs only its Kafka Streams version, lesson 3's only its broker (no pinned ZooKeeper)."""
+def test_each_lesson_takes_its_own_parameters_and_the_old_brokers_fix_skips_the_pinned_zookeeper(monkeypatch):
+    """02b's parameters are the idle round's and its Kafka Streams versions; 02c's step runs only its broker."""
     from lab.scenarios.nb02_transactional_id_expiry import txn_unknown_producer as part_c
     monkeypatch.setattr(part_c, "_old_broker", lambda v: None)
-    p = tx.SPEC.validate(**{**NO_MAVEN, "streams_versions": ["3.7.0"], "old_brokers": ["2.0.1"],
-                            "check_pinned_zookeeper": True, "java_clients": ["3.9.1"]})
-    streams = tx.mitigate_streams.check(p, {"streams_versions": ["3.8.0"]})
-    assert streams["streams_versions"] == ["3.8.0"] and streams["python_modes"] == streams["java_clients"] == []
-    assert streams["old_brokers"] == [] and streams["check_pinned_zookeeper"] is False
-    old = tx.mitigate_old_brokers.check(p, {"old_brokers": ["2.4.1"]})
+    monkeypatch.setattr(tc, "streams_examples", lambda v: [])
+    assert sorted(STREAMS.spec.defaults) == sorted([*tx.IDLE, "streams_versions"])
+    p = OLD.spec.validate(old_brokers=["2.0.1"], check_pinned_zookeeper=True)
+    old = OLD.mitigate.check(p, {"old_brokers": ["2.4.1"]})
     assert old["old_brokers"] == ["2.4.1"] and old["check_pinned_zookeeper"] is False
-    assert old["python_modes"] == old["java_clients"] == old["streams_versions"] == []
-    assert [s.record_as for s in (tx.mitigate_clients, tx.mitigate_streams, tx.mitigate_old_brokers)] == [
-        "mitigation_clients", "mitigation_streams", "mitigation_old_brokers"]
+    with pytest.raises(LabError, match="Nothing to run"):
+        OLD.spec.validate(old_brokers=[], check_pinned_zookeeper=False)
 
 
 @pytest.mark.parametrize("bad, words", [({"expiration_ms": 0}, "EXPIRATION_MS"),
@@ -59,24 +58,23 @@ def test_each_lessons_fix_runs_that_lesson_alone(monkeypatch):
                                         ({"python_modes": ["crash", "crash"]}, "names a value twice")])
 def test_spec_refuses_what_kafka_or_the_machine_cannot_take(bad, words):
     with pytest.raises(LabError, match=words):
-        tx.SPEC.validate(**{**NO_MAVEN, **bad})
+        CLIENTS.spec.validate(**{**NO_MAVEN, **bad})
 
 
 def test_lists_may_come_as_text_from_a_panel():
-    assert tx.SPEC.validate(python_modes="crash, naive", **NO_MAVEN)["python_modes"] == ["crash", "naive"]
+    assert CLIENTS.spec.validate(python_modes="crash, naive", **NO_MAVEN)["python_modes"] == ["crash", "naive"]
 
 
 def test_client_spec_parsing_into_rounds():
-    p = tx.SPEC.validate(**{**NO_MAVEN, "python_modes": ["crash"], "java_clients": ["3.9.1"],
-                            "streams_versions": ["3.7.0", "3.8.0"]})
+    p = {"python_modes": ["crash"], "java_clients": ["3.9.1"], "streams_versions": ["3.7.0", "3.8.0"]}
     assert tx.rounds(p) == [["python-crash", "java-3.9.1", "streams-3.7.0"], ["streams-3.8.0"]]
-    assert tx.rounds({**p, "python_modes": [], "java_clients": []}) == [["streams-3.7.0"], ["streams-3.8.0"]]
-    assert tx.rounds(tx.quick(p)) == [["python-crash", "java-3.9.1"]]
+    assert tx.rounds({"streams_versions": ["3.7.0", "3.8.0"]}) == [["streams-3.7.0"], ["streams-3.8.0"]]
+    assert tx.rounds({"python_modes": ["crash"], "java_clients": ["3.9.1"]}) == [["python-crash", "java-3.9.1"]]
     assert tx.CLIENTS["java"] is tc._Java and "streams-3.8.0".split("-", 1)[1] == "3.8.0"
 
 
 def test_broker_config_follows_the_version():
-    p = tx.SPEC.validate(expiration_ms=5000, **NO_MAVEN)
+    p = CLIENTS.spec.validate(expiration_ms=5000, **NO_MAVEN)
     config = tx.broker_config({**p, "broker_version": "3.7.2"})   # log.initial.task.delay.ms came in 3.8.0
     assert config["transactional.id.expiration.ms"] == "5000" and "log.initial.task.delay.ms" not in config
     assert tx.broker_config({**p, "broker_version": "3.8.1"})["log.initial.task.delay.ms"] == "1000"
@@ -124,9 +122,9 @@ def _summary(**kw):
 
 
 def _result(idle_s, clients):
-    p = {"idle_s": idle_s, "expiration_ms": 10000, "cleanup_interval_ms": 1000, "streams_versions": [],
-         "old_brokers": [], "python_modes": ["crash"]}
-    return tx.TxnExpiryResult("txn_expiry", p, "r", Timeline(0.0), clients=clients)
+    p = CLIENTS.spec.validate(idle_s=idle_s, expiration_ms=10000, cleanup_interval_ms=1000, python_modes=["crash"],
+                              **NO_MAVEN)
+    return CLIENTS.result(tx.TxnExpiryResult("txn_expiry", p, "r", Timeline(0.0), clients=clients), **p)
 
 
 @pytest.fixture
@@ -140,13 +138,13 @@ def heartbeat_runs(monkeypatch):
         gap = 2 * p["heartbeat_ms"] / 1000
         beat = _summary(expired=gap > p["expiration_ms"] / 1000, longest_idle_s=gap)
         return tx.TxnExpiryResult("txn_expiry", p, "r2", Timeline(0.0), clients={"python-heartbeat": beat})
-    monkeypatch.setattr(tx, "run", run)
+    monkeypatch.setattr(CLIENTS, "run", run)
     return asked
 
 
 def test_the_heartbeat_exercise_runs_the_learners_interval_with_one_heartbeat_missed(heartbeat_runs):
     r = _result(15, {"python-crash": _summary()})
-    assert r.check(2, 3333) and tx.TxnExpiryResult.exercises[2].solution(r) == 3333
+    assert r.check(2, 3333) and CLIENTS.exercises[2].solution(r) == 3333
     ran = heartbeat_runs[-1]
     assert ran["python_modes"] == ["heartbeat"] and ran["java_clients"] == [] and ran["heartbeat_misses"] == 1
     assert ran["heartbeat_ms"] == 3333 and ran["idle_s"] >= 2 * 3.333 + 1, ran   # two intervals and a sweep
@@ -189,13 +187,9 @@ def test_verdict_for_the_failure(heartbeat_runs):
             r.check(n, answer)
 
 
-def _each_solution_passes_and_each_wrong_answer_is_refused(r, lessons=(1, 2, 3)):
-    """The exercises of the lessons this result ran; the others ask for their lesson first."""
-    for n, exercise in tx.TxnExpiryResult.exercises.items():
-        if n not in lessons:
-            with pytest.raises(LabError, match="not run in this run"):
-                r.check(n, exercise.solution(r))
-            continue
+def _each_solution_passes_and_each_wrong_answer_is_refused(r):
+    """Each exercise of the result's lesson: its solution passes, its tempting wrong answer is refused."""
+    for n, exercise in r.exercises.items():
         assert r.check(n, exercise.solution(r))
         with pytest.raises(AssertionError, match="^Not quite: "):
             r.check(n, exercise.wrong(r))
@@ -205,18 +199,19 @@ def test_the_streams_and_old_broker_exercises_are_judged_by_the_run_and_by_the_m
     streams = {"streams-3.7.0": _summary(code=49, error="InvalidPidMappingException", handling="thread died",
                                          recovered=False),
                "streams-3.8.0": _summary(code=49, error="InvalidPidMappingException", handling="task migrated")}
-    r = tx.TxnExpiryResult("txn_expiry", {"idle_s": 15, "expiration_ms": 10000, "cleanup_interval_ms": 1000,
-                                          "streams_versions": ["3.7.0", "3.8.0"], "old_brokers": ["2.0.1"],
-                                          "python_modes": []}, "r",
-                           Timeline(0.0), clients=streams,
-                           part_c={"2.0.1": {"reproduced": True}, "4.3.1": {"reproduced": False}})
-    assert r.lessons_ran() == ["streams", "old_brokers"]
-    assert r.measured_answer("streams") == tx.STREAMS_ANSWERS[0] and r.measured_answer() is None
-    assert r.measured_answer("old_brokers") == tx.OLD_BROKER_ANSWERS[0] and r.measured_answer("clients") is None
-    _each_solution_passes_and_each_wrong_answer_is_refused(r, lessons=(4, 5))
-    for n, answer, words in [(4, lambda v: v >= "3.7", "Kafka Streams 3.7.0 went to ERROR here"),
-                             (4, lambda v: "yes", "return True or False"),
-                             (5, lambda v: v > "2.1", "a broker 2.0.1 forgot the producer in this run"),
-                             (5, lambda v: True, "a broker 4.3.1 kept the producer in this run")]:
+    p = {"idle_s": 15, "expiration_ms": 10000, "cleanup_interval_ms": 1000, "streams_versions": ["3.7.0", "3.8.0"]}
+    idle = tx.TxnExpiryResult("txn_expiry", p, "r", Timeline(0.0), clients=streams)
+    old = tx.TxnExpiryResult("txn_expiry", {"old_brokers": ["2.0.1"]}, "r", Timeline(0.0),
+                             part_c={"2.0.1": {"reproduced": True}, "4.3.1": {"reproduced": False}})
+    assert idle.lessons_ran() == ["streams"] and old.lessons_ran() == ["old_brokers"]
+    assert idle.measured_answer() == tx.STREAMS_ANSWERS[0] and idle.measured_answer("clients") is None
+    assert old.measured_answer() == tx.OLD_BROKER_ANSWERS[0]
+    judged = {STREAMS: idle, OLD: old}
+    for lesson, outcome in judged.items():
+        _each_solution_passes_and_each_wrong_answer_is_refused(lesson.result(outcome))
+    for lesson, answer, words in [(STREAMS, lambda v: v >= "3.7", "Kafka Streams 3.7.0 went to ERROR here"),
+                                  (STREAMS, lambda v: "yes", "return True or False"),
+                                  (OLD, lambda v: v > "2.1", "a broker 2.0.1 forgot the producer in this run"),
+                                  (OLD, lambda v: True, "a broker 4.3.1 kept the producer in this run")]:
         with pytest.raises(AssertionError, match=words):
-            r.check(n, answer)
+            lesson.result(judged[lesson]).check(1, answer)

@@ -18,10 +18,10 @@
 - markers          the broker's transaction markers (cluster.transaction_markers) around a fault, on a timeline
 """
 from .evidence import emit, grep, java_events, lab_lines, log_time
-from .params import Param, Spec
+from .params import Param, Spec, something_to_run
 from .result import Exercise, Result
 from .run import Run, RunStopped, Task, prune
 from .timeline import TONES, Event, Timeline
 
-__all__ = ["Run", "RunStopped", "Task", "prune", "Param", "Spec", "Result", "Exercise", "Event", "Timeline", "TONES",
+__all__ = ["Run", "RunStopped", "Task", "prune", "Param", "Spec", "something_to_run", "Result", "Exercise", "Event", "Timeline", "TONES",
            "emit", "grep", "java_events", "lab_lines", "log_time"]

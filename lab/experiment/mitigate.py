@@ -6,8 +6,9 @@
     print(fixed.verdict())      # clean, or the failure again: judged by the same measurement as the failure
     fixed.table()               # anything else is the fixed run's own result
 
-A scenario exposes it as `mitigate = Mitigate(run, SPEC, base={...})`, where `base` holds what every fixed run
-sets regardless of the fix (for example: leave out the side-by-side variants the learner did not ask for).
+A lesson (lab.experiment.lesson) or a scenario exposes it as `mitigate = Mitigate(run, spec, base={...})`, where
+`base` holds what every fixed run sets regardless of the fix (for example: leave out the side-by-side variants the
+learner did not ask for).
 """
 from __future__ import annotations
 
@@ -23,7 +24,6 @@ def _named(fix: dict) -> str:
 
 
 SKIPPED = "No fix given (FIX is empty): the Mitigate step did not run."
-NOT_RUN = "The lesson did not run (it is not in LESSONS), so neither did its Mitigate step."
 
 
 @dataclass
@@ -33,8 +33,6 @@ class Mitigation:
     fix: dict
     before: Result
     after: Result | None
-    record_as: str = "mitigation"
-    skipped: str = SKIPPED      # why nothing ran, when nothing did
 
     @property
     def clean(self) -> bool | None:
@@ -42,7 +40,7 @@ class Mitigation:
 
     def verdict(self) -> str:
         if self.after is None:
-            return self.skipped
+            return SKIPPED
         if not self.clean:
             return (f"With {_named(self.fix)}: the failure happened again, so this setting is no fix here. "
                     f"{self.after.verdict()}")
@@ -53,22 +51,21 @@ class Mitigation:
     def as_record(self) -> dict:
         """Under one key, so a notebook records it beside the failure's own record (None: no fix ran)."""
         if self.after is None:
-            return {self.record_as: None}
-        return {self.record_as: {"fix": self.fix, "clean": self.clean, **self.after.as_record()}}
+            return {"mitigation": None}
+        return {"mitigation": {"fix": self.fix, "clean": self.clean, **self.after.as_record()}}
 
     def __getattr__(self, name):
         if name.startswith("_"):
             raise AttributeError(name)
         if self.after is None:   # table(), figure(), ...: one line saying nothing ran
             from IPython.display import Markdown
-            return lambda *args, **kwargs: Markdown(f"*{self.skipped}*")
+            return lambda *args, **kwargs: Markdown(f"*{SKIPPED}*")
         return getattr(self.after, name)   # table(), figure(), explain(), ... of the fixed run
 
 
 class Mitigate:
-    def __init__(self, run, spec: Spec, base: dict | None = None, record_as: str = "mitigation"):
-        """record_as: the key of its record, for a notebook with more than one Mitigate step."""
-        self.run, self.spec, self.base, self.record_as = run, spec, dict(base or {}), record_as
+    def __init__(self, run, spec: Spec, base: dict | None = None):
+        self.run, self.spec, self.base = run, spec, dict(base or {})
 
     def check(self, params: dict, fix: dict | None) -> dict:
         """The fixed run's parameters; refused (LabError) when the fix names no parameter of this scenario, gives
@@ -85,19 +82,8 @@ class Mitigate:
         return fixed
 
     def __call__(self, before: Result, cluster=None, progress: bool = True, **fix) -> Mitigation:
-        """`before`'s parameters with the fix's values over them, run on the same cluster; no fix, no run, and no
-        run either when `before` is a lesson that did not run."""
+        """`before`'s parameters with the fix's values over them, run on the same cluster; no fix, no run."""
         fixed = self.check(before.params, fix)
         if not fix:
-            return Mitigation({}, before, None, self.record_as)
-        if not before.ran:
-            return Mitigation({}, before, None, self.record_as, NOT_RUN)
-        return Mitigation(fix, before, self.run(cluster=cluster, progress=progress, **fixed), self.record_as)
-
-
-def check_fixes(scenario, params: dict, namespace: dict) -> None:
-    """Every Mitigate step of a notebook's scenario module (`mitigate_<lesson>`) checked against the notebook's
-    FIX_<LESSON> (absent: no fix), before anything starts: a fix that cannot run is refused with a hint."""
-    for name in dir(scenario):
-        if name.startswith("mitigate_"):
-            getattr(scenario, name).check(params, namespace.get(f"FIX_{name.removeprefix('mitigate_').upper()}"))
+            return Mitigation({}, before, None)
+        return Mitigation(fix, before, self.run(cluster=cluster, progress=progress, **fixed))

@@ -147,3 +147,13 @@ class Spec:
             meaning = p.help + (f" (None: {p.none})" if p.none else "")
             rows.append(f"| `{p.name.upper()}` | `{p.default!r}` | {p.range_text()} | {meaning} |")
         return "\n".join(rows)
+
+
+def something_to_run(*names: str, every: bool = False):
+    """A rule for a Spec: the lesson has something to run, one of the lists `names` given (every: each of them)."""
+    def rule(p: dict) -> str | None:
+        given = [n for n in names if p[n]]
+        if given and (not every or len(given) == len(names)):
+            return None
+        return f"Nothing to run: give {(' and ' if every else ' or ').join(n.upper() for n in names)}."
+    return rule

@@ -6,9 +6,6 @@ is printed beside the answer.
     guess.against(result.measured_answer())     # You said ...; this run measured ...
     record(**result.as_record(), **guess.as_record())
 
-A notebook of several lessons asks one question per lesson (Parts.predict) and records them all with
-`predictions(...)`.
-
 In Jupyter the question is a small widget (choices: radio buttons; a number: a text box). Headless there is no
 one to click, so `given` (a notebook parameter) is the prediction; None means none was made.
 """
@@ -31,7 +28,6 @@ class Prediction:
         self.question, self.choices, self.given, self.tolerance = question, choices, given, tolerance
         self.widget = widget
         self.measured = None
-        self.lesson = None   # set by Parts.predict: which lesson of its notebook asked
 
     @property
     def answer(self):
@@ -95,19 +91,3 @@ def predict(question: str, choices=None, *, given=None, tolerance: float = 0.25,
     elif show:
         print(f"Predict: {question}\nYour prediction: {given}")
     return Prediction(question, choices, given, tolerance, widget)
-
-
-def predict_lesson(lesson: str, question: tuple, given: dict | None, lessons: list, show: bool = True) -> Prediction:
-    """One lesson's Predict step in a notebook of lessons: `question` is (text, choices), `given` the notebook's
-    PREDICTIONS (lesson -> answer), checked against its `lessons`."""
-    unknown = sorted(set(given or {}) - set(lessons))
-    if unknown:
-        raise LabError(f"PREDICTIONS names no lesson {unknown}: the lessons are {list(lessons)}.")
-    guess = predict(*question, given=(given or {}).get(lesson), show=show)
-    guess.lesson = lesson
-    return guess
-
-
-def predictions(*guesses: Prediction) -> dict:
-    """Every lesson's prediction for record(): {"predictions": {lesson: as_record()}}."""
-    return {"predictions": {g.lesson: g.as_record() for g in guesses}}

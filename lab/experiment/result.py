@@ -37,11 +37,6 @@ class Result:
         as the lesson did), else None: the experiment starts a broker of its own."""
         return self.cluster if getattr(self.cluster, "running", False) else None
 
-    @property
-    def ran(self) -> bool:
-        """False for a lesson that did not run (left out of LESSONS, or its runs left empty): no run id."""
-        return bool(self.run_id)
-
     # ---- what every scenario defines
     @property
     def failed(self) -> bool:

@@ -3,8 +3,8 @@
 A chapter is one source's theme; a notebook is one lesson (Predict, run, observe, explain, Mitigate, Try), keyed by
 its number: `notebooks/07a_poll_loop.ipynb` <-> module `poll_loop` of the chapter's package
 `lab/scenarios/nb07_when_streams_stop/` (its `lesson`, a lab.experiment.lesson.Lesson) <-> `tests/expectations/nb07a.py`.
-A chapter whose lessons are not yet notebooks of their own keeps one notebook named after the chapter,
-`notebooks/02_transactional_id_expiry.ipynb`, whose module holds its scenario (SPEC, run, ...).
+A chapter of one lesson has one notebook named after it, `notebooks/04_stale_standby_cache.ipynb`, whose module
+holds its scenario (SPEC, run, mitigate, ...).
 No chapter's package imports another's: what two share lives in the toolbox (lab/experiment, lab/*).
 Notebook 00's course table, the README's course table, `python -m lab params` and the tests read this list.
 """
@@ -64,11 +64,14 @@ COURSE = [
              "aborted transaction"),
     Notebook("01_offset_expiry_reprocessing", "offset_expiry",
              "consumers re-read (or silently skip) a topic after their committed offsets expired", (RETENTION,)),
-    Notebook("02_transactional_id_expiry", "txn_expiry",
-             "\"The producer attempted to use a producer id which is not currently assigned to its transactional "
-             "id\", UnknownProducerIdException", (RETENTION,)),
-    Notebook("03_quota_driven_fencing", "quota_fencing",
-             "slightly exceeding a producer quota fences exactly-once Kafka Streams", (QUOTAS,)),
+    *chapter("02", "transactional_id_expiry", "An idle exactly-once app loses its transactional id", (RETENTION,),
+             ("idle_clients", "idle_clients", "exactly-once clients idle past their transactional id's expiration"),
+             ("idle_streams", "idle_streams", "a Kafka Streams app under exactly-once, idle as long"),
+             ("old_brokers", "old_brokers", "a producer whose records retention deleted, on old and new brokers")),
+    *chapter("03", "quota_driven_fencing", "Quota-driven fencing of a Kafka Streams exactly-once app", (QUOTAS,),
+             ("fencing", "fencing", "an exactly-once Kafka Streams app a little over its producer quota, beside a "
+              "later release and the mitigations"),
+             ("sweep", "sweep", "load against quota, client version by client version")),
     Notebook("04_stale_standby_cache", "stale_standby",
              "stale reads from a cached store after standby -> active, KAFKA-14624", (MULTI_RUNNER,)),
     *chapter("05", "exactly_once_under_crashes", "Exactly-once under crashes", (RETENTION, STREAMS_TALES),

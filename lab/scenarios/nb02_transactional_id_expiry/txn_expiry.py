@@ -1,14 +1,15 @@
-"""Notebook 02's scenario ("02 · An idle exactly-once app loses its transactional id"): SPEC, needs() and run(), which
-runs the idle rounds of the clients (txn_clients) on a KRaft broker with a short transactional.id.expiration.ms and
-part C on old brokers (txn_unknown_producer). Three lessons (LESSONS: clients, streams, old_brokers), each run alone
-in its section, then its Mitigate step (mitigate_<lesson>) with the learner's fix. TxnExpiryResult shows a lesson and
-checks the exercises. The default versions straddle the behaviours the notebook compares: kafka-clients 3.9 (the error
-is abortable) and 4.x (fatal); Kafka Streams 3.7 (the thread dies), and 3.8 (TaskMigratedException) in its Mitigate
-step; broker 2.0.1 (forgets the producer), and 2.4.1 (keeps it) in its Mitigate step.
+"""What chapter 02's three lessons share: their parameters (each lesson takes its own), the broker they run on (a short
+transactional.id.expiration.ms), their Predict questions, the idle round of clients (_round) and TxnExpiryResult,
+what a lesson's run measured. The default versions straddle the behaviours the lessons compare: kafka-clients 3.9
+(the error is abortable) and 4.x (fatal); Kafka Streams 3.7 (the thread dies), and 3.8 (TaskMigratedException) in
+its Mitigate step; broker 2.0.1 (forgets the producer), and 2.4.1 (keeps it) in its Mitigate step.
+
+    02a idle_clients   Python and Java clients idle past the expiration
+    02b idle_streams   Kafka Streams idle past it
+    02c old_brokers    UnknownProducerIdException on a broker before 2.4 (txn_unknown_producer runs it)
 """
 from __future__ import annotations
 
-import math
 import re
 import time
 from dataclasses import dataclass, field
@@ -18,11 +19,9 @@ from typing import ClassVar
 from ...cluster import is_zookeeper_version, parse_version
 from ...config import KAFKA_VERSION
 from ...errors import LabError
-from ...experiment import Param, Result, Run, Spec, Timeline, grep
+from ...experiment import Param, Result, Run, grep
 from ...experiment.admin import expired_at
 from ...experiment.consume import read_to_end
-from ...experiment.parts import Parts
-from ...experiment.result import Exercise, called, expect, is_number, number
 from ...programs import clients_classpath
 from . import txn_unknown_producer as part_c
 from .txn_clients import CLIENTS, ERROR_CODE, heartbeat_interval_ms, streams_examples
@@ -37,7 +36,7 @@ def _kraft(version):
     __import__("lab.cluster.kraft", fromlist=["kafka_classpath"]).kafka_classpath(version)
 
 
-SPEC = Spec(
+_ALL = (
     Param("broker_version", KAFKA_VERSION, "the modern broker (KRaft) the clients run on",
           check=lambda v: _kraft(v)),
     Param("expiration_ms", 10000, "transactional.id.expiration.ms (production default 604800000, 7 days)",
@@ -56,17 +55,29 @@ SPEC = Spec(
     Param("streams_versions", ["3.7.0"], "Kafka Streams versions (WordCountDemo, exactly-once), one "
           "idle round each (its topics are fixed)", check=lambda vs: [streams_examples(v) for v in vs]),
     *part_c.PARAMS,
-    rules=(lambda p: None if len(p["python_modes"]) + len(p["java_clients"]) <= 8 else
-           "At most 8 Python and Java clients in one round (2 cores).",),
 )
+PARAMS = {param.name: param for param in _ALL}
+# what the idle rounds take, beside their clients: the broker, its expiration and sweep, the idle and watch times
+IDLE = ("broker_version", "expiration_ms", "cleanup_interval_ms", "idle_s", "observe_s")
+
+
+def params(*names: str) -> list[Param]:
+    return [PARAMS[name] for name in names]
+
+
+def at_most_8_clients(p: dict) -> str | None:
+    return None if len(p["python_modes"]) + len(p["java_clients"]) <= 8 else \
+        "At most 8 Python and Java clients in one round (2 cores)."
 
 
 def broker_config(p: dict) -> dict:
     """The fast recipe: ids expire after EXPIRATION_MS, swept every CLEANUP_INTERVAL_MS; retention checked every
     second (part C runs here too); idle producer state kept 5 s (KIP-854, 3.4+)."""
     v = parse_version(p["broker_version"])
-    config = {"transactional.id.expiration.ms": p["expiration_ms"],
-              "transaction.remove.expired.transaction.cleanup.interval.ms": p["cleanup_interval_ms"],
+    # (02c takes neither: the lab's defaults)
+    config = {"transactional.id.expiration.ms": p.get("expiration_ms", PARAMS["expiration_ms"].default),
+              "transaction.remove.expired.transaction.cleanup.interval.ms": p.get(
+                  "cleanup_interval_ms", PARAMS["cleanup_interval_ms"].default),
               "log.retention.check.interval.ms": 1000, **({"producer.id.expiration.ms": 5000} if v >= (3, 4) else {}),
               **({"log.initial.task.delay.ms": 1000} if v >= (3, 8) else {})}
     return {k: str(v) for k, v in config.items()}
@@ -76,18 +87,22 @@ def needs(p: dict) -> dict:
     return {"nodes": 1, "version": p["broker_version"], "broker_config": broker_config(p)}
 
 
-PLAIN_CLIENTS = {"streams_versions": [], "old_brokers": [], "check_pinned_zookeeper": False}
-
-
-def quick(p: dict) -> dict:
-    """One round of plain clients: no Kafka Streams, no part C (the panel)."""
-    return {**p, **PLAIN_CLIENTS}
+def idle_rounds(lab: Run, p: dict) -> "TxnExpiryResult":
+    """02a's and 02b's run: each idle round of clients, then the Spark audit of their outputs."""
+    clients = {}
+    for names in rounds(p):
+        clients.update(_round(lab, p, [CLIENTS[n.split("-")[0]](lab, p, n) for n in names]))
+    lab.phase("auditing the output topics on Spark (read_committed and read_uncommitted)")
+    audits = {n: c.audit().counts for n, c in clients.items() if c.kind != "java"}
+    return TxnExpiryResult("txn_expiry", p, lab.id, lab.timeline, clients={n: c.summary for n, c in clients.items()},
+                           audits=audits, logs={n: c.log for n, c in clients.items()}, cluster=lab.cluster)
 
 
 def rounds(p: dict) -> list[list[str]]:
     """Client names per idle round: WordCountDemo's topics are fixed, so one Streams version a round."""
-    streams = [f"streams-{v}" for v in p["streams_versions"]]
-    first = [f"python-{m}" for m in p["python_modes"]] + [f"java-{v}" for v in p["java_clients"]] + streams[:1]
+    streams = [f"streams-{v}" for v in p.get("streams_versions", [])]
+    first = [f"python-{m}" for m in p.get("python_modes", [])] + [f"java-{v}" for v in p.get("java_clients", [])]
+    first += streams[:1]
     return [r for r in [first, *[[s] for s in streams[1:]]] if r]
 
 
@@ -120,52 +135,6 @@ def old_broker_question(p: dict) -> tuple:
     version = (p["old_brokers"] or ["2.0.1"])[0]
     return (f"On a broker {version}, retention deletes every record of an idle transactional producer. Then it "
             "commits again. What does the broker answer?", OLD_BROKER_ANSWERS)
-
-
-def run(cluster=None, progress: bool = True, **params) -> "TxnExpiryResult":
-    """Clients commit, sit idle IDLE_S, get one input each: what does each one do, and the data?"""
-    p = SPEC.validate(**params)
-    with Run("txn-expiry", cluster=cluster, progress=progress, spark_audit=bool(rounds(p)), **needs(p)) as lab:
-        old = lab.background(part_c.old_brokers, lab, p) if p["old_brokers"] or p["check_pinned_zookeeper"] else None
-        clients = {}
-        for names in rounds(p):
-            clients.update(_round(lab, p, [CLIENTS[n.split("-")[0]](lab, p, n) for n in names]))
-        upid = old.result(900) if old else {}
-        if p["old_brokers"]:
-            upid[p["broker_version"]] = part_c.unknown_producer(lab, p, lab.timeline)
-        lab.phase("auditing the output topics on Spark (read_committed and read_uncommitted)")
-        audits = {n: c.audit().counts for n, c in clients.items() if c.kind != "java"}
-        result = TxnExpiryResult("txn_expiry", p, lab.id, lab.timeline, clients={n: c.summary for n, c in
-                                                                                 clients.items()}, audits=audits,
-                                 part_c={v: r for v, r in upid.items() if v != "pinned"}, pinned=upid.get("pinned"),
-                                 logs={n: c.log for n, c in clients.items()}, cluster=lab.cluster)
-    return result
-
-
-def _merged(ran: list, params: dict) -> "TxnExpiryResult":
-    """The results of the sections that ran, as one (none: a lesson that did not run)."""
-    first = ran[0] if ran else None
-    pinned = next((r.pinned for r in ran if r.pinned), None)
-    return TxnExpiryResult("txn_expiry", params, first.run_id if first else "",
-                           Timeline.joined(*(r.timeline for r in ran)) if ran else Timeline(0),
-                           clients={n: c for r in ran for n, c in r.clients.items()},
-                           audits={n: a for r in ran for n, a in r.audits.items()},
-                           part_c={v: c for r in ran for v, c in r.part_c.items()}, pinned=pinned,
-                           logs={n: log for r in ran for n, log in r.logs.items()},
-                           cluster=next((r.cluster for r in ran if r.cluster), None))
-
-
-# The notebook's lessons, each its own section: the parameters that are its runs, and its Predict question.
-LESSONS = Parts(SPEC, run, {"clients": (("python_modes", "java_clients"), question),
-                            "streams": (("streams_versions",), streams_question),
-                            "old_brokers": (("old_brokers", "check_pinned_zookeeper"), old_broker_question)},
-                merge=_merged)
-predict, run_lesson, together = LESSONS.predict, LESSONS.run_lesson, LESSONS.together
-# Each lesson's Mitigate step (FIX_<LESSON>): the lesson alone again with the learner's fix. The clients: a longer
-# expiration (the step starts a broker of its own with it); Kafka Streams: a release from 3.8; the old broker: 2.4+.
-mitigate_clients = LESSONS.mitigate("clients")
-mitigate_streams = LESSONS.mitigate("streams")
-mitigate_old_brokers = LESSONS.mitigate("old_brokers", check_pinned_zookeeper=False)
 
 
 def _round(lab: Run, p: dict, clients: list) -> dict:
@@ -255,11 +224,11 @@ class TxnExpiryResult(Result):
             return None if c is None else IDLE_ANSWERS[0] if not c["error"] else \
                 IDLE_ANSWERS[1] if c["recovered"] else IDLE_ANSWERS[2]
         if lesson == "streams":
-            c = self.clients.get(f"streams-{(self.params['streams_versions'] or [''])[0]}")
+            c = self.clients.get(f"streams-{(self.params.get('streams_versions') or [''])[0]}")
             return None if c is None else STREAMS_ANSWERS[2] if not c["error"] else \
                 STREAMS_ANSWERS[0] if c["handling"] == "thread died" else STREAMS_ANSWERS[1]
         if lesson == "old_brokers":
-            c = self.part_c.get((self.params["old_brokers"] or [""])[0])
+            c = self.part_c.get((self.params.get("old_brokers") or [""])[0])
             return None if c is None else OLD_BROKER_ANSWERS[0] if c["reproduced"] else OLD_BROKER_ANSWERS[1]
         return None
 
@@ -282,18 +251,23 @@ class TxnExpiryResult(Result):
                 f"{len(cs) - len(stuck)} of {len(cs)} committed the input")
 
     def explain(self) -> str:
+        if not self.clients:   # 02c: the old brokers alone
+            return "\n".join(self._part_c_lines())
         exp, sweep = self.params["expiration_ms"] / 1000, self.params["cleanup_interval_ms"] / 1000
         lines = [f"- `{n}`: id expired at {c['sweep'] - self.timeline.t0:.1f} s; `{c['error']}` ({c['code']}) from "
                  f"`{c['call']}`, {c['handling']}; then {c['then']}; {'recovered' if c['recovered'] else 'NOT recovered'}"
                  for n, c in self.clients.items() if c["error"] and c["sweep"]]
-        lines += [f"- part C, broker {v}: " + ("`UnknownProducerIdException`: the broker dropped the producer with its "
-                  "last records (before 2.4)" if r["reproduced"] else "no error: the broker kept the producer's state "
-                  "after retention deleted its records") for v, r in self.part_c.items()]
+        lines += self._part_c_lines()
         why = "" if self.failed else ("\n\nEvery id was still mapped to its producer id when the input came: "
                                       "AddPartitionsToTxn, AddOffsetsToTxn and EndTxn were answered normally.")
         return (f"The coordinator forgets an id idle longer than {exp:g} s at its next sweep (every {sweep:g} s): idle "
                 f"up to {exp:g} s never, from {exp + sweep:g} s always, in between the sweep decides. **This run: "
                 f"{self.verdict()}.**{why}\n\n" + "\n".join(lines))
+
+    def _part_c_lines(self) -> list[str]:
+        return [f"- broker {v}: " + ("`UnknownProducerIdException`: the broker dropped the producer with its last "
+                "records (before 2.4)" if r["reproduced"] else "no error: the broker kept the producer's state after "
+                "retention deleted its records") for v, r in self.part_c.items()]
 
     def table(self):
         """One row per client: the first error after the idle period and what happened next."""
@@ -333,10 +307,11 @@ class TxnExpiryResult(Result):
         return [re.sub(r"\[[^\]]{40,}\] ?", "", line)[:300] for _, line in grep(Path(self.logs[client]), pattern)][:limit]
 
     def mitigations(self) -> list[dict]:
-        rows = [(f"heartbeat transaction every {heartbeat_interval_ms(self.params)} ms", self, "python-heartbeat"),
-                 ("new producer on INVALID_PRODUCER_ID_MAPPING", self, "python-recreate"),
-                 *[(f"Kafka Streams {v}", self, f"streams-{v}") for v in self.params["streams_versions"]
-                   if parse_version(v) >= (3, 8)]]
+        heartbeat = heartbeat_interval_ms(self.params) if "python-heartbeat" in self.clients else None
+        rows = [(f"heartbeat transaction every {heartbeat} ms", self, "python-heartbeat"),
+                ("new producer on INVALID_PRODUCER_ID_MAPPING", self, "python-recreate"),
+                *[(f"Kafka Streams {v}", self, f"streams-{v}") for v in self.params.get("streams_versions", [])
+                  if parse_version(v) >= (3, 8)]]
         return [{"mitigation": label, "client": n, **{k: r.clients[n][k] for k in ("errors", "expired", "recovered")},
                  **{k: r.audits.get(n, {}).get(k) for k in ("duplicate", "lost")}}
                 for label, r, n in rows if n in r.clients]
@@ -361,205 +336,3 @@ class TxnExpiryResult(Result):
             "source_message_seen": any(SOURCE_MESSAGE in (c["message"] or "") for c in cs.values()),
             "idle_when_expired_s": [round(c["sweep"] - c["last_txn"], 2) for c in cs.values()
                                     if c["sweep"] and c["last_txn"]]}
-
-
-# ------------------------------------------------------------------ the exercises
-
-def idle_bounds(expiration_ms, cleanup_ms):
-    # not yet expired below the expiration; expired at the first sweep after it: at most one interval later
-    return expiration_ms / 1000, (expiration_ms + cleanup_ms) / 1000
-
-
-def needed_new_producer(table):
-    if not len(table):
-        return set()
-    return set(table[table["handling"].isin(["fatal", "thread died"])
-                     | table["then"].fillna("").str.startswith(("recreate", "exit"))]["client"])
-
-
-PRODUCTION = (604800000, 3600000)   # the defaults: ids expire after 7 days, swept every hour
-
-
-def _check_idle_bounds(r: TxnExpiryResult, fn) -> None:
-    _ran(r, "clients", "python_modes")
-    for expiration_ms, cleanup_ms in [(r.params["expiration_ms"], r.params["cleanup_interval_ms"]), PRODUCTION]:
-        exp, sweep = expiration_ms / 1000, cleanup_ms / 1000
-        call = f"idle_bounds({expiration_ms}, {cleanup_ms})"
-        bounds = called(fn, call, expiration_ms, cleanup_ms)
-        expect(isinstance(bounds, (tuple, list)) and len(bounds) == 2 and all(map(is_number, bounds)),
-               f"{call} returned {bounds!r}: return (shortest, longest), in seconds")
-        lo, hi = bounds
-        expect(lo <= exp + 0.5, f"an id idle {lo:g} s may already be gone: it expires after {exp:g} s, at a sweep")
-        expect(hi >= exp + sweep - 0.5,
-               f"an id idle {hi:g} s may still be there: the sweep runs every {sweep:g} s")
-        expect(hi - lo <= sweep + 0.5, f"({lo:g}, {hi:g}) is looser than one sweep interval ({sweep:g} s)")
-    # The measured idle times (result.expiry()) are shown beside the bounds, not checked against them: a sweep or
-    # a transaction's completion delayed by a loaded machine moves them by more than any fixed tolerance.
-
-
-def _expiration_alone(expiration_ms, cleanup_ms):
-    return expiration_ms / 1000, expiration_ms / 1000
-
-
-def _heartbeat_ms(r: TxnExpiryResult) -> int:
-    """Exercise 2: a third of the expiration: after one missed heartbeat, two thirds of it without a transaction."""
-    return r.params["expiration_ms"] // 3
-
-
-def _just_before_the_sweep(r: TxnExpiryResult) -> int:
-    return r.params["expiration_ms"] - r.params["cleanup_interval_ms"]
-
-
-def _check_heartbeat(r: TxnExpiryResult, answer) -> None:
-    """An experiment: the `heartbeat` client alone with the learner's interval, its first heartbeat skipped, idle
-    until two intervals and a sweep have passed; what the coordinator did with its id decides."""
-    _ran(r, "clients", "python_modes")
-    exp, sweep = r.params["expiration_ms"], r.params["cleanup_interval_ms"]
-    given = number(answer, "the milliseconds between two heartbeat transactions")
-    expect(given < exp, f"a heartbeat every {given:g} ms leaves the id idle {given / 1000:g} s between two "
-           f"transactions even when none is missed, at least the {exp / 1000:g} s expiration: no need to run that")
-    expect(given >= exp / 4, f"a heartbeat every {given:g} ms keeps the id, with room for more than two missed "
-           "ones: the question is the longest interval that still has room for one")
-    idle_s = math.ceil((2 * given + sweep) / 1000) + 2   # the skipped heartbeat, the next one, a sweep after it
-    cluster = r.running_cluster()
-    print(f"Exercise 2: the `heartbeat` client alone, a transaction every {given:g} ms while idle {idle_s} s, its "
-          "first heartbeat skipped, " + ("on the notebook's cluster ..." if cluster else "on a broker of its own ..."))
-    again = run(cluster=cluster, **{
-        **r.params, **PLAIN_CLIENTS, "python_modes": ["heartbeat"], "java_clients": [], "heartbeat_ms": int(given),
-        "heartbeat_misses": 1, "idle_s": idle_s, "observe_s": 20})
-    beat = again.clients["python-heartbeat"]
-    gap = beat["longest_idle_s"]
-    print(f"Measured: at most {gap:.1f} s without a transaction; the coordinator "
-          f"{'expired the id' if beat['expired'] else 'kept the id'}.")
-    expect(not beat["expired"], f"with a heartbeat every {given:g} ms and one missed, the id was to go "
-           f"{2 * given / 1000:g} s without a transaction, past the {exp / 1000:g} s expiration: a sweep removed it "
-           f"before the next heartbeat, which failed ({gap:.1f} s without a transaction that succeeded)")
-    expect(gap is not None and gap < exp / 1000, f"the id lived, but it went {gap:.1f} s without a transaction, "
-           f"past the {exp / 1000:g} s expiration: it lived because no sweep (every {sweep / 1000:g} s) came in "
-           "the few moments it was expired; in production that is a lottery")
-
-
-def _needed_new_producer(r: TxnExpiryResult) -> set:
-    """The clients whose producer could not be reused, from what each did with the error."""
-    return {n for n, c in r.clients.items() if c["handling"] in ("fatal", "thread died")
-            or (c["then"] or "").startswith(("recreate", "exit"))}
-
-
-def _check_needed_new_producer(r: TxnExpiryResult, fn) -> None:
-    _ran(r, "clients", "python_modes")
-    answer = called(fn, "needed_new_producer(result.table())", r.table())
-    try:
-        names = None if isinstance(answer, (str, dict)) else set(answer)
-    except TypeError:
-        names = None
-    expect(names is not None and all(isinstance(n, str) for n in names),
-           f"needed_new_producer(result.table()) returned {answer!r}: return a set of client names")
-    answer, truth = names, _needed_new_producer(r)
-    expect(answer == truth, f"{sorted(answer)}: read each client's `handling` (was the error fatal, did the thread "
-                            "die?) and `then` (did the app recreate its producer or exit?)" + (
-                                f"; {sorted(answer - truth)} carried on with the same producer" if answer - truth
-                                else ""))
-
-
-def _every_client(r: TxnExpiryResult):
-    """Every client of the table, as if error 49 always needed a new producer (one fewer when that happens to be
-    right)."""
-    every = set(r.clients)
-    wrong = every if every != _needed_new_producer(r) else set(sorted(every)[1:])
-    return lambda table: wrong
-
-
-def _ran(r: TxnExpiryResult, lesson: str, key: str) -> None:
-    """An exercise of a lesson this run left out asks for the lesson first."""
-    if lesson not in r.lessons_ran():
-        raise LabError(f"The lesson {lesson!r} was not run in this run ({key.upper()}={r.params[key]!r}): run its "
-                       "section first.")
-
-
-def _judged(fn, name: str, versions: dict, why: str) -> None:
-    """fn(version) against the truth for each version: a hint naming the first version it gets wrong."""
-    for version, truth in versions.items():
-        answer = called(fn, f"{name}({version!r})", version)
-        expect(isinstance(answer, bool), f"{name}({version!r}) returned {answer!r}: return True or False")
-        expect(answer == truth, f"{name}({version!r}) returned {answer}, but {why(version, truth)}")
-
-
-def survives(version):
-    # from 3.8.0 (KAFKA-16699) Streams handles the error like a fencing: the task migrates, the thread goes on
-    major, minor = (int(x) for x in version.split(".")[:2])
-    return (major, minor) >= (3, 8)
-
-
-def _streams_truth(r: TxnExpiryResult) -> dict:
-    """Measured: each Streams version of this run that met the error; then releases on either side of 3.8.0."""
-    measured = {n.split("-", 1)[1]: c["handling"] == "task migrated" for n, c in r.clients.items()
-                if n.startswith("streams") and c["error"]}
-    return {**measured, **{v: parse_version(v) >= (3, 8) for v in ("2.8.2", "3.6.2", "3.8.1", "3.9.1", "4.1.0")}}
-
-
-def _check_survives(r: TxnExpiryResult, fn) -> None:
-    _ran(r, "streams", "streams_versions")
-    measured = {n for n, c in r.clients.items() if n.startswith("streams") and c["error"]}
-    _judged(fn, "survives", _streams_truth(r), lambda v, truth: (
-        f"Kafka Streams {v} " + ("carried on here (the `handling` column: task migrated)" if truth and f"streams-{v}"
-                                 in measured else "went to ERROR here (the thread died)" if f"streams-{v}" in measured
-                                 else "handles the error like a fencing (task migrated)" if truth
-                                 else "lets the exception kill the stream thread") + "; which release changed it?"))
-
-
-def _old_broker_truth(r: TxnExpiryResult) -> dict:
-    """Measured: each broker of this run's part C; then releases on either side of 2.4.0."""
-    return {**{v: c["reproduced"] for v, c in r.part_c.items()},
-            **{v: parse_version(v) < (2, 4) for v in ("1.1.1", "2.3.1", "2.4.1", "2.8.2", "3.9.1")}}
-
-
-def forgets(version):
-    # brokers before 2.4 drop a producer's state with its last records (KAFKA-7190, fixed in 2.4.0)
-    major, minor = (int(x) for x in version.split(".")[:2])
-    return (major, minor) < (2, 4)
-
-
-def _check_forgets(r: TxnExpiryResult, fn) -> None:
-    _ran(r, "old_brokers", "old_brokers")
-    expect(r.part_c, "this run's old-broker lesson ran no broker (OLD_BROKERS is empty): add one and run it again")
-    _judged(fn, "forgets", _old_broker_truth(r), lambda v, truth: (
-        f"a broker {v} " + ((("forgot" if truth else "kept") + " the producer in this run") if v in r.part_c else
-                            ("forgets" if truth else "keeps") + " the producer") + ": see `log_start_offset`, and "
-        "which release stopped dropping producer state with the records"))
-
-
-TxnExpiryResult.exercises = {
-    1: Exercise(
-        check=_check_idle_bounds, solution=lambda r: idle_bounds, wrong=lambda r: _expiration_alone,
-        why="The coordinator does not forget an id the moment it has been idle `transactional.id.expiration.ms`: it "
-            "looks at each sweep, every `transaction.remove.expired.transaction.cleanup.interval.ms`. An id idle less "
-            "than the expiration is certainly still there; one idle the expiration plus one sweep interval has "
-            "certainly met a sweep after its expiration. In between, when the sweep comes decides."),
-    2: Exercise(
-        check=_check_heartbeat, solution=_heartbeat_ms, wrong=_just_before_the_sweep,
-        why="Any transaction, even one that only re-commits the offsets, resets the id's idle clock. After one "
-            "missed heartbeat the id goes two intervals without a transaction, so two intervals must stay under "
-            "the expiration: at most half of it, and a third leaves room for a heartbeat that comes late as well. "
-            "A heartbeat just short of the expiration keeps the id only while none is ever missed, and the sweep "
-            "interval gives no room: a sweep may come any moment after the expiration."),
-    3: Exercise(
-        check=_check_needed_new_producer, solution=lambda r: needed_new_producer, wrong=_every_client,
-        why="Error 49 is abortable for most of librdkafka's transaction calls (the table of requests in lesson 1) "
-            "and for the Java producer before 4.0: abort, and the same producer goes on. A new producer (or a new "
-            "process) was needed where the error was fatal (the Java producer from 4.0), where the Streams thread "
-            "died (before 3.8), or where the app itself recreated its producer or exited: the `handling` and `then` "
-            "columns of `clients.table()` say which."),
-    4: Exercise(
-        check=_check_survives, solution=lambda r: survives, wrong=lambda r: (lambda v: False),
-        why="Before 3.8.0 Kafka Streams let the error through to the uncaught exception handler, and the default "
-            "one stops the client: the source's app shut down. From 3.8.0 (KAFKA-16699) Streams treats it like a "
-            "fencing: it closes the task dirty, recreates the producer, rejoins the group and goes on from the "
-            "committed offsets. This run's `handling` column shows both."),
-    5: Exercise(
-        check=_check_forgets, solution=lambda r: forgets, wrong=lambda r: (lambda v: parse_version(v) < (2, 5)),
-        why="A broker keeps a producer's state in its producer-state snapshots, per partition. Before 2.4 it dropped "
-            "that state as soon as retention deleted the producer's last records, so the next transaction met "
-            "UNKNOWN_PRODUCER_ID; 2.4.0 keeps it until the transactional id expires (KAFKA-7190, the first change of "
-            "KIP-360). KIP-360's other changes came in 2.5: the broker stops answering UNKNOWN_PRODUCER_ID there "
-            "(KAFKA-8710), and the producer can bump its epoch and go on. A 2.4 broker already keeps the state."),
-}

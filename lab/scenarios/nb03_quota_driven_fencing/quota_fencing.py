@@ -1,9 +1,10 @@
-"""Notebook 03's scenario ("03 · Quota-driven fencing of a Kafka Streams exactly-once app"): SPEC, needs(), lineup()
-and run(), which runs the affected app beside its comparisons and mitigations under a producer byte-rate quota
-(lesson 1), audits the affected output on Spark, reads each client version's bytecode for the KAFKA-17455 fix and
-runs the sweep (lesson 2, "load/quota x client version"). LESSONS runs each lesson alone, mitigate_<lesson> again
-with the learner's fix. quota_fencing_analysis names which of the two
-fencing mechanisms hit each app, quota_fencing_report presents the result; their names stay importable from here.
+"""What chapter 03's two lessons share: their parameters (each lesson takes its own), lineup() and sweep_cells()
+(the apps each runs), measure(), which runs apps side by side under their quotas and collects the evidence, the
+bytecode check for the KAFKA-17455 fix, and the Predict questions. quota_fencing_analysis names which of the two
+fencing mechanisms hit each app, quota_fencing_report presents the result.
+
+    03a fencing   the report's load on every client at once
+    03b sweep     load against quota, client by client
 """
 from __future__ import annotations
 
@@ -16,26 +17,15 @@ from ...audit import audit
 from ...cluster.versions import parse_version
 from ...config import KAFKA_VERSION
 from ...errors import LabError
-from ...experiment import Param, Run, Spec, Timeline, grep, lab_lines
+from ...experiment import Param, Run, grep, lab_lines
 from ...experiment.apps import stop_together, streams_running
 from ...experiment.checks import check_streams_program
-from ...experiment.evidence import incidents, txn_waits
-from ...experiment.parts import Parts
 from ...generator import generate
 from ...history import History
 from ...spark import read_topic, sized_session, spark_session
 from ...programs import JavaProgram, streams_classpath
-from .quota_fencing_analysis import (BASELINES, FENCING_ANSWERS, LOOP, SWEEP_ANSWERS, LOOP_CRASH_KINDS, MITIGATIONS,
-                                     STREAMS_CRASH_KINDS, WIRE_OVERHEAD_BYTES, Measured, Variant,
-                                     awaitready_polls_delay, called_methods, quota_for, streams_metrics)
-from .quota_fencing_report import QuotaResult
-
-__all__ = ["SPEC", "needs", "run", "lineup", "LESSONS", "predict", "run_lesson", "together", "mitigate_fencing",
-           "mitigate_sweep", "sweep_cells", "measure", "has_kafka_17455_fix", "DEBUG_LOGGERS",
-           # from quota_fencing_analysis and quota_fencing_report
-           "Variant", "quota_for", "Measured", "streams_metrics", "awaitready_polls_delay", "called_methods",
-           "txn_waits", "incidents", "QuotaResult", "WIRE_OVERHEAD_BYTES", "LOOP", "BASELINES", "MITIGATIONS",
-           "STREAMS_CRASH_KINDS", "LOOP_CRASH_KINDS"]
+from .quota_fencing_analysis import (BASELINES, FENCING_ANSWERS, LOOP, MITIGATIONS, SWEEP_ANSWERS,
+                                     WIRE_OVERHEAD_BYTES, Measured, Variant, awaitready_polls_delay, quota_for)
 
 DEBUG_LOGGERS = ("org.apache.kafka.clients.producer.internals.Sender,"
                  "org.apache.kafka.clients.producer.internals.TransactionManager")
@@ -52,7 +42,7 @@ def _streams_version(version: str, name: str) -> None:
                               why="its topology's KStream#process")
 
 
-SPEC = Spec(
+_ALL = (
     Param("affected_version", "3.8.1", "Kafka Streams version of the report (suspected affected)",
           check=lambda v: _streams_version(v, "AFFECTED_VERSION")),
     Param("fixed_version", "4.3.1", "a Kafka Streams release after apache/kafka PR #17527",
@@ -64,7 +54,6 @@ SPEC = Spec(
     Param("record_bytes", 1024, "bytes of state written per input record", lo=16, hi=500_000, unit="B"),
     Param("transaction_timeout_ms", 10000, "the EOS producer's transaction.timeout.ms (Streams: 10000)",
           lo=1000, hi=900_000, unit="ms", why="the broker's transaction.max.timeout.ms is 900000"),
-    Param("affected_run", True, "run the affected app, with COMPARE and MITIGATIONS beside it (lesson 1)"),
     Param("duration_s", 45, "seconds of load in the main run", lo=20, hi=1800, unit="s"),
     Param("compare", ["fixed", "no_quota"], "apps run beside the affected one", choices=BASELINES),
     Param("mitigations", ["headroom", "request_timeout"], "mitigations run on the affected client",
@@ -81,6 +70,25 @@ SPEC = Spec(
     Param("sweep_seconds", 45, "seconds of load per sweep cell", lo=20, hi=1800, unit="s"),
     Param("sweep_parallel", 8, "sweep cells running at once", lo=1, hi=12, why="each Streams cell is a JVM"),
 )
+PARAMS = {param.name: param for param in _ALL}
+# what both lessons take: the load each app gets, and its transaction timeout
+LOAD = ("send_rate", "record_bytes", "transaction_timeout_ms")
+
+
+def params(*names: str) -> list[Param]:
+    return [PARAMS[name] for name in names]
+
+
+def own_broker(lab: Run) -> None:
+    """Quotas and the broker's log need the lab's own broker."""
+    if not lab.cluster.owns_broker:
+        raise LabError("Quotas and the broker's log need the embedded broker: unset KAFKA_LAB_BOOTSTRAP.")
+
+
+def fixes(variants) -> dict:
+    """version -> whether its kafka-clients carries the KAFKA-17455 fix, for the Streams apps of `variants`."""
+    versions = {v.version for v in variants if v.client != LOOP}
+    return {v: has_kafka_17455_fix(v) for v in sorted(versions, key=parse_version)}
 
 
 def needs(p: dict) -> dict:
@@ -112,7 +120,8 @@ def sweep_cells(p: dict) -> list[Variant]:
     """One app per (version, ratio), its quota set to the estimated load / ratio."""
     return [Variant(f"{v} x{r:g}", client=LOOP if v == LOOP else "streams", version=v,
                     quota=quota_for(r, p["send_rate"], p["record_bytes"]), rate=p["send_rate"],
-                    state_bytes=p["record_bytes"]) for v in p["sweep_versions"] for r in p["sweep_ratios"]]
+                    state_bytes=p["record_bytes"], txn_timeout_ms=p["transaction_timeout_ms"])
+            for v in p["sweep_versions"] for r in p["sweep_ratios"]]
 
 
 def question(p: dict) -> tuple:
@@ -127,50 +136,6 @@ def sweep_question(p: dict) -> tuple:
     ratio = max(p["sweep_ratios"] or [1.3])
     return (f"Every client of the sweep writes {ratio:g}x what its quota lets through, for {p['sweep_seconds']} s. "
             "Which of them are fenced?", SWEEP_ANSWERS)
-
-
-def run(cluster=None, progress: bool = True, **params) -> "QuotaResult":
-    """The main line-up side by side, the Spark audit, the bytecode check, then the sweep."""
-    p = SPEC.validate(**params)
-    roles = lineup(p) if p["affected_run"] else {}
-    with Run("quota-fencing", cluster=cluster, progress=progress, spark_audit=bool(roles), **needs(p)) as r:
-        if not r.cluster.owns_broker:
-            raise LabError("Quotas and the broker's log need the embedded broker: unset KAFKA_LAB_BOOTSTRAP.")
-        main, aborted = None, 0
-        if roles:
-            main = measure(r, list(roles.values()), p["duration_s"], audit=True)
-            aborted = audit(History(r.folder / "history", r.id), bootstrap=r.bootstrap, kinds=["aborted_read"],
-                            output_topic=f"{main.tags[roles['affected'].name]}-out",
-                            allow_empty=True).counts["aborted_read"]
-        versions = {v.version for v in [*roles.values(), *sweep_cells(p)] if v.client != LOOP}
-        fix = {v: has_kafka_17455_fix(v) for v in sorted(versions, key=parse_version)}
-        cells, n = sweep_cells(p), p["sweep_parallel"]
-        sweep = [measure(r, cells[i:i + n], p["sweep_seconds"], audit=False) for i in range(0, len(cells), n)]
-        return QuotaResult("quota_fencing", p, r.id, r.timeline, roles=roles, main=main, sweep=sweep,
-                           fix_in_bytecode=fix, aborted_output_records=aborted, cluster=r.cluster)
-
-
-def _merged(ran: list, params: dict) -> QuotaResult:
-    """The results of the sections that ran, as one (none: a lesson that did not run)."""
-    main = next((r for r in ran if r.main is not None), None)
-    return QuotaResult("quota_fencing", params, ran[0].run_id if ran else "",
-                       Timeline.joined(*(r.timeline for r in ran)) if ran else Timeline(0),
-                       roles=main.roles if main else {}, main=main.main if main else None,
-                       sweep=[m for r in ran for m in r.sweep],
-                       fix_in_bytecode={v: f for r in ran for v, f in r.fix_in_bytecode.items()},
-                       aborted_output_records=main.aborted_output_records if main else 0,
-                       cluster=next((r.cluster for r in ran if r.cluster), None))
-
-
-# The notebook's lessons, each its own section: the parameters that are its runs, and its Predict question.
-LESSONS = Parts(SPEC, run, {"fencing": (("affected_run", "compare", "mitigations"), question),
-                            "sweep": (("sweep_ratios",), sweep_question)}, merge=_merged)
-predict, run_lesson, together = LESSONS.predict, LESSONS.run_lesson, LESSONS.together
-# Each lesson's Mitigate step (FIX_<LESSON>): lesson 1's affected app again, alone (a quota with headroom, a longer
-# transaction timeout, a fixed version); the sweep again (headroom: every client below its quota).
-mitigate_fencing = LESSONS.mitigate("fencing", compare=[], mitigations=[])
-mitigate_sweep = LESSONS.mitigate("sweep")
-
 
 
 def measure(run: Run, variants: list, duration_s: float, audit: bool) -> Measured:

@@ -1,4 +1,4 @@
-"""A failing app, run and watched as a deployment would (notebook 05's handler, production-error and schema
+"""A failing app, run and watched as a deployment would (lessons 05b to 05d: the handler, production-error and schema
 runs): _failing_run runs the app's phases while the generator feeds the input, then drains and measures its
 topics (a Failing); _watch restarts an app that died until it has failed for LOOP_SECONDS.
 """

@@ -11,6 +11,7 @@ from ...experiment import Run, Timeline, grep
 from ...experiment.consume import TopicReader
 from ...experiment.evidence import STATE_WIPE
 from ...experiment.lesson import Lesson
+from ...experiment.params import something_to_run
 from ...experiment.markers import around, draw, producer_ids
 from ...generator import HOLD_S, generate
 from ...history import History
@@ -136,5 +137,5 @@ def run_lesson(lab: Run, p: dict) -> EosCrashResult:
 
 lesson = Lesson("crashes", "A crash at every point", needs=chapter.needs, body=run_lesson,
                 params=chapter.params("crash_points", "guarantees", "streams_version", "crash_at"),
-                rules=[chapter.runs("crash_points", "guarantees")], question=chapter.question,
+                rules=[something_to_run("crash_points", "guarantees", every=True)], question=chapter.question,
                 exercises={1: EXERCISES["crashes"]}, apps=(chapter.MAIN,), spark_audit=True)

@@ -48,16 +48,6 @@ def _dead_letter_needs_4_2(p: dict) -> str | None:
     return None
 
 
-def runs(*names: str, any_of: bool = False):
-    """A rule: the lesson has something to run: every list of `names` given (any_of: one of them)."""
-    def something_to_run(p: dict) -> str | None:
-        given = [n for n in names if p[n]]
-        if given and (any_of or len(given) == len(names)):
-            return None
-        return f"Nothing to run: give {(' or ' if any_of else ' and ').join(n.upper() for n in names)}."
-    return something_to_run
-
-
 # The refused output's value is REFUSE_BYTES of padding in a JSON record of about 150 bytes; a record batch adds its
 # own header (61 bytes) and the record's (about 10). The producer itself refuses a record over max.request.size
 # (1 MB by default) before the broker sees it: a different failure, so the padding stays well below it.

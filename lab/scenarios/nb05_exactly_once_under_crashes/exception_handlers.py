@@ -10,6 +10,7 @@ from ...cluster import parse_version
 from ...experiment import Run
 from ...experiment.consume import TopicReader
 from ...experiment.lesson import Lesson
+from ...experiment.params import something_to_run
 from .crash_loop import _failing_run
 from . import eos_crashes as chapter
 from .exercises import EXERCISES
@@ -79,5 +80,6 @@ def run_lesson(lab: Run, p: dict) -> EosCrashResult:
 
 lesson = Lesson("handlers", "A record the processing cannot take", needs=chapter.needs, body=run_lesson,
                 params=chapter.params("handlers", "handler_version", "loop_seconds"),
-                rules=[chapter._kip_1033_needs_3_9, chapter._dead_letter_needs_4_2, chapter.runs("handlers")], question=chapter.handler_question,
+                rules=[chapter._kip_1033_needs_3_9, chapter._dead_letter_needs_4_2, something_to_run("handlers")],
+                question=chapter.handler_question,
                 exercises={1: EXERCISES["handlers"]}, apps=(chapter.MAIN,), spark_audit=True)

@@ -17,6 +17,7 @@ from ...cluster import parse_version
 from ...experiment import Run
 from ...experiment.consume import TopicReader
 from ...experiment.lesson import Lesson
+from ...experiment.params import something_to_run
 from .crash_loop import _failing_run
 from . import eos_crashes as chapter
 from .exercises import EXERCISES
@@ -92,6 +93,7 @@ def run_lesson(lab: Run, p: dict) -> EosCrashResult:
 lesson = Lesson("refused", "A record the broker refuses", needs=chapter.needs, body=run_lesson,
                 params=chapter.params("production_handlers", "production_guarantee", "production_compare", "refuse_bytes", "output_max_bytes",
                                       "handler_version", "loop_seconds"),
-                rules=[chapter._refused_fits_the_request, chapter.runs("production_handlers", "production_compare", any_of=True)], question=chapter.production_question,
+                rules=[chapter._refused_fits_the_request, something_to_run("production_handlers", "production_compare")],
+                question=chapter.production_question,
                 exercises={1: EXERCISES["refused"]}, apps=(chapter.MAIN,), spark_audit=True,
                 mitigate_base={"production_handlers": ["fail"], "production_compare": []})

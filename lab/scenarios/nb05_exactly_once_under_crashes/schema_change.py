@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ...experiment import Run
 from ...experiment.lesson import Lesson
+from ...experiment.params import something_to_run
 from .crash_loop import _failing_run
 from . import eos_crashes as chapter
 from .exercises import EXERCISES
@@ -40,5 +41,5 @@ def run_lesson(lab: Run, p: dict) -> EosCrashResult:
 
 lesson = Lesson("schema", "A new state format", needs=chapter.needs, body=run_lesson,
                 params=chapter.params("schema_modes", "handler_version", "old_version", "loop_seconds"),
-                rules=[chapter._kip_1033_needs_3_9, chapter.runs("schema_modes")], question=chapter.schema_question,
+                rules=[chapter._kip_1033_needs_3_9, something_to_run("schema_modes")], question=chapter.schema_question,
                 exercises={1: EXERCISES["schema"]}, apps=(chapter.MAIN,), spark_audit=True)

@@ -1,4 +1,4 @@
-"""The Kafka Streams app every notebook 05 run drives (lab/java/EosCrashApp.java, section 1): the crash points,
+"""The Kafka Streams app every run of chapter 05 drives (lab/java/EosCrashApp.java): the crash points,
 guarantees, handlers and schema modes it knows, the Streams log lines the runs look for, one JVM's
 configuration (_app), starting an incarnation until it is RUNNING (_start) and the error when it fails (_fail).
 """

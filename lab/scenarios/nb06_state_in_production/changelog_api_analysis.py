@@ -1,4 +1,4 @@
-"""What notebook 06's changelog lesson measured, for section 4 ("Changelogs are not an API", its audit
+"""What lesson 06d measured (a downstream reader of a changelog, its audit
 verdict by Spark): the Spark audit (lost / stale_value / duplicate against the generator's history) of what each
 downstream reader saw and of a late re-read, one row per variant, the broker's cleaner report and Kafka Streams'
 unnamed-topic warning. Outcome is the lesson's outcome (lab.experiment.lesson); changelog_api_report presents it.

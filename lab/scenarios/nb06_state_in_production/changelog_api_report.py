@@ -1,4 +1,4 @@
-"""How notebook 06 section 4 ("Changelogs are not an API") reads: the verdict, the explanation per variant, the table
+"""How lesson 06d (a downstream reader of a changelog) reads: the verdict, the explanation per variant, the table
 of what each reader saw and the figure of the updates a downstream consumer received. OutcomeReport is the
 presentation side of changelog_api_analysis.Outcome.
 """

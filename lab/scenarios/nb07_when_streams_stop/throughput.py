@@ -1,4 +1,4 @@
-"""What notebook 07 sections 5 ("Partitions bound parallelism") and 6 ("Slow lookups") share: StreamsApp, the instances
+"""What lessons 07b and 07c share: StreamsApp, the instances
 of one lab/java/ThroughputApp.java app under one application.id (lab.experiment.streams_app), and start_and_settle(),
 which starts apps together and waits until each has settled (its group stable, every task assigned); the lessons
 then measure each app's rates over a window.

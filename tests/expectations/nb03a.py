@@ -1,47 +1,33 @@
-"""Notebook 03: quota-driven fencing of Kafka Streams EOS ("Quotas and Kafka Streams EOS", KAFKA-17455).
+"""Lesson 03a, an app slightly over its quota ("Quotas and Kafka Streams EOS", KAFKA-17455).
 
-What was measured when this was written (see the notebook's step 7): under a 35000 B/s quota at the
-seed's load, Kafka Streams 3.8.1 stalls a transactional request for ~request.timeout.ms (30 s), the
-coordinator aborts the 10 s transaction and the app is fenced (first incident ~40 s after the load
-started), and the backlog that stall leaves then fences it again and again by oversized transactions
-(the result names both mechanisms, per incident); 4.3.1 under the same quota, 3.8.1 without a quota and 3.8.1 with transaction.timeout.ms
-= 60 s are not fenced; read_committed output never holds a duplicate. (On a heavily loaded machine
-4.3.1 was once fenced too, by an oversized transaction: the result names that mechanism.)
-CONTROL: the same app at ~0.7x the quota, alone (no comparisons, mitigations or sweep).
+What was measured when this was written: under a 35000 B/s quota at the report's load, Kafka Streams 3.8.1 stalls a
+transactional request for ~request.timeout.ms (30 s), the coordinator aborts the 10 s transaction and the app is
+fenced (first incident ~40 s after the load started), and the backlog that stall leaves then fences it again and
+again by oversized transactions (the result names both mechanisms, per incident); 4.3.1 under the same quota, 3.8.1
+without a quota and 3.8.1 with transaction.timeout.ms = 60 s are not fenced; read_committed output never holds a
+duplicate. (On a heavily loaded machine 4.3.1 was once fenced too, by an oversized transaction: the result names
+that mechanism.) CONTROL: the same app at ~0.7x the quota, alone.
 """
-from lab.scenarios.nb03_quota_driven_fencing.quota_fencing import WIRE_OVERHEAD_BYTES
+from lab.scenarios.nb03_quota_driven_fencing.quota_fencing_analysis import WIRE_OVERHEAD_BYTES
 from tests.expectations import exercises, prediction
-# Lesson 1 at 75 s of load with one mitigation beside it; its Mitigate step is skipped (FIX_FENCING empty): its
-# mitigation, transaction.timeout.ms 60 s on the affected client, runs beside the failure instead, asserted below.
-# Lesson 2: one cell of 30 s, then its Mitigate step, the same cell with headroom (0.7x its quota). One prediction
-# right, one not given.
+
+# 75 s of load with one mitigation beside it; no Mitigate step (FIX empty): its mitigation, transaction.timeout.ms
+# 60 s on the affected client, runs beside the failure instead, asserted below. The prediction is right.
 PARAMETERS = {
     "DURATION_S": 75,
     "COMPARE": ["fixed", "no_quota", "librdkafka"],
     "MITIGATIONS": ["transaction_timeout"],
-    "SWEEP_RATIOS": [1.3],
-    "SWEEP_VERSIONS": ["3.9.1"],
-    "SWEEP_SECONDS": 30,
-    "SWEEP_PARALLEL": 1,
-    "FIX_FENCING": {},
-    "FIX_SWEEP": {"sweep_ratios": [0.7]},
-    "PREDICTIONS": {"fencing": "yes, it is fenced"},
+    "FIX": {},
+    "PREDICTION": "yes, it is fenced",
 }
 
 # 33 rec/s x (1024 + 140) B is ~38,400 B/s: a 55,000 B/s quota puts the load at ~0.7x.
-CONTROL = {
-    "QUOTA": 55000,
-    "DURATION_S": 30,
-    "COMPARE": [],
-    "MITIGATIONS": [],
-    "SWEEP_RATIOS": [],
-    "FIX_FENCING": {},
-}
+CONTROL = {"QUOTA": 55000, "DURATION_S": 30, "COMPARE": [], "MITIGATIONS": [], "FIX": {}, "PREDICTION": None}
 
 # The panel, clicked in the CONTROL run: the affected app alone for 20 s at ~0.7x the quota.
-PANEL = {"duration_s": 20, "compare": [], "mitigations": [], "sweep_ratios": []}
+PANEL = {"duration_s": 20, "compare": [], "mitigations": []}
 PANEL_FAILS = False
-# Exercise 2 runs lesson 1 again at the learner's quota: tried on the CONTROL's 30 s of load, not the failure's 75 s.
+# Exercise 2 runs the lesson again at the learner's quota: tried on the CONTROL's 30 s of load, not the failure's 75 s.
 TRIED_IN_CONTROL_ONLY = (2,)
 
 
@@ -49,7 +35,7 @@ def check(r):
     affected, fixed, no_quota = r["affected"], r["fixed"], r["no_quota"]
     # The affected client is fenced under the quota, and the coordinator says why (timeout abort).
     assert affected["crashes"] >= 1, f"no fencing on {r['affected_version']} under the quota: {affected}"
-    prediction(r, "yes, it is fenced", "yes, it is fenced", "fencing")
+    prediction(r, PARAMETERS["PREDICTION"], "yes, it is fenced")
     assert r["affected_coordinator_aborts"] >= 1, affected
     assert any(r["affected_events"].get(k, 0) for k in (
         "InvalidProducerEpochException", "ProducerFencedException", "TaskMigratedException",
@@ -76,30 +62,19 @@ def check(r):
     # The bytecode check agrees with the measured split.
     assert r["fix_in_bytecode"][r["affected_version"]] is False
     assert r["fix_in_bytecode"][r["fixed_version"]] is True
-    assert len(r["sweep"]) == len(PARAMETERS["SWEEP_RATIOS"]) * len(PARAMETERS["SWEEP_VERSIONS"])
-    # Lesson 2's answer is what its one cell measured: 3.9.1 carries the fix, so fenced only by an oversized
-    # transaction if at all (not asserted: the lab's measurement, which a loaded machine moves).
-    fenced = [c["client_version"] for c in r["sweep"] if c["crashes"]]
-    prediction(r, None, "the fixed Kafka Streams versions too" if fenced else "none of them", "sweep")
-    assert r["fix_in_bytecode"]["3.9.1"] is True and r["mitigation_fencing"] is None, r["fix_in_bytecode"]
-    # Lesson 2's Mitigate step: the same client with headroom under its quota is not fenced.
-    sweep = r["mitigation_sweep"]
-    assert sweep["fix"] == {"sweep_ratios": [0.7]} and sweep["clean"] is True, sweep["verdict"]
-    assert [(c["client_version"], c["ratio"]) for c in sweep["sweep"]] == [("3.9.1", 0.7)], sweep["sweep"]
-    assert all(c["crashes"] == 0 for c in sweep["sweep"]) and sweep["failure_reproduced"] is False, sweep["sweep"]
+    assert r["mitigation"] is None   # no fix given
     # The exercises: each solution passes its check, each tempting wrong answer is refused with a hint. Exercise 1
     # asks for a function, judged on this run's stuck requests: the affected app's waited out request.timeout.ms.
     # Exercise 2's experiment is tried in the CONTROL, on its shorter load.
     assert abs(affected["longest_txn_wait_s"] - 30) <= 3, affected
-    answers = exercises(r, [1, 2, 3], skipped=(2,))
+    answers = exercises(r, [1, 2], skipped=(2,))
     assert answers[1] is None, answers
 
 
 def check_control(r):
     affected = r["affected"]
     assert affected["load_ratio"] < 0.8, affected       # the control really ran under the quota
-    prediction(r, None, "no, it runs clean", "fencing")
-    prediction(r, None, None, "sweep")   # lesson 2 left out: nothing measured
+    prediction(r, None, "no, it runs clean")
     # Not fenced, not aborted, and the verdict says so.
     assert r["failure_reproduced"] is False, r["verdict"]
     assert affected["crashes"] == 0 and affected["fencing_events"] == 0, affected
@@ -111,10 +86,9 @@ def check_control(r):
     assert r["audit"]["passed"] is True and r["audit"]["counts"]["duplicate"] == 0, r["audit"]
     assert r["duplicates"] == {affected["variant"]: 0}, r["duplicates"]
     assert r["fix_in_bytecode"][r["affected_version"]] is False
-    assert r["sweep"] == [] and r["mitigations"] == {}
-    assert r["mitigation_fencing"] is None and r["mitigation_sweep"] is None   # no fix; no sweep to fix
-    # Exercise 2 is an experiment: lesson 1's affected app again, alone, at the solution's quota (50 % headroom), for
+    assert r["mitigations"] == {} and r["mitigation"] is None   # no fix given
+    # Exercise 2 is an experiment: the affected app again, alone, at the solution's quota (50 % headroom), for
     # DURATION_S: "correct" is its measurement (not fenced); the wrong answer, a quota below the load, runs nothing.
-    answers = exercises(r, [1, 2, 3], not_run=(3,))
+    answers = exercises(r, [1, 2])
     assert answers[1] is None, answers   # judged on other settings: no request of this run was stuck
     assert 1.4 < answers[2] / (r["send_rate"] * (r["record_bytes"] + WIRE_OVERHEAD_BYTES)) < 1.6, answers

@@ -1,0 +1,213 @@
+"""Chapter 02's exercises, by lesson: 02a's three on the idle clients, 02b's on Kafka Streams, 02c's on old brokers.
+Each check judges the learner's answer by what the lesson's run measured, then by the mechanism."""
+from __future__ import annotations
+
+import math
+
+from ...cluster import parse_version
+from ...errors import LabError
+from ...experiment.result import Exercise, called, expect, is_number, number
+
+# ------------------------------------------------------------------ the exercises
+
+def idle_bounds(expiration_ms, cleanup_ms):
+    # not yet expired below the expiration; expired at the first sweep after it: at most one interval later
+    return expiration_ms / 1000, (expiration_ms + cleanup_ms) / 1000
+
+
+def needed_new_producer(table):
+    if not len(table):
+        return set()
+    return set(table[table["handling"].isin(["fatal", "thread died"])
+                     | table["then"].fillna("").str.startswith(("recreate", "exit"))]["client"])
+
+
+PRODUCTION = (604800000, 3600000)   # the defaults: ids expire after 7 days, swept every hour
+
+
+def _check_idle_bounds(r, fn) -> None:
+    _ran(r, "clients", "python_modes")
+    for expiration_ms, cleanup_ms in [(r.params["expiration_ms"], r.params["cleanup_interval_ms"]), PRODUCTION]:
+        exp, sweep = expiration_ms / 1000, cleanup_ms / 1000
+        call = f"idle_bounds({expiration_ms}, {cleanup_ms})"
+        bounds = called(fn, call, expiration_ms, cleanup_ms)
+        expect(isinstance(bounds, (tuple, list)) and len(bounds) == 2 and all(map(is_number, bounds)),
+               f"{call} returned {bounds!r}: return (shortest, longest), in seconds")
+        lo, hi = bounds
+        expect(lo <= exp + 0.5, f"an id idle {lo:g} s may already be gone: it expires after {exp:g} s, at a sweep")
+        expect(hi >= exp + sweep - 0.5,
+               f"an id idle {hi:g} s may still be there: the sweep runs every {sweep:g} s")
+        expect(hi - lo <= sweep + 0.5, f"({lo:g}, {hi:g}) is looser than one sweep interval ({sweep:g} s)")
+    # The measured idle times (result.expiry()) are shown beside the bounds, not checked against them: a sweep or
+    # a transaction's completion delayed by a loaded machine moves them by more than any fixed tolerance.
+
+
+def _expiration_alone(expiration_ms, cleanup_ms):
+    return expiration_ms / 1000, expiration_ms / 1000
+
+
+def _heartbeat_ms(r) -> int:
+    """Exercise 2: a third of the expiration: after one missed heartbeat, two thirds of it without a transaction."""
+    return r.params["expiration_ms"] // 3
+
+
+def _just_before_the_sweep(r) -> int:
+    return r.params["expiration_ms"] - r.params["cleanup_interval_ms"]
+
+
+def _check_heartbeat(r, answer) -> None:
+    """An experiment: the `heartbeat` client alone with the learner's interval, its first heartbeat skipped, idle
+    until two intervals and a sweep have passed; what the coordinator did with its id decides."""
+    _ran(r, "clients", "python_modes")
+    exp, sweep = r.params["expiration_ms"], r.params["cleanup_interval_ms"]
+    given = number(answer, "the milliseconds between two heartbeat transactions")
+    expect(given < exp, f"a heartbeat every {given:g} ms leaves the id idle {given / 1000:g} s between two "
+           f"transactions even when none is missed, at least the {exp / 1000:g} s expiration: no need to run that")
+    expect(given >= exp / 4, f"a heartbeat every {given:g} ms keeps the id, with room for more than two missed "
+           "ones: the question is the longest interval that still has room for one")
+    idle_s = math.ceil((2 * given + sweep) / 1000) + 2   # the skipped heartbeat, the next one, a sweep after it
+    cluster = r.running_cluster()
+    print(f"Exercise 2: the `heartbeat` client alone, a transaction every {given:g} ms while idle {idle_s} s, its "
+          "first heartbeat skipped, " + ("on the notebook's cluster ..." if cluster else "on a broker of its own ..."))
+    again = r.lesson.run(cluster=cluster, **{
+        **r.params, "python_modes": ["heartbeat"], "java_clients": [], "heartbeat_ms": int(given),
+        "heartbeat_misses": 1, "idle_s": idle_s, "observe_s": 20})
+    beat = again.clients["python-heartbeat"]
+    gap = beat["longest_idle_s"]
+    print(f"Measured: at most {gap:.1f} s without a transaction; the coordinator "
+          f"{'expired the id' if beat['expired'] else 'kept the id'}.")
+    expect(not beat["expired"], f"with a heartbeat every {given:g} ms and one missed, the id was to go "
+           f"{2 * given / 1000:g} s without a transaction, past the {exp / 1000:g} s expiration: a sweep removed it "
+           f"before the next heartbeat, which failed ({gap:.1f} s without a transaction that succeeded)")
+    expect(gap is not None and gap < exp / 1000, f"the id lived, but it went {gap:.1f} s without a transaction, "
+           f"past the {exp / 1000:g} s expiration: it lived because no sweep (every {sweep / 1000:g} s) came in "
+           "the few moments it was expired; in production that is a lottery")
+
+
+def _needed_new_producer(r) -> set:
+    """The clients whose producer could not be reused, from what each did with the error."""
+    return {n for n, c in r.clients.items() if c["handling"] in ("fatal", "thread died")
+            or (c["then"] or "").startswith(("recreate", "exit"))}
+
+
+def _check_needed_new_producer(r, fn) -> None:
+    _ran(r, "clients", "python_modes")
+    answer = called(fn, "needed_new_producer(result.table())", r.table())
+    try:
+        names = None if isinstance(answer, (str, dict)) else set(answer)
+    except TypeError:
+        names = None
+    expect(names is not None and all(isinstance(n, str) for n in names),
+           f"needed_new_producer(result.table()) returned {answer!r}: return a set of client names")
+    answer, truth = names, _needed_new_producer(r)
+    expect(answer == truth, f"{sorted(answer)}: read each client's `handling` (was the error fatal, did the thread "
+                            "die?) and `then` (did the app recreate its producer or exit?)" + (
+                                f"; {sorted(answer - truth)} carried on with the same producer" if answer - truth
+                                else ""))
+
+
+def _every_client(r):
+    """Every client of the table, as if error 49 always needed a new producer (one fewer when that happens to be
+    right)."""
+    every = set(r.clients)
+    wrong = every if every != _needed_new_producer(r) else set(sorted(every)[1:])
+    return lambda table: wrong
+
+
+def _ran(r, lesson: str, key: str) -> None:
+    """An exercise of a lesson this run left out asks for the lesson first."""
+    if lesson not in r.lessons_ran():
+        raise LabError(f"The lesson {lesson!r} was not run in this run ({key.upper()}={r.params.get(key)!r}): run "
+                       "it first.")
+
+
+def _judged(fn, name: str, versions: dict, why: str) -> None:
+    """fn(version) against the truth for each version: a hint naming the first version it gets wrong."""
+    for version, truth in versions.items():
+        answer = called(fn, f"{name}({version!r})", version)
+        expect(isinstance(answer, bool), f"{name}({version!r}) returned {answer!r}: return True or False")
+        expect(answer == truth, f"{name}({version!r}) returned {answer}, but {why(version, truth)}")
+
+
+def survives(version):
+    # from 3.8.0 (KAFKA-16699) Streams handles the error like a fencing: the task migrates, the thread goes on
+    major, minor = (int(x) for x in version.split(".")[:2])
+    return (major, minor) >= (3, 8)
+
+
+def _streams_truth(r) -> dict:
+    """Measured: each Streams version of this run that met the error; then releases on either side of 3.8.0."""
+    measured = {n.split("-", 1)[1]: c["handling"] == "task migrated" for n, c in r.clients.items()
+                if n.startswith("streams") and c["error"]}
+    return {**measured, **{v: parse_version(v) >= (3, 8) for v in ("2.8.2", "3.6.2", "3.8.1", "3.9.1", "4.1.0")}}
+
+
+def _check_survives(r, fn) -> None:
+    _ran(r, "streams", "streams_versions")
+    measured = {n for n, c in r.clients.items() if n.startswith("streams") and c["error"]}
+    _judged(fn, "survives", _streams_truth(r), lambda v, truth: (
+        f"Kafka Streams {v} " + ("carried on here (the `handling` column: task migrated)" if truth and f"streams-{v}"
+                                 in measured else "went to ERROR here (the thread died)" if f"streams-{v}" in measured
+                                 else "handles the error like a fencing (task migrated)" if truth
+                                 else "lets the exception kill the stream thread") + "; which release changed it?"))
+
+
+def _old_broker_truth(r) -> dict:
+    """Measured: each broker of this run's part C; then releases on either side of 2.4.0."""
+    return {**{v: c["reproduced"] for v, c in r.part_c.items()},
+            **{v: parse_version(v) < (2, 4) for v in ("1.1.1", "2.3.1", "2.4.1", "2.8.2", "3.9.1")}}
+
+
+def forgets(version):
+    # brokers before 2.4 drop a producer's state with its last records (KAFKA-7190, fixed in 2.4.0)
+    major, minor = (int(x) for x in version.split(".")[:2])
+    return (major, minor) < (2, 4)
+
+
+def _check_forgets(r, fn) -> None:
+    _ran(r, "old_brokers", "old_brokers")
+    expect(r.part_c, "this run's old-broker lesson ran no broker (OLD_BROKERS is empty): add one and run it again")
+    _judged(fn, "forgets", _old_broker_truth(r), lambda v, truth: (
+        f"a broker {v} " + ((("forgot" if truth else "kept") + " the producer in this run") if v in r.part_c else
+                            ("forgets" if truth else "keeps") + " the producer") + ": see `log_start_offset`, and "
+        "which release stopped dropping producer state with the records"))
+
+
+# Each lesson's exercises, numbered as its notebook numbers them
+EXERCISES = {"clients": {
+    1: Exercise(
+        check=_check_idle_bounds, solution=lambda r: idle_bounds, wrong=lambda r: _expiration_alone,
+        why="The coordinator does not forget an id the moment it has been idle `transactional.id.expiration.ms`: it "
+            "looks at each sweep, every `transaction.remove.expired.transaction.cleanup.interval.ms`. An id idle less "
+            "than the expiration is certainly still there; one idle the expiration plus one sweep interval has "
+            "certainly met a sweep after its expiration. In between, when the sweep comes decides."),
+    2: Exercise(
+        check=_check_heartbeat, solution=_heartbeat_ms, wrong=_just_before_the_sweep,
+        why="Any transaction, even one that only re-commits the offsets, resets the id's idle clock. After one "
+            "missed heartbeat the id goes two intervals without a transaction, so two intervals must stay under "
+            "the expiration: at most half of it, and a third leaves room for a heartbeat that comes late as well. "
+            "A heartbeat just short of the expiration keeps the id only while none is ever missed, and the sweep "
+            "interval gives no room: a sweep may come any moment after the expiration."),
+    3: Exercise(
+        check=_check_needed_new_producer, solution=lambda r: needed_new_producer, wrong=_every_client,
+        why="Error 49 is abortable for most of librdkafka's transaction calls (the table of requests in lesson 02a) "
+            "and for the Java producer before 4.0: abort, and the same producer goes on. A new producer (or a new "
+            "process) was needed where the error was fatal (the Java producer from 4.0), where the Streams thread "
+            "died (before 3.8), or where the app itself recreated its producer or exited: the `handling` and `then` "
+            "columns of `clients.table()` say which."),
+}, "streams": {
+    1: Exercise(
+        check=_check_survives, solution=lambda r: survives, wrong=lambda r: (lambda v: False),
+        why="Before 3.8.0 Kafka Streams let the error through to the uncaught exception handler, and the default "
+            "one stops the client: the source's app shut down. From 3.8.0 (KAFKA-16699) Streams treats it like a "
+            "fencing: it closes the task dirty, recreates the producer, rejoins the group and goes on from the "
+            "committed offsets. This run's `handling` column shows both."),
+}, "old_brokers": {
+    1: Exercise(
+        check=_check_forgets, solution=lambda r: forgets, wrong=lambda r: (lambda v: parse_version(v) < (2, 5)),
+        why="A broker keeps a producer's state in its producer-state snapshots, per partition. Before 2.4 it dropped "
+            "that state as soon as retention deleted the producer's last records, so the next transaction met "
+            "UNKNOWN_PRODUCER_ID; 2.4.0 keeps it until the transactional id expires (KAFKA-7190, the first change of "
+            "KIP-360). KIP-360's other changes came in 2.5: the broker stops answering UNKNOWN_PRODUCER_ID there "
+            "(KAFKA-8710), and the producer can bump its epoch and go on. A 2.4 broker already keeps the state."),
+}}

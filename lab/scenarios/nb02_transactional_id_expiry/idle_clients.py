@@ -1,0 +1,15 @@
+"""Lesson 02a, an idle id expires: Python clients (lab/apps/eos_app.py, each one way of handling the error) and a lone
+Java producer per kafka-clients version commit, sit idle IDLE_S past the expiration, then get one input each."""
+from __future__ import annotations
+
+from ...experiment.lesson import Lesson
+from ...experiment.params import something_to_run
+from . import txn_expiry as chapter
+from .exercises import EXERCISES
+
+lesson = Lesson("clients", "An idle transactional id", needs=chapter.needs, body=chapter.idle_rounds,
+                params=chapter.params(*chapter.IDLE, "python_modes", "heartbeat_ms", "heartbeat_misses",
+                                      "java_clients"),
+                rules=[chapter.at_most_8_clients, something_to_run("python_modes", "java_clients")],
+                question=chapter.question, exercises=EXERCISES["clients"],
+                apps=("lab.apps.eos_app", "IdleTransactionalProducer"), spark_audit=True)

@@ -1,0 +1,26 @@
+"""Lesson 02c, a producer whose records retention deleted: the same steps on each ZooKeeper-era broker of OLD_BROKERS
+(each with its own ZooKeeper, txn_unknown_producer) and on the lab's modern broker, which keeps the producer."""
+from __future__ import annotations
+
+from ...experiment import Run
+from ...experiment.lesson import Lesson
+from ...experiment.params import something_to_run
+from . import txn_expiry as chapter
+from . import txn_unknown_producer as part_c
+from .exercises import EXERCISES
+
+
+def run_lesson(lab: Run, p: dict) -> chapter.TxnExpiryResult:
+    found = part_c.old_brokers(lab, p) if p["old_brokers"] or p["check_pinned_zookeeper"] else {}
+    if p["old_brokers"]:
+        found[p["broker_version"]] = part_c.unknown_producer(lab, p, lab.timeline)
+    return chapter.TxnExpiryResult("txn_expiry", p, lab.id, lab.timeline,
+                                   part_c={v: r for v, r in found.items() if v != "pinned"}, pinned=found.get("pinned"),
+                                   cluster=lab.cluster)
+
+
+lesson = Lesson("old_brokers", "A producer whose records retention deleted", needs=chapter.needs, body=run_lesson,
+                params=chapter.params("broker_version", "old_brokers", "old_client", "retention_ms",
+                                      "check_pinned_zookeeper"),
+                rules=[something_to_run("old_brokers", "check_pinned_zookeeper")], question=chapter.old_broker_question,
+                exercises=EXERCISES["old_brokers"], mitigate_base={"check_pinned_zookeeper": False})

@@ -1,0 +1,33 @@
+"""Lesson 03a, the report's load on every client at once: the affected Kafka Streams app beside its comparisons and
+mitigations (lineup), each under its own producer byte-rate quota, the affected output audited on Spark, and each
+client version's bytecode read for the KAFKA-17455 fix."""
+from __future__ import annotations
+
+from ...audit import audit
+from ...experiment import Run
+from ...experiment.lesson import Lesson
+from ...history import History
+from . import quota_fencing as chapter
+from .exercises import EXERCISES
+from .quota_fencing_report import QuotaResult
+
+
+def run_lesson(lab: Run, p: dict) -> QuotaResult:
+    chapter.own_broker(lab)
+    roles = chapter.lineup(p)
+    main = chapter.measure(lab, list(roles.values()), p["duration_s"], audit=True)
+    aborted = audit(History(lab.folder / "history", lab.id), bootstrap=lab.bootstrap, kinds=["aborted_read"],
+                    output_topic=f"{main.tags[roles['affected'].name]}-out", allow_empty=True).counts["aborted_read"]
+    return QuotaResult("quota_fencing", p, lab.id, lab.timeline, roles=roles, main=main,
+                       fix_in_bytecode=chapter.fixes(roles.values()), aborted_output_records=aborted,
+                       cluster=lab.cluster)
+
+
+# The Mitigate step runs the affected app again, alone, with the learner's setting.
+lesson = Lesson("fencing", "An app slightly over its quota", needs=chapter.needs, body=run_lesson,
+                params=chapter.params("affected_version", "fixed_version", "quota", *chapter.LOAD, "duration_s",
+                                      "compare", "mitigations", "headroom", "mitigation_request_timeout_ms",
+                                      "mitigation_transaction_timeout_ms"),
+                question=chapter.question, exercises=EXERCISES["fencing"],
+                apps=("QuotaStateApp", "lab.apps.quota_eos_loop"), spark_audit=True,
+                mitigate_base={"compare": [], "mitigations": []})

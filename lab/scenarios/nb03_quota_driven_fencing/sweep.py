@@ -1,0 +1,25 @@
+"""Lesson 03b, load against quota, client by client: one app per (client version, load / quota ratio), in waves of
+SWEEP_PARALLEL, and each client version's bytecode read for the KAFKA-17455 fix."""
+from __future__ import annotations
+
+from ...experiment import Run
+from ...experiment.lesson import Lesson
+from ...experiment.params import something_to_run
+from . import quota_fencing as chapter
+from .exercises import EXERCISES
+from .quota_fencing_report import QuotaResult
+
+
+def run_lesson(lab: Run, p: dict) -> QuotaResult:
+    chapter.own_broker(lab)
+    cells, n = chapter.sweep_cells(p), p["sweep_parallel"]
+    sweep = [chapter.measure(lab, cells[i:i + n], p["sweep_seconds"], audit=False) for i in range(0, len(cells), n)]
+    return QuotaResult("quota_fencing", p, lab.id, lab.timeline, sweep=sweep, fix_in_bytecode=chapter.fixes(cells),
+                       cluster=lab.cluster)
+
+
+lesson = Lesson("sweep", "Load against quota, client by client", needs=chapter.needs, body=run_lesson,
+                params=chapter.params(*chapter.LOAD, "sweep_ratios", "sweep_versions", "sweep_seconds",
+                                      "sweep_parallel"),
+                rules=[something_to_run("sweep_ratios")], question=chapter.sweep_question, exercises=EXERCISES["sweep"],
+                apps=("QuotaStateApp", "lab.apps.quota_eos_loop"))
