@@ -97,6 +97,12 @@ def lesson_rows(doc: str, column: int) -> dict[tuple[str, str], str]:
     return rows
 
 
+def test_the_guide_has_a_row_for_every_notebook_of_the_course_in_its_order():
+    from lab.scenarios import COURSE
+    guide = re.search(r"<!-- lessons:.*?<!-- lessons: end -->", text("docs/teaching.md"), re.S).group(0)
+    assert [number for number, _ in lesson_rows(guide, 4)] == [e.number for e in COURSE]
+
+
 def test_the_guide_gives_each_lesson_its_measured_machine_time():
     guide = re.search(r"<!-- lessons:.*?<!-- lessons: end -->", text("docs/teaching.md"), re.S).group(0)
     section = text("benchmarks/RESULTS.md").split("## What the documents quote", 1)[1].split("\n## ", 1)[0]
