@@ -554,6 +554,8 @@ def test_a_lesson_asks_its_question_checks_its_parameters_and_wraps_its_outcome(
                                            wrong=lambda r: 3)})
     from lab.config import KAFKA_VERSION
     assert lesson.needs({}) == {"nodes": 1, "version": KAFKA_VERSION, "broker_config": {}}
+    from lab.scenarios.nb02_transactional_id_expiry.idle_clients import lesson as idle
+    assert idle.needs({**idle.spec.defaults, "broker_version": "3.9.1"})["version"] == "3.9.1"   # a lesson's own
     with pytest.raises(LabError, match="TINY_N"):
         lesson.run(tiny_n=9)   # refused before anything starts: the body never runs
     with pytest.raises(LabError, match="is not a number"):

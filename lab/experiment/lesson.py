@@ -36,12 +36,13 @@ class Lesson:
                  body: Callable, question: Callable[[dict], tuple], measured_answer: Callable | None = None,
                  rules=(), exercises: dict[int, Exercise] | None = None, apps: tuple[str, ...] = (),
                  spark_audit: bool = False, mitigate_base: dict | None = None):
-        """`key` names its runs and its record ("poll_loop"); `needs(p)` -> {nodes, broker_config[, extra_listener]};
+        """`key` names its runs and its record ("poll_loop"); `needs(p)` -> {nodes, broker_config[, version,
+        extra_listener]} (the lab's Kafka unless it names a version);
         `body(lab, p)` -> its outcome; `question(p)` -> (text, choices or None for a number);
         `measured_answer(record, p)`: this run's answer to it, from the outcome's as_record() (None: the outcome's
-        own measured_answer()); `apps`: a marker in
-        the command line of each program it starts (their memory is sampled); `mitigate_base`: what its Mitigate
-        step sets whatever the fix (for example only the variant without a fix)."""
+        own measured_answer()); `apps`: a marker in the command line of each program it starts (their memory is
+        sampled); `mitigate_base`: what its Mitigate step sets whatever the fix (for example only the variant
+        without a fix)."""
         self.key, self.title = key, title
         self.spec = Spec(*params, rules=tuple(rules))
         self._needs, self.body, self._question, self._measured = needs, body, question, measured_answer
@@ -55,7 +56,7 @@ class Lesson:
     def needs(self, p: dict) -> dict:
         """What its broker must have: kafka_cluster(**lesson.needs(PARAMS)) starts it."""
         wanted = self._needs(p)
-        needs = dict(nodes=wanted.get("nodes", 1), version=KAFKA_VERSION,
+        needs = dict(nodes=wanted.get("nodes", 1), version=wanted.get("version", KAFKA_VERSION),
                      broker_config=dict(wanted.get("broker_config", {})))
         return {**needs, "extra_listener": wanted["extra_listener"]} if wanted.get("extra_listener") else needs
 
