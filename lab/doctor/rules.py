@@ -265,7 +265,7 @@ def quota_on_streams_eos_producer(facts: dict, now_ms: int) -> list[Finding]:
         headroom = quota - rate if quota is not None and rate is not None else None
         consequence = (f"{subject}: when its EOS producer goes over {_rates(rates)}, the broker throttles it; Streams "
                        "< 3.9.1 (Java clients before the KAFKA-17455 fix) stall past transaction.timeout.ms, get fenced "
-                       "(InvalidProducerEpoch -> TaskMigrated) and rebalance, again and again; notebook 03 measured "
+                       "(InvalidProducerEpoch -> TaskMigrated) and rebalance, again and again; lesson 03a measured "
                        "3.8.1 and 3.9.0 fenced, 3.9.1 and 4.3.1 clean"
                        + (f"; its Streams producers send {rate:,.0f} B/s now: {headroom:,.0f} B/s of headroom"
                           if headroom is not None else ""))
@@ -292,7 +292,7 @@ KNOWN_BUGS = [
      ("stale reads from a cached state store after a standby -> active switch (fixed in 3.4.1 / 3.5.0; notebook 04 "
       "measured it on 3.3.1, not on 3.5.2)"), NOTEBOOKS["standby"]),
     ("KAFKA-17455", lambda v: v < (3, 9, 1),
-     ("an EOS producer throttled by a quota stalls and is fenced in a loop (fixed in 3.9.1 / 4.0; notebook 03 measured "
+     ("an EOS producer throttled by a quota stalls and is fenced in a loop (fixed in 3.9.1 / 4.0; lesson 03a measured "
       "3.8.1 and 3.9.0 fenced)"), NOTEBOOKS["quota"]),
     ("KAFKA-16699", lambda v: v < (3, 8, 0),
      ("an idle exactly-once Streams app dies with InvalidPidMappingException when its transactional id expires "

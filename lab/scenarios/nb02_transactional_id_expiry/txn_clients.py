@@ -1,4 +1,4 @@
-"""Notebook 02's clients under test, for lessons 1 and 2 ("An idle id expires", "Kafka Streams before and after
+"""Chapter 02's clients under test, for lessons 02a and 02b ("An idle id expires", "Kafka Streams before and after
 3.8"): lab/apps/eos_app.py (one per PYTHON_MODES), the lone Java producer (IdleTransactionalProducer) and
 kafka-streams-examples' WordCountDemo. A _Client is one of them in one round: started, fed until it has committed,
 told to go quiet, fed once after the idle period, supervised, and summarised from its own evidence (LAB lines, or

@@ -198,7 +198,7 @@ class TxnExpiryResult(Result):
     @property
     def failed(self) -> bool:
         """A client met error 49 (a Kafka Streams app only when its thread died of it: from 3.8 the task migrates
-        and the app carries on by itself), or an old broker forgot a producer (lesson 3)."""
+        and the app carries on by itself), or an old broker forgot a producer (02c)."""
         return any(c["code"] == ERROR_CODE and not (n.startswith("streams") and c["handling"] == "task migrated")
                    for n, c in self.clients.items()) or any(r["reproduced"] for r in self.part_c.values())
 

@@ -1,4 +1,4 @@
-"""Notebook 02 lesson 3 ("`UnknownProducerIdException` needs an old broker"): on each of OLD_BROKERS (its own
+"""Lesson 02c's steps: on each of OLD_BROKERS (its own
 Run), a transactional Java producer commits, waits until topic retention deleted all its records, and commits again
 (unknown_producer); pinned_zookeeper() starts an old broker with the ZooKeeper it pins. Only brokers before 2.4
 forget a producer with its last records. They pin a ZooKeeper 3.4 client that cannot connect on Java 14+, so

@@ -1,4 +1,4 @@
-"""Notebook 05's analysis of a run's history, pure functions (no broker, no JVM; tests/test_eos_crashes.py):
+"""Chapter 05's analysis of a run's history, pure functions (no broker, no JVM; tests/test_eos_crashes.py):
 the output against the generator's truth (measure: duplicates, lost, wrong counts, aborted records; sections
 2 and 5), the app's evidence lines by incarnation (app_events) and a failing app's failure rate (loop_rate;
 sections 6 and 7).

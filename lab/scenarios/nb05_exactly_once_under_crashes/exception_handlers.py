@@ -1,4 +1,4 @@
-"""Notebook 05 section 6, the exception-handler runs: a poison record (or a malformed input) under each
+"""Lesson 05b, the exception-handler runs: a poison record (or a malformed input) under each
 handler, and the configuration each handler takes at a Kafka Streams version. dead_letter is CONTINUE with
 errors.dead.letter.queue.topic.name (KIP-1034, 4.2+): the poison record goes to that topic with its error.
 """

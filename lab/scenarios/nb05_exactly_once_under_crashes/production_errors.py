@@ -1,4 +1,4 @@
-"""Notebook 05's production-error runs: the output of one record is larger than its topic's max.message.bytes, so
+"""Lesson 05d, the production-error runs: the output of one record is larger than its topic's max.message.bytes, so
 the broker refuses it (RecordTooLargeException), and the production exception handler decides:
 
     fail      Kafka's default handler: FAIL, the stream thread dies

@@ -1,8 +1,7 @@
-"""What a lesson of chapter 05 shows of a run: a Crash per crash run and a Failing per handler, production-error or schema
-run (summary, why, outcome), and EosCrashResult: verdict, tables, figures, the Spark audit, the broker's, the
-markers' and the app's lines (05a, the crashes), the handler, production-error and schema tables (05b to 05d),
-each lesson's Predict answer and the recorded fields. A lesson's result holds only its own runs.
-"""
+"""What a lesson of chapter 05 shows of a run: a Crash per crash run and a Failing per handler, production-error or
+schema run (summary, why, outcome), and EosCrashResult: verdict, tables, figures, the Spark audit, the broker's, the
+markers' and the app's lines (05a, the crashes), the handler, production-error and schema tables (05b to 05d), each
+lesson's Predict answer and the recorded fields. A lesson's result holds only its own runs."""
 from __future__ import annotations
 
 import re

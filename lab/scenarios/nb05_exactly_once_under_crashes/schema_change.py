@@ -1,4 +1,4 @@
-"""Notebook 05 section 7, the schema-change runs: version 1 of the app writes its state, version 2 (same
+"""Lesson 05c, the schema-change runs: version 1 of the app writes its state, version 2 (same
 application.id, the Kafka Streams version schema_version() picks) reads it, under each mode.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Notebook 05's topic reads and writes besides the generator's: drain() reads a topic to its end at one
+"""Chapter 05's topic reads and writes besides the generator's: drain() reads a topic to its end at one
 isolation level, after each run (what the analysis measures, sections 2 and 5); _produce_raw() writes the
-malformed input of the deserialization-handler run (section 6).
+malformed input of the deserialization-handler run (05b).
 """
 from __future__ import annotations
 

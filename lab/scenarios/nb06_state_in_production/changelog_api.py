@@ -1,10 +1,9 @@
-"""Notebook 06 section 4 ("Changelogs are not an API"), one lesson of state_in_production (PARAMS, RULES, needs,
-run_lesson -> Outcome): per variant (internal changelog, or a named store and an output topic), version 1 then
-version 2 (with a harmless CHANGELOG_CHANGE) of lab/java/ChangelogApp.java under one application.id, and the
-downstream readers: live, a late re-read, and of version 2's changelog. Caching is off (one update per input
-record); CHANGELOG_SEGMENT_MS and the cleaner backoff let compaction happen within seconds. changelog_api_analysis
-measures the outcome, changelog_api_report presents it; their names stay importable from here.
-"""
+"""Lesson 06d, a downstream reader of a changelog (its `lesson`; run_lesson -> Outcome): per variant (internal
+changelog, or a named store and an output topic), version 1 then version 2 (with a harmless CHANGELOG_CHANGE) of
+lab/java/ChangelogApp.java under one application.id, and the downstream readers: live, a late re-read, and of version
+2's changelog. Caching is off (one update per input record); CHANGELOG_SEGMENT_MS and the cleaner backoff let
+compaction happen within seconds. changelog_api_analysis measures the outcome, changelog_api_report presents it; their
+names stay importable from here."""
 from __future__ import annotations
 
 import re

@@ -1,4 +1,4 @@
-"""Notebook 06 section 5 ("Don't forget the disk space"), one lesson of state_in_production: a plain count
+"""Lesson 06e, a store on a volume of fixed size (its `lesson`): a plain count
 (StateGrowthApp, kind kv) fed DISK_RECORDS keys it never saw, its RocksDB allowed DISK_LIMIT_KB of SST files per
 store instance (RocksDB's SstFileManager.setMaxAllowedSpaceUsage, set in the app's RocksDBConfigSetter): the
 store fills up, never the disk. Three phases on one state directory, as a deployment would run them:

@@ -1,10 +1,8 @@
-"""Notebook 06 section 3 ("Oh, the memory overhead"), one lesson of state_in_production (PARAMS, RULES, needs,
-run_lesson -> Outcome): lab/java/RocksMemoryApp.java (MEMORY_STORES key-value stores, each filled and read back)
-runs once per partition count of MEMORY_PARTITIONS, its MEMORY_CONFIGS (Kafka's default RocksDB options, or one
-bounded shared cache) side by side, one JVM each; measure() turns each app's KIP-607 metrics, heap and psutil RSS
-into RocksDB's and native memory. The bounded stores all report one shared cache that already holds the memtables:
-it is counted once.
-"""
+"""Lesson 06c, RocksDB's memory as the partitions grow (its `lesson`; run_lesson -> Outcome):
+lab/java/RocksMemoryApp.java (MEMORY_STORES key-value stores, each filled and read back) runs once per partition count
+of MEMORY_PARTITIONS, its MEMORY_CONFIGS (Kafka's default RocksDB options, or one bounded shared cache) side by side,
+one JVM each; measure() turns each app's KIP-607 metrics, heap and psutil RSS into RocksDB's and native memory. The
+bounded stores all report one shared cache that already holds the memtables: it is counted once."""
 from __future__ import annotations
 
 import threading

@@ -1,9 +1,8 @@
-"""Notebook 06 section 1 ("State stores don't have TTL"), one lesson of state_in_production (PARAMS, RULES, needs,
-run_lesson -> Outcome): GROWTH_RECORDS ever-new keys, their timestamps GROWTH_STEP_MS apart (minutes of stream time
-in seconds), read by one lab/java/StateGrowthApp.java per kind (kv, window, ttl); each store is sampled every second
-and each changelog read to its end. The write buffer is GROWTH_MEMTABLE_KB, not Streams' 16 MB, so entries reach
-the disk; a store is unbounded when it gained more than GROWING entries per record fed over the feed's second half.
-"""
+"""Lesson 06a, ever-new keys in a store (its `lesson`; run_lesson -> Outcome): GROWTH_RECORDS ever-new keys, their
+timestamps GROWTH_STEP_MS apart (minutes of stream time in seconds), read by one lab/java/StateGrowthApp.java per kind
+(kv, window, ttl); each store is sampled every second and each changelog read to its end. The write buffer is
+GROWTH_MEMTABLE_KB, not Streams' 16 MB, so entries reach the disk; a store is unbounded when it gained more than
+GROWING entries per record fed over the feed's second half."""
 from __future__ import annotations
 
 import time

@@ -1,10 +1,9 @@
-"""Notebook 06 section 2 ("The restore process"), one lesson of state_in_production (PARAMS, RULES, needs,
-run_lesson -> Outcome): one lab/java/RestoreApp.java per mode (eos, alos, standby) on one input the lab fills to each
-of RESTORE_SIZES_MB; eos goes down (RESTORE_SHUTDOWN) at each size, alos and standby at the largest. Where a restore
-starts depends on the version: a .checkpoint file before KIP-1035, offsets inside RocksDB in 4.3.1. This module holds
-the parameters, the refusals and the run's order; state_restore_apps runs the apps and one shutdown,
-state_restore_analysis turns what they logged into rows, state_restore_report presents them.
-"""
+"""Lesson 06b, a restart after a crash (its `lesson`; run_lesson -> Outcome): one lab/java/RestoreApp.java per mode
+(eos, alos, standby) on one input the lab fills to each of RESTORE_SIZES_MB; eos goes down (RESTORE_SHUTDOWN) at each
+size, alos and standby at the largest. Where a restore starts depends on the version: a .checkpoint file before
+KIP-1035, offsets inside RocksDB in 4.3.1. This module holds the parameters, the refusals and the run's order;
+state_restore_apps runs the apps and one shutdown, state_restore_analysis turns what they logged into rows,
+state_restore_report presents them."""
 from __future__ import annotations
 
 import time

@@ -1,4 +1,4 @@
-"""Notebook 06 section 2 ("The restore process"): what one shutdown and the way back left in the restore apps' LAB
+"""Lesson 06b, a restart after a crash: what one shutdown and the way back left in the restore apps' LAB
 lines and logs, turned into the lesson's row. Pure functions: nothing here runs or asks anything.
 
     row = restore_row(mode="eos", size_mb=64, ..., restores=restores_since(watched, t_down), wiped=[...], ...)

@@ -1,4 +1,4 @@
-"""Notebook 06 section 2 ("The restore process"): what the lesson runs. One Kafka Streams app per mode
+"""Lesson 06b, a restart after a crash: what the lesson runs. One Kafka Streams app per mode
 (lab/java/RestoreApp.java, lab.experiment.streams_app), the input the lab fills, the probe records that show an app
 processing again, and one shutdown measured: kill -9 (or SIGTERM), restart, restore, processing again.
 """

@@ -1,4 +1,4 @@
-"""Notebook 06 section 2 ("The restore process"): the lesson's outcome as the notebook shows it: verdict, table, figure
+"""Lesson 06b, a restart after a crash: the lesson's outcome as the notebook shows it: verdict, table, figure
 (restore time and time back to processing, against the changelog's size) and explanation.
 """
 from __future__ import annotations

@@ -1,9 +1,8 @@
-"""Lesson 07d, a broker bounce under Kafka Streams: on 3 embedded brokers, one pass-through lab/java/BounceApp.java per BOUNCE_APPS variant writes
-to output partitions led by the broker BOUNCE_BROKERS takes down (or restarts without the apps' own listener, APPS);
-the input stays on the others. Measured on 4.3.1: an expired send makes the task TaskCorrupted and revives it from its
-last commit, so task.timeout.ms is never reached. broker_bounce_apps runs and measures the apps,
-broker_bounce_analysis holds the arithmetic and makes the rows, broker_bounce_report presents them.
-"""
+"""Lesson 07d, a broker bounce under Kafka Streams: on 3 embedded brokers, one pass-through lab/java/BounceApp.java
+per BOUNCE_APPS variant writes to output partitions led by the broker BOUNCE_BROKERS takes down (or restarts without
+the apps' own listener, APPS); the input stays on the others. Measured on 4.3.1: an expired send makes the task
+TaskCorrupted and revives it from its last commit, so task.timeout.ms is never reached. broker_bounce_apps runs and
+measures the apps, broker_bounce_analysis holds the arithmetic and makes the rows, broker_bounce_report presents them."""
 from __future__ import annotations
 
 import threading

@@ -1,4 +1,4 @@
-"""Notebook 07 section 4 ("Streams may die, a lot: broker bounces"): the lesson's arithmetic and what the bounce apps
+"""Lesson 07d, a broker bounce under Kafka Streams: the lesson's arithmetic and what the bounce apps
 recorded, turned into the lesson's rows. Pure functions: the variants of BOUNCE_APPS, who should die
 (expected_to_die), the bounce's windows, and one app's row from its LAB lines, log evidence, committed offsets and
 audit.

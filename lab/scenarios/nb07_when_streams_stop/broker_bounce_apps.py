@@ -1,4 +1,4 @@
-"""Notebook 07 section 4 ("Streams may die, a lot: broker bounces"): what the lesson runs. One Kafka Streams app per
+"""Lesson 07d, a broker bounce under Kafka Streams: what the lesson runs. One Kafka Streams app per
 BOUNCE_APPS variant (lab/java/BounceApp.java, lab.experiment.streams_app) on topics placed on chosen brokers; when the
 apps have ridden the bounce out (or died), the living ones finish the input, and what they did is measured: their
 LAB lines and logs, their committed offsets, and a Spark audit of their output against the generator's record.

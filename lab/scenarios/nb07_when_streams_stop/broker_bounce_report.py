@@ -1,4 +1,4 @@
-"""Notebook 07 section 4 ("Streams may die, a lot: broker bounces"): the lesson's outcome as the notebook shows it:
+"""Lesson 07d, a broker bounce under Kafka Streams: the lesson's outcome as the notebook shows it:
 verdict, table, figure (records processed while the broker bounces, dead clients marked) and explanation, with the
 apps' own log lines.
 """

@@ -1,7 +1,7 @@
-"""Lesson 07b, more instances for a busy app: for each partition count, one app per instance count of lab/java/ThroughputApp.java (one
-thread each, PAR_WORK_MS per record, its own application.id) reads the same backlog; once every app has settled
-(throughput.start_and_settle), a window measures each instance's records per second and its tasks.
-"""
+"""Lesson 07b, more instances for a busy app: for each partition count, one app per instance count of
+lab/java/ThroughputApp.java (one thread each, PAR_WORK_MS per record, its own application.id) reads the same backlog;
+once every app has settled (throughput.start_and_settle), a window measures each instance's records per second and its
+tasks."""
 from __future__ import annotations
 
 import math

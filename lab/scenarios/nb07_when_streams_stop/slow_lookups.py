@@ -1,7 +1,7 @@
-"""Lesson 07c, a lookup per record: a local HTTP service (lab/apps/lookup_service.py) answers after LOOKUP_LATENCY_MS; input arrives at LOOKUP_RATE on
-LOOKUP_THREADS partitions and one lab/java/ThroughputApp.java per mode (plain, cache, batch, threads) reads it while
-its lag is sampled. A mode keeps up when its lag grows by no more than a quarter of the window's input.
-"""
+"""Lesson 07c, a lookup per record: a local HTTP service (lab/apps/lookup_service.py) answers after LOOKUP_LATENCY_MS;
+input arrives at LOOKUP_RATE on LOOKUP_THREADS partitions and one lab/java/ThroughputApp.java per mode (plain, cache,
+batch, threads) reads it while its lag is sampled. A mode keeps up when its lag grows by no more than a quarter of the
+window's input."""
 from __future__ import annotations
 
 import threading
