@@ -17,15 +17,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lab.cluster import kafka_cluster  # noqa: E402
-from lab.scenarios.nb01_offset_expiry_reprocessing import offset_expiry  # noqa: E402
+from lab.scenarios.nb01_offset_expiry_reprocessing.offset_expiry import lesson  # noqa: E402
 
-PARAMS = offset_expiry.SPEC.validate(retention_minutes=1, check_interval_ms=2000, downtime_s=None, messages_before=200,
-                                     messages_while_down=100, variants=["earliest", "latest", "control"], spark=False)
+PARAMS = lesson.spec.validate(retention_minutes=1, check_interval_ms=2000, downtime_s=None, messages_before=200,
+                            messages_while_down=100, variants=["earliest", "latest", "control"], spark=False)
 
 
 def one_run(cluster) -> dict:
     started = time.monotonic()
-    r = offset_expiry.run(cluster=cluster, progress=False, **PARAMS).as_record()
+    r = lesson.run(cluster=cluster, progress=False, **PARAMS).as_record()
     return {
         "reproduced": bool(r["earliest_reprocessed"] > 0 and r["latest_skipped"] > 0
                            and r["control_reprocessed"] == 0 and r["control_skipped"] == 0),
@@ -38,7 +38,7 @@ def one_run(cluster) -> dict:
 
 def main(n: int = 5) -> list[dict]:
     runs = []
-    with kafka_cluster(**offset_expiry.needs(PARAMS), name="bench01") as cluster:
+    with kafka_cluster(**lesson.needs(PARAMS), name="bench01") as cluster:
         for i in range(n):
             runs.append(one_run(cluster))
             print(f"run {i + 1}/{n}: {runs[-1]}", flush=True)

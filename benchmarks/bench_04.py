@@ -28,22 +28,22 @@ def main() -> None:
     ap.add_argument("--step", type=float, default=15)
     args = ap.parse_args()
     from lab.cluster import kafka_cluster
-    from lab.scenarios.nb04_stale_standby_cache import stale_standby as scenario
+    from lab.scenarios.nb04_stale_standby_cache.stale_standby import lesson
 
     configs = []
     for c in args.config or ["3.3.1:cache"]:
         version, _, mode = c.partition(":")
-        # one variant per run (no mitigations); SPEC checks every value, and the version, before anything starts
-        configs.append(scenario.SPEC.validate(affected_version=version, caching=mode != "nocache", mitigations=False,
+        # one variant per run (no mitigations); the spec checks every value, and the version, before anything starts
+        configs.append(lesson.spec.validate(streams_version=version, caching=mode != "nocache", mitigations=False,
                                               program=args.program, step_seconds=args.step,
                                               settle_seconds=args.step))
 
     rows = []
-    with kafka_cluster(**scenario.needs(configs[0]), name="bench-04") as cluster:
+    with kafka_cluster(**lesson.needs(configs[0]), name="bench-04") as cluster:
         for params in configs:
             for n in range(args.runs):
                 t = time.perf_counter()
-                r = scenario.run(cluster=cluster, progress=False, **params).main
+                r = lesson.run(cluster=cluster, progress=False, **params).main
                 rows.append({"version": r.version, "caching": r.caching, "run": n + 1,
                              "stale": r.counts["stale_reads"] > 0, "stale_reads": r.counts["stale_reads"],
                              "wrong_values": r.counts["wrong_values"], "round_trips": r.counts["round_trips"],
@@ -58,7 +58,7 @@ def main() -> None:
           "| RSS 3 instances all up (median MB) | broker (MB) | run (median s) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for params in configs:
-        version, caching = params["affected_version"], params["caching"]
+        version, caching = params["streams_version"], params["caching"]
         mine = [r for r in rows if r["version"] == version and r["caching"] == caching]
         firsts = [r["first_stale_s"] for r in mine if r["first_stale_s"] is not None]
         med = lambda xs: round(statistics.median(xs), 1) if xs else "-"  # noqa: E731

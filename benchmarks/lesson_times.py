@@ -42,9 +42,7 @@ def lesson_times(number: str) -> list[tuple[str, float, str]]:
     scenario = notebook(number).lesson or notebook(number).module()   # a Lesson has the same run, needs, mitigate
     params = (scenario.spec if hasattr(scenario, "spec") else scenario.SPEC).validate()
     lessons = getattr(scenario, "LESSONS", None)   # 02, 03: lab.experiment.parts
-    own = getattr(scenario, "embedded_cluster", None)   # 08: the broker with JMX its notebook starts
-    cluster, started = timed(lambda: (own(params, name=f"times-{number}") if own else
-                                      kafka_cluster(**scenario.needs(params), name=f"times-{number}")).start())
+    cluster, started = timed(lambda: kafka_cluster(**scenario.needs(params), name=f"times-{number}").start())
     rows = [("(broker start)", started, "")]
     try:
         results = {}

@@ -137,9 +137,7 @@ def scenario_specs(strict: bool = True) -> dict:
                 raise
             print(f"{entry.package}.{entry.scenario} does not import: {exc}", file=sys.stderr)
             continue
-        spec = module.lesson.spec if getattr(module, "lesson", None) is not None else getattr(module, "SPEC", None)
-        if spec is not None:
-            specs[entry.scenario] = spec
+        specs[entry.scenario] = module.lesson.spec
     return specs
 
 

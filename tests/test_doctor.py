@@ -176,23 +176,25 @@ def test_notebook_08s_exercises_judge_from_the_run_and_refuse_the_tempting_answe
     from lab.doctor.report import Diagnosis
     from lab.experiment import Timeline
     from lab.history import History
-    from lab.scenarios.nb08_diagnose_your_cluster import diagnose as nb08
+    from lab.scenarios.nb08_diagnose_your_cluster.diagnose import lesson
+    from lab.scenarios.nb08_diagnose_your_cluster.diagnose_report import DiagnoseResult
     history = History(tmp_path, "r")
     for incarnation, offset in [(0, 0), (0, 1)] + [(1, 0), (1, 1)] * risky + [(1, 2)]:
         history.log("read", incarnation=incarnation, partition=0, offset=offset)
     facts = cluster_facts(**({} if risky else HEALTHY))
     mine = [f for f in rules.findings(facts, NOW) if f.rule == "offsets-expire"] if risky else []
     audit = type("Audit", (), {"counts": {"reprocessed_after_reset": 2 if risky else 0}})()
-    r = nb08.DiagnoseResult("diagnose", {}, "r", Timeline(0.0), diagnosis=Diagnosis(mine, facts=facts),
-                            verified={"audit": audit}, mine=mine, subjects={"group": "billing", "topic": "orders"},
-                            history=history)
+    outcome = DiagnoseResult("diagnose", {}, "r", Timeline(0.0), diagnosis=Diagnosis(mine, facts=facts),
+                             verified={"audit": audit}, mine=mine, subjects={"group": "billing", "topic": "orders"},
+                             history=history)
+    r = lesson.result(outcome, risks=["expiring_offsets"] if risky else [])
     assert r.offsets_at_diagnosis() == {"committed": {0: 250, 1: 300}, "log_start": {0: 100, 1: 0}}
     assert r.predicted_rereads() == (150 + 300 if risky else None)   # the doctor's own prediction, when it made one
-    for n, exercise in nb08.DiagnoseResult.exercises.items():
+    for n, exercise in lesson.exercises.items():
         assert r.check(n, exercise.solution(r))
         with pytest.raises(AssertionError, match="^Not quite: "):
             r.check(n, exercise.wrong(r))
-    assert nb08.DiagnoseResult.exercises[2].solution(r) == (2 if risky else 0)
+    assert lesson.exercises[2].solution(r) == (2 if risky else 0)
     for n, answer in [(1, "450"), (1, 450), (1, lambda c, s: None), (1, lambda c, s: sum(c.values()) - 100),
                       (1, lambda c, s: sum(c[p] - s[p] for p in c)), (2, "2"), (2, 2.5), (2, [2])]:
         with pytest.raises(AssertionError, match="^Not quite: "):

@@ -8,7 +8,8 @@ from lab.experiment import checks
 from lab.experiment import Timeline
 from lab.scenarios.nb05_exactly_once_under_crashes import analysis, crash_points, exception_handlers, production_errors
 from lab.scenarios.nb05_exactly_once_under_crashes import schema_change, streams_app
-from lab.scenarios.nb05_exactly_once_under_crashes.report import FATES, Crash, EosCrashResult, Failing
+from lab.scenarios.nb05_exactly_once_under_crashes.report import (FATES, Crash, EosCrashResult, Failing, fate_answer,
+                                                                  output_answer)
 
 CRASHES, HANDLERS, SCHEMA, REFUSED = (m.lesson for m in (crash_points, exception_handlers, schema_change,
                                                          production_errors))
@@ -321,12 +322,12 @@ def test_each_lesson_has_its_question_and_the_run_answers_it(no_maven):
         CRASHES.predict(CRASHES.spec.validate(), "x")
     loops = {"replace_thread": failing("handler replace_thread", uncaught=4, responses=["REPLACE_THREAD"]),
              "continue": failing("handler continue", lost=1)}
-    handlers = EosCrashResult("handlers", p, "run", Timeline(T0), handlers=loops)
-    assert handlers.measured_answer() == "it loops: the same record fails again and again"
-    schema = EosCrashResult("schema", {}, "run", Timeline(T0), schema={
-        "shutdown_client": failing("schema shutdown_client", deaths=2), "tolerant": failing("schema tolerant")})
-    assert schema.measured_answer() == "it stops (and again after each restart)"
-    assert handlers.measured_answer("crashes") is None
+    def recorded(runs):   # what a run records of each of its runs, as far as the answer reads it
+        return {k: {"outcome": f.outcome} for k, f in runs.items()}
+    assert fate_answer("handlers")({"handlers": recorded(loops)}, p) == "it loops: the same record fails again and again"
+    schema = {"shutdown_client": failing("schema shutdown_client", deaths=2), "tolerant": failing("schema tolerant")}
+    assert fate_answer("schema")({"schema": recorded(schema)}, {}) == "it stops (and again after each restart)"
+    assert output_answer({"crashes": {}}, p) is None   # no crash ran: the crash question was not measured
     from lab.scenarios.nb05_exactly_once_under_crashes.report import fate
     assert [fate(o) for o in ("records dropped", "clean: the poison record is in the dead-letter topic",
                               "clean")] == list(FATES[2:])
@@ -399,7 +400,8 @@ def test_the_production_error_lesson_asks_and_answers(no_maven, capsys):
                                              wrappers=["Cannot execute transactional method because we are in an "
                                                        "error state"])}
     r = lesson_result(REFUSED, EosCrashResult("refused", p, "run", Timeline(T0), refused=runs), **p)
-    assert r.outcome.measured_answer() == "it stops (and again after each restart)"
+    recorded = {"refused": {k: {"outcome": f.outcome} for k, f in runs.items()}}   # what the answer reads
+    assert fate_answer("refused")(recorded, r.params) == "it stops (and again after each restart)"
     assert [f.outcome for f in runs.values()] == ["app stopped (restarted, died again)", "records dropped",
                                                   "clean: the refused record is noted in its own topic",
                                                   "app stopped (restarted, died again)"]

@@ -572,6 +572,48 @@ def test_a_lesson_asks_its_question_checks_its_parameters_and_wraps_its_outcome(
     assert lesson.mitigate.check(r.params, {"tiny_n": 2}) == {"tiny_n": 2}
 
 
+def test_a_lesson_that_reads_jmx_gets_a_broker_with_it_and_never_an_external_one(monkeypatch):
+    """needs(p) may ask for JMX (notebook 08 reads the client versions there): kafka_cluster gives an embedded broker
+    a free JMX port, also when KAFKA_LAB_BOOTSTRAP names a cluster (the lesson builds its risks on a broker of its
+    own, never there); Lesson.run borrows no cluster without JMX, and the broker its run starts is made with it."""
+    from lab.cluster import kafka_cluster
+    from lab.config import BOOTSTRAP_ENV
+    from lab.experiment import lesson as lesson_module
+    from lab.experiment.lesson import Lesson
+    monkeypatch.delenv(BOOTSTRAP_ENV, raising=False)
+    assert kafka_cluster(jmx=True, name="jmx").jmx_port and kafka_cluster(name="plain").jmx_port is None
+    with pytest.raises(LabError, match="KRaft"):
+        kafka_cluster(version="3.2.3", jmx=True)
+    monkeypatch.setenv(BOOTSTRAP_ENV, "127.0.0.1:1")   # nothing listens there, and nothing asks it
+    own = kafka_cluster(jmx=True)
+    assert own.owns_broker and own.jmx_port
+    lesson = Lesson("jmx", "A lesson that reads JMX", params=[Param("jmx_n", 1, "instances", lo=1, hi=2)],
+                    needs=lambda p: {"jmx": True}, body=lambda lab, p: None, question=lambda p: ("How many?", None))
+    assert lesson.needs({"jmx_n": 1})["jmx"] is True
+    seen = {}
+
+    class Started(Exception):
+        pass
+
+    class StartingRun:   # records what Lesson.run asks of its Run, then stops before anything starts
+        def __init__(self, key, cluster=None, cluster_options=None, **kwargs):
+            seen.update(cluster=cluster, options=cluster_options, kwargs=kwargs)
+
+        def __enter__(self):
+            raise Started
+
+        def __exit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(lesson_module, "Run", StartingRun)
+    without = type("Cluster", (), {"owns_broker": True, "running": True, "nodes": 1, "jmx": None})()
+    with_jmx = type("Cluster", (), {"owns_broker": True, "running": True, "nodes": 1, "jmx": "127.0.0.1:9999"})()
+    for given, borrowed in ((without, None), (with_jmx, with_jmx), (None, None)):
+        with pytest.raises(Started):
+            lesson.run(cluster=given)
+        assert seen["cluster"] is borrowed and seen["options"] == {"jmx": True} and "jmx" not in seen["kwargs"]
+
+
 def test_the_prediction_line_is_shown_once_in_a_cell(capsys):
     from lab.experiment.predict import predict
     line = predict("Which way?", ["up", "down"], given="up", show=False).against("up")

@@ -5,6 +5,7 @@ import json
 import re
 from pathlib import Path
 
+from lab.experiment.lesson import Lesson
 from lab.scenarios import COURSE, course_table, notebook
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,15 +22,14 @@ def test_every_notebook_has_its_package_its_expectations_and_its_lesson():
     for entry in COURSE:
         assert (_folder(entry) / "__init__.py").exists()
         assert (ROOT / "tests" / "expectations" / f"nb{entry.number}.py").exists()
-        assert entry.lesson is not None or hasattr(entry.module(), "run"), f"{entry.package}.{entry.scenario}"
+        assert isinstance(entry.lesson, Lesson), f"{entry.package}.{entry.scenario}: every notebook is one Lesson"
+        assert not {"SPEC", "run", "mitigate"} & set(vars(entry.module())), f"{entry.scenario}: a second shape"
 
 
-def test_a_chapters_lessons_are_lesson_notebooks_lettered_in_order():
-    from lab.experiment.lesson import Lesson
+def test_a_chapters_lessons_are_lettered_in_order():
     chaptered = [e for e in COURSE if e.chapter]
     assert chaptered, "no chapter of lesson notebooks"
     for entry in chaptered:
-        assert isinstance(entry.lesson, Lesson), entry.name
         siblings = [e.number for e in COURSE if e.chapter == entry.chapter]
         assert siblings == [f"{entry.number[:2]}{chr(ord('a') + i)}" for i in range(len(siblings))], siblings
 

@@ -14,7 +14,7 @@ Each notebook `NN_name` has `tests/expectations/nbNN.py` with
   cluster is up, then, after its last cell stopped it, once more with Stop clicked after 3 s (the panel
   starts a cluster of its own). `check_panel` asserts the verdict, the Stop, and that no process of a
   panel run is left. A whole run on the panel's own cluster is the toolbox's path, the same for every
-  notebook: notebook 00, which has no cluster to lend, proves it with its first click.
+  notebook: the Stop click proves it.
 
 Every run's outputs must be quiet: no Spark WARN, JVM warning or librdkafka `%N|` line in a cell.
 """
@@ -42,12 +42,13 @@ STOP_AFTER_S = 3   # the panel's Stop is clicked this long after its Run
 # Spark's console log line, the JVM's own warnings, librdkafka's `%4|1700000000.123|GETPID|…`
 NOISE = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (WARN|INFO|ERROR) |^WARNING: |Using Spark's default log4j"
                    r"|^%\d\|\d+\.\d+\|")
-SECTIONS = ["## Setup", "## Parameters", "## Try it yourself", "## Exercises", "## Recorded results"]
-# A notebook whose lesson has a Mitigate step (01, 04, 08) keeps its exercises in its lesson's section.
-MITIGATE_SECTIONS = [s for s in SECTIONS if s != "## Exercises"]
-# A lesson notebook (lab.experiment.lesson): one lesson's steps, in order.
+# A lesson notebook (lab.experiment.lesson): one lesson's steps, in order. The setup check has nothing to fix (no
+# Mitigate); the doctor's notebook diagnoses your own cluster after its exercises.
 LESSON_NOTEBOOK_SECTIONS = ["## Setup", "## Parameters", "## The setting", "## Predict", "## Run", "## Observe",
                             "## Explain", "## Mitigate", "## Exercises", "## Try it yourself", "## Recorded results"]
+SECTIONS = {"00_setup_check": [s for s in LESSON_NOTEBOOK_SECTIONS if s != "## Mitigate"],
+            "08_diagnose_your_cluster": [*LESSON_NOTEBOOK_SECTIONS[:9], "## Your cluster",
+                                         *LESSON_NOTEBOOK_SECTIONS[9:]]}
 
 
 def expectations(name: str):
@@ -205,7 +206,7 @@ def test_notebook_surface(name: str):
     titles = [h for h in headings if h.startswith("# ")]
     assert len(titles) == 1, f"{name}: exactly one level-1 heading, found {titles}"
     assert headings[0] == titles[0], f"{name}: the title comes first, before {headings[0]!r}"
-    wanted = LESSON_NOTEBOOK_SECTIONS if _is_lesson(name) else MITIGATE_SECTIONS if _mitigates(name) else SECTIONS
+    wanted = SECTIONS.get(name, LESSON_NOTEBOOK_SECTIONS)
     sections = [h for h in headings if h in wanted]
     missing = [s for s in wanted if s not in sections]
     assert not missing, f"{name}: missing sections {missing}"
@@ -224,11 +225,6 @@ def test_solutions_stay_hidden_until_the_learner_asks(name: str):
     assert "olution" not in code, f"{name}: a code cell holds a solution"
 
 
-def _is_lesson(name: str) -> bool:
-    """A lesson notebook: its module's `lesson` is a lab.experiment.lesson.Lesson."""
-    return next(e for e in COURSE if e.name == name).lesson is not None
-
-
 def _mitigates(name: str) -> bool:
     """Whether the notebook's lesson has a Mitigate step that the learner runs (lab.experiment.mitigate)."""
     return any(re.search(r"^fixed = \w+\.mitigate\(", "".join(c["source"]), re.M) for c in _cells(name))
@@ -242,7 +238,7 @@ def test_the_learner_runs_the_fix_after_the_failure_and_its_verdict_is_recorded(
     parameters = next("".join(c["source"]) for c in _cells(name) if "parameters" in c["metadata"].get("tags", []))
     assert re.search(r"^FIX = ", parameters, re.M), f"{name}: FIX is not in the parameters cell"
     checked = [i for i, src in enumerate(code) if re.search(r"^\w+\.mitigate\.check\(PARAMS, FIX\)", src, re.M)]
-    started = [i for i, src in enumerate(code) if "kafka_cluster(" in src or "embedded_cluster(" in src]
+    started = [i for i, src in enumerate(code) if "kafka_cluster(" in src]
     fixed = [i for i, src in enumerate(code) if re.search(r"^fixed = \w+\.mitigate\((\w+), cluster=cluster, \*\*FIX\)",
                                                          src, re.M)]
     assert len(checked) == 1 and checked[0] <= started[0], (name, checked, started)

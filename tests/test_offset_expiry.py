@@ -5,7 +5,7 @@ import pytest
 
 from lab.errors import LabError
 from lab.experiment import Timeline, lab_lines
-from lab.scenarios.nb01_offset_expiry_reprocessing import offset_expiry as oe
+from lab.scenarios.nb01_offset_expiry_reprocessing import offset_expiry as oe, offset_expiry_report as report
 
 APP_LOG = """earliest-0 starting
 LAB {"kind": "start", "ts": 100.0, "app": "earliest", "incarnation": 0, "group": "g", "reset": "earliest"}
@@ -29,25 +29,25 @@ def test_commit_lines_give_the_highest_offset_per_partition():
     (30, 50.0, "neither (closer to group empty)"),
 ])
 def test_expiry_clock(idle, seen, clock):
-    assert oe.clock_for(idle, seen, 60, 2) == clock
+    assert report.clock_for(idle, seen, 60, 2) == clock
 
 
 def test_expires_after_stop():
     week, day = 7 * 86400, 86400
-    assert oe.expires_after_stop("classic", 8 * day, week) == week
-    assert oe.expires_after_stop("consumer", 3 * day, week) == 4 * day
-    assert oe.expires_after_stop("consumer", 8 * day, week) == 0
+    assert report.expires_after_stop("classic", 8 * day, week) == week
+    assert report.expires_after_stop("consumer", 3 * day, week) == 4 * day
+    assert report.expires_after_stop("consumer", 8 * day, week) == 0
 
 
 def test_spec_accepts_a_downtime_shorter_than_the_retention_and_refuses_what_kafka_cannot_take():
-    p = oe.SPEC.validate(downtime_s=20, variants=["earliest"], spark=False)
+    p = oe.lesson.spec.validate(downtime_s=20, variants=["earliest"], spark=False)
     assert p["downtime_s"] == 20 and p["retention_minutes"] == 1
-    assert oe.SPEC.validate(control_downtime_s=600)["control_downtime_s"] == 600   # a control that expires: valid
+    assert oe.lesson.spec.validate(control_downtime_s=600)["control_downtime_s"] == 600   # a control that expires: valid
     assert oe.needs(p)["broker_config"]["offsets.retention.minutes"] == "1"
     for bad in (dict(retention_minutes=0), dict(variants=["nope"]), dict(group_protocol="x"),
                 dict(variants=[], spark=False), dict(partitions=4), dict(downtime_s=0), dict(retension_minutes=1)):
         with pytest.raises(LabError):
-            oe.SPEC.validate(**bad)
+            oe.lesson.spec.validate(**bad)
 
 
 class _Verdict:
@@ -58,11 +58,11 @@ class _Verdict:
         return str(self.counts)
 
 
-def _result(expired: bool) -> oe.OffsetExpiryResult:
+def _result(expired: bool):
     t0 = time.time() - 100
     timeline = Timeline(t0)
     down = 65.0 if expired else 20.0
-    facts = {n: {"protocol": "classic", "reset": oe.VARIANTS[n].reset, "idle_before_stop_s": 0.5,
+    facts = {n: {"protocol": "classic", "reset": report.VARIANTS[n].reset, "idle_before_stop_s": 0.5,
                  "expired_after_stop_s": 61.0 if expired else None, "downtime_s": down, "read_after_restart": 40,
                  "committed_before_restart": not expired}
              for n in ("earliest", "latest")}
@@ -73,9 +73,11 @@ def _result(expired: bool) -> oe.OffsetExpiryResult:
                 "latest": _Verdict(reprocessed_after_reset=0, skipped_after_reset=30 if expired else 0)}
     snapshots = [{"moment": "before the restart", "variant": v, "partition": p,
                   "committed_offset": None if expired else 30} for v in facts for p in (0, 1)]
-    params = oe.SPEC.validate(downtime_s=None if expired else 20, variants=list(facts), spark=False)
-    return oe.OffsetExpiryResult(scenario="offset-expiry", params=params, run_id="r", timeline=timeline,
-                                 topic="events", stop_t=10.0, facts=facts, verdicts=verdicts, snapshots=snapshots)
+    params = oe.lesson.spec.validate(downtime_s=None if expired else 20, variants=list(facts), spark=False)
+    outcome = report.OffsetExpiryResult(scenario="offset-expiry", params=params, run_id="r", timeline=timeline,
+                                        topic="events", stop_t=10.0, facts=facts, verdicts=verdicts,
+                                        snapshots=snapshots)
+    return oe.lesson.result(outcome, run_id="r", **params)
 
 
 def test_control_branch_says_nothing_expired():
@@ -90,7 +92,7 @@ def test_control_branch_says_nothing_expired():
     assert "idle_consumer_clock" not in rec
     r.figure(), r.audit_table(), r.offsets_table(), r.table(), r.broker_lines()
     # the exercises on a clean run: nothing skipped; the wrong answers are refused even so
-    exercises = oe.OffsetExpiryResult.exercises
+    exercises = oe.lesson.exercises
     assert r.check(1, exercises[1].solution(r)) and r.check(2, exercises[2].solution(r))
     for n in (1, 2):
         with pytest.raises(AssertionError, match="^Not quite: "):
@@ -105,10 +107,10 @@ def test_failure_branch_names_what_each_group_did():
     assert "found nothing" in r.explain()
     rec = r.as_record()
     assert rec["idle_consumer_clock"] == "last commit" and rec["earliest_committed_before_restart"] is False
-    r.check(2, oe.expires_after_stop)
+    r.check(2, report.expires_after_stop)
     r.check(1, 30)
-    for n, answer in [(1, 29), (1, "30"), (1, 30.5), (1, oe.OffsetExpiryResult.exercises[1].wrong(r)),
-                      (2, oe.OffsetExpiryResult.exercises[2].wrong(r)), (2, lambda *_: "soon"), (2, lambda *_: 1 / 0),
+    for n, answer in [(1, 29), (1, "30"), (1, 30.5), (1, oe.lesson.exercises[1].wrong(r)),
+                      (2, oe.lesson.exercises[2].wrong(r)), (2, lambda *_: "soon"), (2, lambda *_: 1 / 0),
                       (2, 60)]:
         with pytest.raises(AssertionError, match="^Not quite: "):
             r.check(n, answer)

@@ -17,7 +17,7 @@ from lab.experiment import Param, Spec
 from lab.scenarios.nb03_quota_driven_fencing import fencing, sweep as sweep_lesson
 from lab.scenarios.nb03_quota_driven_fencing import quota_fencing as qf
 from lab.scenarios.nb03_quota_driven_fencing import quota_fencing_analysis as qa
-from lab.scenarios.nb03_quota_driven_fencing.quota_fencing_report import QuotaResult
+from lab.scenarios.nb03_quota_driven_fencing.quota_fencing_report import QuotaResult, fencing_answer, sweep_answer
 
 FENCING, SWEEP = fencing.lesson, sweep_lesson.lesson
 from lab.programs import clients_classpath
@@ -315,8 +315,8 @@ def test_the_sweep_answers_its_own_question_and_exercise_and_the_fix_runs_the_af
     p = {"sweep_ratios": [1.3], "transaction_timeout_ms": 10000, "send_rate": 33.0, "record_bytes": 1024}
     outcome = QuotaResult("quota_fencing", p, "x", None, sweep=[wave], fix_in_bytecode={"3.8.1": False, "4.3.1": True})
     assert outcome.sweep_fenced() == ["3.8.1"] and outcome.failed
-    assert outcome.measured_answer() == outcome.measured_answer("sweep") == qa.SWEEP_ANSWERS[1]
-    assert outcome.measured_answer("fencing") is None
+    assert sweep_answer(outcome.as_record(), p) == qa.SWEEP_ANSWERS[1]
+    assert fencing_answer(outcome.as_record(), p) is None   # no main run: the fencing question was not measured
     assert outcome.verdict().startswith("sweep of 3 apps: fenced at x1.3: 3.8.1")
     sweep = SWEEP.result(outcome, **p)
     budget = qf.quota_for(1.3, 33.0, 1024) * 10   # the highest ratio's quota, for 10 s

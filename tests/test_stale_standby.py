@@ -4,7 +4,7 @@ import pytest
 
 from lab.errors import LabError
 from lab.experiment import checks
-from lab.scenarios.nb04_stale_standby_cache import stale_standby as s
+from lab.scenarios.nb04_stale_standby_cache import exercises as ex, stale_standby as s, stale_standby_report as report
 from tests.expectations import try_exercises
 
 T0 = 1_000.0
@@ -27,37 +27,37 @@ def test_program_parsing():
 
 
 def test_is_affected():
-    assert s.is_affected("2.6.0") and s.is_affected("3.3.1") and s.is_affected("3.4.0")
-    assert not s.is_affected("2.5.1") and not s.is_affected("3.4.1") and not s.is_affected("3.5.2")
-    assert not s.is_affected("4.3.1")
+    assert report.is_affected("2.6.0") and report.is_affected("3.3.1") and report.is_affected("3.4.0")
+    assert not report.is_affected("2.5.1") and not report.is_affected("3.4.1") and not report.is_affected("3.5.2")
+    assert not report.is_affected("4.3.1")
 
 
 def test_spec_refuses_what_cannot_run_and_accepts_the_control(monkeypatch):
     monkeypatch.setattr(checks, "build_streams_program", lambda *a, **k: None)   # no jars, no compiler here
-    assert s.SPEC.validate(affected_version="3.5.2", mitigations=False)["affected_version"] == "3.5.2"
-    assert s.SPEC.validate(program="1 2 2", standby_replicas=0, caching=False)["program"] == "1 2 2"
+    assert s.lesson.spec.validate(streams_version="3.5.2", mitigations=False)["streams_version"] == "3.5.2"
+    assert s.lesson.spec.validate(program="1 2 2", standby_replicas=0, caching=False)["program"] == "1 2 2"
     refusals = [(dict(program="1 1"), "every instance stopped"), (dict(step_seconds=1), "STEP_SECONDS"),
-                (dict(affected_version="2.8.2"), "AFFECTED_VERSION.*older"),
-                (dict(fixed_versions=["2.8.2"]), "FIXED_VERSIONS"),
+                (dict(streams_version="2.8.2"), "STREAMS_VERSION.*older"),
+                (dict(compare_versions=["2.8.2"]), "COMPARE_VERSIONS"),
                 (dict(partitions=0), "PARTITIONS"), (dict(standby=1), "did you mean")]
     for params, message in refusals:
         with pytest.raises(LabError, match=message):
-            s.SPEC.validate(**params)
+            s.lesson.spec.validate(**params)
 
 
 def test_an_unknown_version_is_refused_when_maven_has_none(monkeypatch):
     def missing(version):
         raise LabError(f"Maven Central has no artifact org.apache.kafka:kafka-streams:jar:{version}.")
     monkeypatch.setattr(checks, "build_streams_program", lambda version, *a, **k: missing(version))
-    with pytest.raises(LabError, match=r"AFFECTED_VERSION='3.3.99'.*no artifact"):
-        s.SPEC.validate(affected_version="3.3.99")
+    with pytest.raises(LabError, match=r"STREAMS_VERSION='3.3.99'.*no artifact"):
+        s.lesson.spec.validate(streams_version="3.3.99")
 
 
 def test_variants_follow_the_parameters():
-    p = dict(affected_version="3.3.1", fixed_versions=["3.5.2"], caching=True, mitigations=True)
-    assert s.variants(p) == [("main", "3.3.1", True), ("caching off", "3.3.1", False), ("fixed 3.5.2", "3.5.2", True)]
+    p = dict(streams_version="3.3.1", compare_versions=["3.5.2"], caching=True, mitigations=True)
+    assert s.variants(p) == [("main", "3.3.1", True), ("caching off", "3.3.1", False), ("version 3.5.2", "3.5.2", True)]
     assert s.variants({**p, "mitigations": False}) == [("main", "3.3.1", True)]
-    assert s.variants({**p, "caching": False}) == [("main", "3.3.1", False), ("fixed 3.5.2", "3.5.2", True)]
+    assert s.variants({**p, "caching": False}) == [("main", "3.3.1", False), ("version 3.5.2", "3.5.2", True)]
 
 
 def test_assignments_and_a_round_trip():
@@ -66,10 +66,10 @@ def test_assignments_and_a_round_trip():
             2: "\n".join([line(T0 + 10.2, 2, ["0_1"], []), "noise LAB {cut", line(T0 + 20.1, 2, [], ["0_1"])])}
     toggles = [{"ts": T0, "instance": 1, "action": "start", "step": 0},
                {"ts": T0 + 9, "instance": 2, "action": "start", "step": 1}]
-    a = s.parse_assignments(logs, toggles)
+    a = report.parse_assignments(logs, toggles)
     mine = a[(a.instance == 1) & (a.task == "0_1")]
     assert list(zip(mine.was, mine.role)) == [("none", "active"), ("active", "standby"), ("standby", "active")]
-    trips = s.round_trips(a)
+    trips = report.round_trips(a)
     assert trips[["instance", "task", "left_ts", "back_ts"]].values.tolist() == [[1, "0_1", T0 + 10, T0 + 20]]
 
 
@@ -79,7 +79,7 @@ def test_a_stop_in_between_is_no_round_trip():
     toggles = [{"ts": T0, "instance": 1, "action": "start", "step": 0},
                {"ts": T0 + 8, "done_ts": T0 + 9, "instance": 1, "action": "stop", "step": 1},
                {"ts": T0 + 15, "instance": 1, "action": "start", "step": 2}]
-    assert s.round_trips(s.parse_assignments(logs, toggles)).empty
+    assert report.round_trips(report.parse_assignments(logs, toggles)).empty
 
 
 def test_movements_keep_the_return_to_active_logged_just_after_the_read():
@@ -87,9 +87,9 @@ def test_movements_keep_the_return_to_active_logged_just_after_the_read():
     a = pd.DataFrame([(T0 + 1, 1, "0_3", "active", "none"), (T0 + 10, 1, "0_3", "standby", "active"),
                       (T0 + 22.9, 1, "0_3", "active", "standby"), (T0 + 40, 1, "0_3", "standby", "active")],
                      columns=["ts", "instance", "task", "role", "was"])
-    moved = s.movements(a, "0_3", T0 + 22.82)
+    moved = report.movements(a, "0_3", T0 + 22.82)
     assert list(zip(moved.was, moved.role)) == [("none", "active"), ("active", "standby"), ("standby", "active")]
-    assert len(s.movements(a, "0_3", T0 + 30)) == 3      # nothing active within the window after: up to the read
+    assert len(report.movements(a, "0_3", T0 + 30)) == 3      # nothing active within the window after: up to the read
 
 
 def test_outputs_find_a_stale_read_and_its_wrong_values():
@@ -98,7 +98,7 @@ def test_outputs_find_a_stale_read_and_its_wrong_values():
                                                      task="0_0", at=at, partition=0, offset=off)
     records = [rec("a", 1, None, 1, 1_001_000, 0), rec("b", 2, 1, 1, 1_002_000, 1), rec("c", 3, 2, 2, 1_003_000, 2),
                rec("d", 3, 2, 1, 1_004_000, 3)]   # instance 1 is back and reads its own old 2, not 3
-    out, truth = s.outputs(records, produced, T0)
+    out, truth = report.outputs(records, produced, T0)
     assert out["stale_read"].tolist() == [False, False, False, True]
     assert out["wrong_value"].sum() == 1 and out["backwards"].sum() == 0 and len(truth) == 4
     assert out["t_s"].tolist() == [1.0, 2.0, 3.0, 4.0]
@@ -122,7 +122,7 @@ def analysed(tmp_path, stale: bool = True, version: str = "3.3.1"):
     records = [rec("a", 1, None, 1, T0 + 2, 0), rec("b", 2, 1, 1, T0 + 5, 1), rec("c", 3, 2, 2, T0 + 15, 2),
                rec("d", 3, 2, 1, T0 + 20.05, 3) if stale   # read before its return is logged (the worker polls)
                else rec("d", 4, 3, 1, T0 + 20.05, 3)]
-    return s._analyse("main", version, True, T0, None, "out", workers, toggles, produced, records, {})
+    return report.analyse("main", version, True, T0, None, "out", workers, toggles, produced, records, {})
 
 
 def test_analyse_a_round_trip_then_a_stale_read(tmp_path):
@@ -138,7 +138,7 @@ def test_analyse_a_round_trip_then_a_stale_read(tmp_path):
 
 def test_why_names_the_branch_of_a_clean_run():
     counts = dict(stale_reads=0, round_trips=2)
-    clean = lambda version, caching, trips=2: s.Variant("x", version, caching, None, "", None, None,  # noqa: E731
+    clean = lambda version, caching, trips=2: report.Variant("x", version, caching, None, "", None, None,  # noqa: E731
                                                          {**counts, "round_trips": trips}, None, None, {}, {},
                                                          None).why()
     assert "clears the caches" in clean("3.5.2", True)
@@ -148,9 +148,11 @@ def test_why_names_the_branch_of_a_clean_run():
 
 
 @pytest.mark.parametrize("stale", [True, False])
-def test_the_exercises_take_the_solution_and_refuse_the_tempting_wrong_answer(tmp_path, stale):
+def test_the_exercises_take_the_solution_and_refuse_the_tempting_wrong_answer(tmp_path, stale, monkeypatch):
+    monkeypatch.setattr(checks, "build_streams_program", lambda *a, **k: None)   # no jars, no compiler here
     v = analysed(tmp_path, stale=stale, version="3.3.1" if stale else "3.5.2")
-    result = s.StaleStandbyResult("stale_standby", {"program": "1 2"}, "x", v.timeline, variants={"main": v})
+    outcome = report.StaleStandbyResult("stale_standby", {"program": "1 2"}, "x", v.timeline, variants={"main": v})
+    result = s.lesson.result(outcome, program="1 2")
     assert result.failed is stale and v.counts["round_trips"] == 1
     for number in (1, 2):
         t = try_exercises(result)[number]
@@ -159,9 +161,9 @@ def test_the_exercises_take_the_solution_and_refuse_the_tempting_wrong_answer(tm
     e1, e2 = result.exercises[1], result.exercises[2]
     # Exercise 1 is judged on every role history read after: instance 1 read on task 0_0 twice as its first active,
     # instance 2 once, and instance 1 once more right after its round trip (the "active" logged 50 ms after the read).
-    assert s.reads_by_roles(v) == {(1, "0_0", ("active",)): (2, 0), (2, "0_0", ("active",)): (1, 0),
+    assert ex.reads_by_roles(v) == {(1, "0_0", ("active",)): (2, 0), (2, "0_0", ("active",)): (1, 0),
                                    (1, "0_0", ("active", "standby", "active")): (1, int(stale))}
-    assert e1.solution(result) is s.goes_stale and e1.wrong(result)(["active"]) is True
+    assert e1.solution(result) is ex.goes_stale and e1.wrong(result)(["active"]) is True
     assert result.check(1, lambda roles: roles[-3:] == ["active", "standby", "active"])
     if stale:   # instance 1 read its own 2 back on task 0_0; instance 2 wrote the 3 it should have read
         assert e2.solution(result) == 2 and e2.wrong(result) == 3

@@ -34,13 +34,16 @@ def __getattr__(name: str):
 
 
 def kafka_cluster(nodes: int = 1, version: str = KAFKA_VERSION, broker_config: dict | None = None,
-                  name: str = "cluster", **kwargs):
+                  name: str = "cluster", jmx: bool = False, **kwargs):
     """The one factory: external when KAFKA_LAB_BOOTSTRAP is set, else an embedded cluster of the
     right era for `version` (KRaft from 3.3, ZooKeeper before). Not started: call start().
 
     An external cluster cannot take static broker configs: asking for ones it lacks is an error.
+    `jmx=True`: an embedded KRaft cluster with its brokers' JMX on 127.0.0.1 (the client versions they see, KIP-511),
+    on a free port, even when KAFKA_LAB_BOOTSTRAP is set: a lesson that reads JMX builds its risks on a broker of
+    its own, never in the cluster that variable names.
     """
-    bootstrap = os.environ.get(BOOTSTRAP_ENV)
+    bootstrap = None if jmx else os.environ.get(BOOTSTRAP_ENV)
     if bootstrap:
         from .external import ExternalCluster
         wants = [what for what, asked in ((f"{nodes} brokers", nodes > 1), (f"a Kafka {version} broker",
@@ -57,6 +60,11 @@ def kafka_cluster(nodes: int = 1, version: str = KAFKA_VERSION, broker_config: d
                        f"speak: unset it for Kafka {version}.")
     if wanted and "sasl_users" not in kwargs:
         kwargs["sasl_users"] = wanted
+    if jmx and is_zookeeper_version(version):
+        raise LabError(f"JMX is for the lab's KRaft brokers (Kafka 3.3+), not Kafka {version}.")
+    if jmx and not kwargs.get("jmx_port"):
+        from ..ports import free_port
+        kwargs["jmx_port"] = free_port()
     if is_zookeeper_version(version):
         from .zookeeper import ZooKeeperKafkaCluster as era
     else:

@@ -2,8 +2,8 @@
 
 The lessons write to it (topics, consumer groups, transactions), so KAFKA_LAB_BOOTSTRAP alone never sends them to
 a cluster someone may care about: the lab takes only the Compose broker, known by its cluster id, or a cluster whose
-id the user names in KAFKA_LAB_WRITABLE_CLUSTER_ID. Reading a cluster (notebook 08's last cell, `lab doctor`) takes
-the address as an argument and never comes here.
+id the user names in KAFKA_LAB_WRITABLE_CLUSTER_ID. Reading a cluster (notebook 08's *Your cluster* cell,
+`lab doctor`) takes the address as an argument and never comes here.
 """
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ class ExternalCluster:
                 f"{BOOTSTRAP_ENV}={bootstrap} is a cluster the lab did not start (cluster id {self.cluster_id}), not "
                 f"the broker of docker-compose.yml. The lessons create topics, consumer groups and transactions, so "
                 f"they do not run there unless you say so. To run them on the lab's own broker, unset "
-                f"{BOOTSTRAP_ENV}. To diagnose that cluster read-only, use notebook 08's last cell or "
+                f"{BOOTSTRAP_ENV}. To diagnose that cluster read-only, use notebook 08's *Your cluster* cell or "
                 f"`make doctor BOOTSTRAP={bootstrap}`. If it is a throwaway cluster of yours, set "
                 f"{WRITABLE_CLUSTER_ENV}={self.cluster_id}.")
         self.broker_config: dict = {}

@@ -37,11 +37,12 @@ class Lesson:
                  rules=(), exercises: dict[int, Exercise] | None = None, apps: tuple[str, ...] = (),
                  spark_audit: bool = False, mitigate_base: dict | None = None):
         """`key` names its runs and its record ("poll_loop"); `needs(p)` -> {nodes, broker_config[, version,
-        extra_listener]} (the lab's Kafka unless it names a version);
-        `body(lab, p)` -> its outcome; `question(p)` -> (text, choices or None for a number);
-        `measured_answer(record, p)`: this run's answer to it, from the outcome's as_record() (None: the outcome's
-        own measured_answer()); `apps`: a marker in the command line of each program it starts (their memory is
-        sampled); `mitigate_base`: what its Mitigate step sets whatever the fix (for example only the variant
+        extra_listener, jmx]} (the lab's Kafka unless it names a version; jmx=True: a broker with JMX, which only the
+        lab's own gives);
+        `body(lab, p)` -> its outcome; `question(p)` -> (text, choices or None for a number[, tolerance of a
+        number]); `measured_answer(record, p)`: this run's answer to it, from what the run recorded (the outcome's
+        as_record()), or None when the outcome answers itself (its measured_answer(): 00, 01, 04, 08); `apps`: a
+        marker in the command line of each program it starts (their memory is sampled); `mitigate_base`: what its Mitigate step sets whatever the fix (for example only the variant
         without a fix)."""
         self.key, self.title = key, title
         self.spec = Spec(*params, rules=tuple(rules))
@@ -58,10 +59,10 @@ class Lesson:
         wanted = self._needs(p)
         needs = dict(nodes=wanted.get("nodes", 1), version=wanted.get("version", KAFKA_VERSION),
                      broker_config=dict(wanted.get("broker_config", {})))
-        return {**needs, "extra_listener": wanted["extra_listener"]} if wanted.get("extra_listener") else needs
+        return {**needs, **{k: wanted[k] for k in ("extra_listener", "jmx") if wanted.get(k)}}
 
     def question(self, p: dict) -> tuple:
-        """Its Predict question: (text, choices), choices None for a number."""
+        """Its Predict question: (text, choices[, tolerance]), choices None for a number."""
         return self._question(p)
 
     def predict(self, p: dict, given=None, show: bool = True) -> Prediction:
@@ -72,10 +73,13 @@ class Lesson:
         """The lesson once, on `cluster` when it fits (else a broker of its own, stopped at the end)."""
         p = self.spec.validate(**params)
         needs = self.needs(p)
+        options = {"jmx": needs.pop("jmx")} if needs.get("jmx") else {}   # for a broker the run starts
+        if options and getattr(cluster, "jmx", None) is None:
+            cluster = None   # it lacks the JMX this lesson reads: a broker of its own, with JMX (never an external one)
         if getattr(cluster, "owns_broker", False) and cluster.running and cluster.nodes > needs["nodes"]:
             needs = {**needs, "nodes": cluster.nodes}   # a bigger lab cluster fits: run there, as the lesson did
         with Run(self.key.replace("_", "-"), cluster=cluster, progress=progress, spark_audit=self.spark_audit,
-                 **needs) as lab:
+                 cluster_options=options, **needs) as lab:
             stop = threading.Event()
             rss = lab.background(peak_rss, stop, lambda: {
                 "apps": [pid for marker in self.apps for pid in child_pids(marker)],

@@ -1,12 +1,12 @@
 """A lesson's Mitigate step: the failure's own run again, with the fix as a parameter.
 
     FIX = {"caching": False}                           # the parameters cell: the fix ({} skips the step)
-    stale_standby.mitigate.check(PARAMS, FIX)          # refused before anything starts, with a hint
-    fixed = stale_standby.mitigate(result, cluster=cluster, **FIX)
+    lesson.mitigate.check(PARAMS, FIX)                 # refused before anything starts, with a hint
+    fixed = lesson.mitigate(result, cluster=cluster, **FIX)
     print(fixed.verdict())      # clean, or the failure again: judged by the same measurement as the failure
     fixed.table()               # anything else is the fixed run's own result
 
-A lesson (lab.experiment.lesson) or a scenario exposes it as `mitigate = Mitigate(run, spec, base={...})`, where
+A lesson (lab.experiment.lesson) exposes it as `lesson.mitigate`, a `Mitigate(run, spec, base={...})`, where
 `base` holds what every fixed run sets regardless of the fix (for example: leave out the side-by-side variants the
 learner did not ask for).
 """

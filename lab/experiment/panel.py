@@ -1,6 +1,6 @@
 """The "tune and re-run" panel of every notebook, generated from the scenario's parameter spec.
 
-    panel(offset_expiry.SPEC, offset_expiry.run, cluster=cluster, **PARAMS, only=[...])
+    panel(lesson.spec, lesson.run, cluster=cluster, **PARAMS, only=[...])
 
 Run starts the scenario in a worker thread, so the kernel stays free for the Stop button and
 the panel shows live progress: the phase, a countdown bar for the long waits, and the events

@@ -2,7 +2,7 @@
 is printed beside the answer.
 
     guess = predict("What does the `earliest` group do when it comes back?", CHOICES, given=PREDICTION)
-    result = offset_expiry.run(...)
+    result = lesson.run(...)
     guess.against(result.measured_answer())     # You said ...; this run measured ...
     record(**result.as_record(), **guess.as_record())
 
@@ -71,10 +71,11 @@ class Prediction:
         return {"prediction": self.answer, "prediction_measured": self.measured, "prediction_right": self.right()}
 
 
-def predict(question: str, choices=None, *, given=None, tolerance: float = 0.25, show: bool = True) -> Prediction:
+def predict(question: str, choices=None, tolerance: float = 0.25, *, given=None, show: bool = True) -> Prediction:
     """Ask `question` before a run. choices: the possible answers (a list of strings), or None for a number
-    (right within `tolerance`, relative). given: the prediction as a parameter (headless, or to skip the widget);
-    a given answer that is not one of the choices, or not a number, is refused at once."""
+    (right within `tolerance`, relative: 0 for a count that must be exact). A question a lesson gives as
+    (text, None, tolerance) carries its own. given: the prediction as a parameter (headless, or to skip the
+    widget); a given answer that is not one of the choices, or not a number, is refused at once."""
     choices = tuple(choices) if choices else None
     if given is not None:
         if choices and given not in choices:

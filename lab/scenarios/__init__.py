@@ -4,7 +4,7 @@ A chapter is one source's theme; a notebook is one lesson (Predict, run, observe
 its number: `notebooks/07a_poll_loop.ipynb` <-> module `poll_loop` of the chapter's package
 `lab/scenarios/nb07_when_streams_stop/` (its `lesson`, a lab.experiment.lesson.Lesson) <-> `tests/expectations/nb07a.py`.
 A chapter of one lesson has one notebook named after it, `notebooks/04_stale_standby_cache.ipynb`, whose module
-holds its scenario (SPEC, run, mitigate, ...).
+(`stale_standby`) ends with its `lesson` too: the setup check and the doctor's notebook alike.
 No chapter's package imports another's: what two share lives in the toolbox (lab/experiment, lab/*).
 Notebook 00's course table, the README's course table, `python -m lab params` and the tests read this list.
 """
@@ -43,8 +43,8 @@ class Notebook:
 
     @property
     def lesson(self):
-        """Its lab.experiment.lesson.Lesson, or None for a notebook still made of a scenario module."""
-        return getattr(self.module(), "lesson", None)
+        """Its lab.experiment.lesson.Lesson."""
+        return self.module().lesson
 
     def shows(self) -> str:
         """What it is about, with where it was reported."""

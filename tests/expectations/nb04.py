@@ -5,7 +5,7 @@ from tests.expectations import exercises, prediction
 # active -> standby -> active on instance 1 (round-robin over three clients). The Mitigate step runs caching off;
 # the other fix, a fixed release with caching on, is the CONTROL.
 PARAMETERS = {
-    "AFFECTED_VERSION": "3.3.1",
+    "STREAMS_VERSION": "3.3.1",
     "FIX": {"caching": False},
     "PROGRAM": "1 2 3",
     "STEP_SECONDS": 6,
@@ -19,7 +19,7 @@ PARAMETERS = {
 
 # The control: a fixed version (PR #13369 is in 3.4.1 and 3.5.0) in the affected slot, caching on, the
 # same program. No fix to run (FIX empty): the control is the one run, kept short.
-CONTROL = {**PARAMETERS, "AFFECTED_VERSION": "3.5.2", "FIX": {}, "PREDICTION": None}
+CONTROL = {**PARAMETERS, "STREAMS_VERSION": "3.5.2", "FIX": {}, "PREDICTION": None}
 
 # The panel, clicked in the CONTROL run: the fixed version, 3 s steps, no mitigation runs.
 PANEL = {"program": "1 2 3", "step_seconds": 3, "mitigations": False}
@@ -47,7 +47,7 @@ def check(results):
     # active -> standby -> active movement happened.
     fixed = results["mitigation"]
     assert fixed["fix"] == {"caching": False} and fixed["clean"] is True and fixed["failure_reproduced"] is False, fixed
-    assert fixed["param_caching"] is False and fixed["affected_version"] == "3.3.1", fixed
+    assert fixed["param_caching"] is False and fixed["streams_version"] == "3.3.1", fixed
     run = fixed["main_counts"]
     assert run["stale_reads"] == 0 and run["wrong_values"] == 0, run
     assert fixed["main_audit"]["counts"]["stale_value"] == 0 and fixed["main_audit"]["passed"], fixed["main_audit"]
@@ -63,7 +63,7 @@ def check(results):
 def check_control(results):
     failing = results["main_counts"]
     assert results["failure_reproduced"] is False, results["verdict"]
-    assert results["affected_version"] == "3.5.2", results["affected_version"]
+    assert results["streams_version"] == "3.5.2", results["streams_version"]
     prediction(results, None, "no, every value is right")
     # Clean: no read went stale, no value wrong, the Spark audit agrees; exactly-once held.
     assert failing["stale_reads"] == 0 and failing["wrong_values"] == 0 and failing["backwards"] == 0, failing

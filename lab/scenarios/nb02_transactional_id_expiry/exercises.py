@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 from ...cluster import parse_version
-from ...errors import LabError
 from ...experiment.result import Exercise, called, expect, is_number, number
 
 # ------------------------------------------------------------------ the exercises
@@ -26,7 +25,6 @@ PRODUCTION = (604800000, 3600000)   # the defaults: ids expire after 7 days, swe
 
 
 def _check_idle_bounds(r, fn) -> None:
-    _ran(r, "clients", "python_modes")
     for expiration_ms, cleanup_ms in [(r.params["expiration_ms"], r.params["cleanup_interval_ms"]), PRODUCTION]:
         exp, sweep = expiration_ms / 1000, cleanup_ms / 1000
         call = f"idle_bounds({expiration_ms}, {cleanup_ms})"
@@ -58,7 +56,6 @@ def _just_before_the_sweep(r) -> int:
 def _check_heartbeat(r, answer) -> None:
     """An experiment: the `heartbeat` client alone with the learner's interval, its first heartbeat skipped, idle
     until two intervals and a sweep have passed; what the coordinator did with its id decides."""
-    _ran(r, "clients", "python_modes")
     exp, sweep = r.params["expiration_ms"], r.params["cleanup_interval_ms"]
     given = number(answer, "the milliseconds between two heartbeat transactions")
     expect(given < exp, f"a heartbeat every {given:g} ms leaves the id idle {given / 1000:g} s between two "
@@ -91,7 +88,8 @@ def _needed_new_producer(r) -> set:
 
 
 def _check_needed_new_producer(r, fn) -> None:
-    _ran(r, "clients", "python_modes")
+    expect(r.clients, "this run had no client (PYTHON_MODES and JAVA_CLIENTS are empty), so there is no table to "
+           "judge the function on: run the lesson with some first")
     answer = called(fn, "needed_new_producer(result.table())", r.table())
     try:
         names = None if isinstance(answer, (str, dict)) else set(answer)
@@ -112,13 +110,6 @@ def _every_client(r):
     every = set(r.clients)
     wrong = every if every != _needed_new_producer(r) else set(sorted(every)[1:])
     return lambda table: wrong
-
-
-def _ran(r, lesson: str, key: str) -> None:
-    """An exercise of a lesson this run left out asks for the lesson first."""
-    if lesson not in r.lessons_ran():
-        raise LabError(f"The lesson {lesson!r} was not run in this run ({key.upper()}={r.params.get(key)!r}): run "
-                       "it first.")
 
 
 def _judged(fn, name: str, versions: dict, why: str) -> None:
@@ -143,7 +134,6 @@ def _streams_truth(r) -> dict:
 
 
 def _check_survives(r, fn) -> None:
-    _ran(r, "streams", "streams_versions")
     measured = {n for n, c in r.clients.items() if n.startswith("streams") and c["error"]}
     _judged(fn, "survives", _streams_truth(r), lambda v, truth: (
         f"Kafka Streams {v} " + ("carried on here (the `handling` column: task migrated)" if truth and f"streams-{v}"
@@ -165,7 +155,6 @@ def forgets(version):
 
 
 def _check_forgets(r, fn) -> None:
-    _ran(r, "old_brokers", "old_brokers")
     expect(r.part_c, "this run's old-broker lesson ran no broker (OLD_BROKERS is empty): add one and run it again")
     _judged(fn, "forgets", _old_broker_truth(r), lambda v, truth: (
         f"a broker {v} " + ((("forgot" if truth else "kept") + " the producer in this run") if v in r.part_c else

@@ -11,5 +11,5 @@ lesson = Lesson("clients", "An idle transactional id", needs=chapter.needs, body
                 params=chapter.params(*chapter.IDLE, "python_modes", "heartbeat_ms", "heartbeat_misses",
                                       "java_clients"),
                 rules=[chapter.at_most_8_clients, something_to_run("python_modes", "java_clients")],
-                question=chapter.question, exercises=EXERCISES["clients"],
+                question=chapter.question, measured_answer=chapter.clients_answer, exercises=EXERCISES["clients"],
                 apps=("lab.apps.eos_app", "IdleTransactionalProducer"), spark_audit=True)

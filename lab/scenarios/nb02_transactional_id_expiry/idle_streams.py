@@ -9,5 +9,6 @@ from .exercises import EXERCISES
 
 lesson = Lesson("streams", "An idle Kafka Streams app", needs=chapter.needs, body=chapter.idle_rounds,
                 params=chapter.params(*chapter.IDLE, "streams_versions"), rules=[something_to_run("streams_versions")],
-                question=chapter.streams_question, exercises=EXERCISES["streams"], apps=("WordCountDemo",),
+                question=chapter.streams_question, measured_answer=chapter.streams_answer,
+                exercises=EXERCISES["streams"], apps=("WordCountDemo",),
                 spark_audit=True)

@@ -23,4 +23,5 @@ lesson = Lesson("old_brokers", "A producer whose records retention deleted", nee
                 params=chapter.params("broker_version", "old_brokers", "old_client", "retention_ms",
                                       "check_pinned_zookeeper"),
                 rules=[something_to_run("old_brokers", "check_pinned_zookeeper")], question=chapter.old_broker_question,
+                measured_answer=chapter.old_broker_answer,
                 exercises=EXERCISES["old_brokers"], mitigate_base={"check_pinned_zookeeper": False})

@@ -116,6 +116,27 @@ OLD_BROKER_ANSWERS = ("the broker has forgotten the producer: UNKNOWN_PRODUCER_I
                       "no error: the broker still knows the producer")
 
 
+# This run's answer to each lesson's Predict question, from what it recorded (None: it did not measure it).
+def clients_answer(record: dict, p: dict) -> str | None:
+    """02a: what became of the client that crashes on the error (`python-crash`)."""
+    c = record["part_a"].get("python-crash")
+    return None if c is None else IDLE_ANSWERS[0] if not c["error"] else \
+        IDLE_ANSWERS[1] if c["recovered"] else IDLE_ANSWERS[2]
+
+
+def streams_answer(record: dict, p: dict) -> str | None:
+    """02b: what the first Kafka Streams version of STREAMS_VERSIONS did."""
+    c = record["part_b"].get(f"streams-{(p.get('streams_versions') or [''])[0]}")
+    return None if c is None else STREAMS_ANSWERS[2] if not c["error"] else \
+        STREAMS_ANSWERS[0] if c["handling"] == "thread died" else STREAMS_ANSWERS[1]
+
+
+def old_broker_answer(record: dict, p: dict) -> str | None:
+    """02c: whether the first broker of OLD_BROKERS forgot the producer."""
+    c = record["part_c"].get((p.get("old_brokers") or [""])[0])
+    return None if c is None else OLD_BROKER_ANSWERS[0] if c["reproduced"] else OLD_BROKER_ANSWERS[1]
+
+
 def question(p: dict) -> tuple:
     """The clients lesson's Predict step: the `crash` client's first transaction after the idle period."""
     return (f"The `crash` client (a supervisor restarts it) sits idle {p['idle_s']:g} s; its transactional id "
@@ -206,31 +227,6 @@ class TxnExpiryResult(Result):
         idle, exp, sweep = self.params["idle_s"], self.params["expiration_ms"] / 1000, \
             self.params["cleanup_interval_ms"] / 1000
         return f"idle {idle:g} s {'<' if idle < exp + sweep else '>='} expiration {exp:g} s + one sweep"
-
-    def lessons_ran(self) -> list[str]:
-        ran = {"clients": any(n.startswith(("python", "java")) for n in self.clients),
-               "streams": any(n.startswith("streams") for n in self.clients),
-               "old_brokers": bool(self.part_c or self.pinned)}
-        return [name for name, yes in ran.items() if yes]
-
-    def measured_answer(self, lesson: str | None = None) -> str | None:
-        """This run's answer to a lesson's Predict question (default: the one lesson that ran); None when that
-        lesson did not run or did not measure it."""
-        if lesson is None:
-            ran = self.lessons_ran()
-            lesson = ran[0] if len(ran) == 1 else None
-        if lesson == "clients":
-            c = self.clients.get("python-crash")
-            return None if c is None else IDLE_ANSWERS[0] if not c["error"] else \
-                IDLE_ANSWERS[1] if c["recovered"] else IDLE_ANSWERS[2]
-        if lesson == "streams":
-            c = self.clients.get(f"streams-{(self.params.get('streams_versions') or [''])[0]}")
-            return None if c is None else STREAMS_ANSWERS[2] if not c["error"] else \
-                STREAMS_ANSWERS[0] if c["handling"] == "thread died" else STREAMS_ANSWERS[1]
-        if lesson == "old_brokers":
-            c = self.part_c.get((self.params.get("old_brokers") or [""])[0])
-            return None if c is None else OLD_BROKER_ANSWERS[0] if c["reproduced"] else OLD_BROKER_ANSWERS[1]
-        return None
 
     def verdict(self) -> str:
         cs = self.clients

@@ -9,7 +9,7 @@ from ...experiment.lesson import Lesson
 from ...history import History
 from . import quota_fencing as chapter
 from .exercises import EXERCISES
-from .quota_fencing_report import QuotaResult
+from .quota_fencing_report import QuotaResult, fencing_answer
 
 
 def run_lesson(lab: Run, p: dict) -> QuotaResult:
@@ -28,6 +28,6 @@ lesson = Lesson("fencing", "An app slightly over its quota", needs=chapter.needs
                 params=chapter.params("affected_version", "fixed_version", "quota", *chapter.LOAD, "duration_s",
                                       "compare", "mitigations", "headroom", "mitigation_request_timeout_ms",
                                       "mitigation_transaction_timeout_ms"),
-                question=chapter.question, exercises=EXERCISES["fencing"],
+                question=chapter.question, measured_answer=fencing_answer, exercises=EXERCISES["fencing"],
                 apps=("QuotaStateApp", "lab.apps.quota_eos_loop"), spark_audit=True,
                 mitigate_base={"compare": [], "mitigations": []})

@@ -8,10 +8,38 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ...errors import LabError
 from ...experiment import TONES, Result
 from .quota_fencing_analysis import (BASELINES, FENCING_ANSWERS, LOOP, MITIGATIONS, STREAMS_CRASH_KINDS,
                                      SWEEP_ANSWERS, Measured)
+
+
+def fenced_at_top(rows: list[dict]) -> list[str]:
+    """The client versions of a sweep (its table's rows) fenced at its highest ratio."""
+    top = max((r["ratio"] for r in rows), default=None)
+    return [r["client_version"] for r in rows if r["ratio"] == top and r["crashes"] > 0]
+
+
+# This run's answer to each lesson's Predict question, from what it recorded (None: it did not measure it).
+def fencing_answer(record: dict, p: dict) -> str | None:
+    """03a: whether the affected app was fenced."""
+    row = record.get("affected")
+    return None if row is None else FENCING_ANSWERS[0] if row["crashes"] else FENCING_ANSWERS[1]
+
+
+def sweep_answer(record: dict, p: dict) -> str | None:
+    """03b: which client versions the sweep fenced at its highest ratio, against which lack the fix."""
+    rows = record.get("sweep") or []
+    if not rows:
+        return None
+    fenced = set(fenced_at_top(rows))
+    unfixed = {v for v, fix in record["fix_in_bytecode"].items() if not fix} & {r["client_version"] for r in rows}
+    if not fenced:
+        return SWEEP_ANSWERS[0]
+    if fenced == unfixed:
+        return SWEEP_ANSWERS[1]
+    if unfixed <= fenced and LOOP not in fenced:
+        return SWEEP_ANSWERS[2]
+    return SWEEP_ANSWERS[3]
 
 
 def _load(row: dict) -> str:
@@ -28,16 +56,8 @@ class QuotaResult(Result):
 
     title = "Quota-driven fencing: x incident (hover: its mechanism), ▼ coordinator abort, bars: waits"
 
-    def lesson_ran(self, lesson: str) -> bool:
-        return self.main is not None if lesson == "fencing" else bool(self.sweep)
-
-    def _needs(self, lesson: str) -> None:
-        """A look at a lesson this run left out asks for the lesson first."""
-        if not self.lesson_ran(lesson):
-            raise LabError(f"The lesson {lesson!r} was not run in this run: run it first.")
-
     def row(self, role: str) -> dict:
-        self._needs("fencing")
+        """What an app of the main run (03a) measured."""
         return self.main.row(self.roles[role].name)
 
     def figure(self, roles=None):
@@ -51,11 +71,7 @@ class QuotaResult(Result):
 
     def sweep_fenced(self) -> list[str]:
         """The client versions of the sweep fenced at its highest ratio."""
-        table = self.sweep_table()
-        if not len(table):
-            return []
-        top = table[table["ratio"] == table["ratio"].max()]
-        return list(top.loc[top["crashes"] > 0, "client_version"])
+        return fenced_at_top(self.sweep_table().to_dict("records"))
 
     def verdict(self) -> str:
         if self.main is None:
@@ -84,25 +100,6 @@ class QuotaResult(Result):
                    f", and no transaction outlived transaction.timeout.ms ({v.txn_timeout_ms / 1000:g} s): not fenced")
             out.append(f"- **{v.name}** ({role}, {_load(r)}): {why}.")
         return "\n".join(out)
-
-    def measured_answer(self, lesson: str | None = None) -> str | None:
-        """This run's answer to a lesson's Predict question (default: the one lesson that ran); None when that
-        lesson did not run."""
-        ran = [name for name in ("fencing", "sweep") if self.lesson_ran(name)]
-        lesson = lesson or (ran[0] if len(ran) == 1 else None)
-        if lesson not in ran:
-            return None
-        if lesson == "fencing":
-            return FENCING_ANSWERS[0] if self.row("affected")["crashes"] else FENCING_ANSWERS[1]
-        fenced = set(self.sweep_fenced())
-        unfixed = {v for v, fix in self.fix_in_bytecode.items() if not fix} & set(self.sweep_table()["client_version"])
-        if not fenced:
-            return SWEEP_ANSWERS[0]
-        if fenced == unfixed:
-            return SWEEP_ANSWERS[1]
-        if unfixed <= fenced and LOOP not in fenced:
-            return SWEEP_ANSWERS[2]
-        return SWEEP_ANSWERS[3]
 
     def fix_summary(self) -> str:
         """Which of this run's kafka-clients jars carry the KAFKA-17455 fix, as read from their bytecode."""

@@ -7,7 +7,7 @@ from ...experiment.lesson import Lesson
 from ...experiment.params import something_to_run
 from . import quota_fencing as chapter
 from .exercises import EXERCISES
-from .quota_fencing_report import QuotaResult
+from .quota_fencing_report import QuotaResult, sweep_answer
 
 
 def run_lesson(lab: Run, p: dict) -> QuotaResult:
@@ -21,5 +21,6 @@ def run_lesson(lab: Run, p: dict) -> QuotaResult:
 lesson = Lesson("sweep", "Load against quota, client by client", needs=chapter.needs, body=run_lesson,
                 params=chapter.params(*chapter.LOAD, "sweep_ratios", "sweep_versions", "sweep_seconds",
                                       "sweep_parallel"),
-                rules=[something_to_run("sweep_ratios")], question=chapter.sweep_question, exercises=EXERCISES["sweep"],
+                rules=[something_to_run("sweep_ratios")], question=chapter.sweep_question, measured_answer=sweep_answer,
+                exercises=EXERCISES["sweep"],
                 apps=("QuotaStateApp", "lab.apps.quota_eos_loop"))

@@ -1,2 +1,2 @@
-"""Notebook 04, stale reads from a cached store after standby -> active.
+"""Notebook 04, a task comes back: stale_standby (the lesson), stale_standby_report (what a run measured), exercises.
 """

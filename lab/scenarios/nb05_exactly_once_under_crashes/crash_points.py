@@ -19,7 +19,7 @@ from ...programs import JavaProgram
 from . import eos_crashes as chapter
 from .analysis import app_events, measure
 from .exercises import EXERCISES
-from .report import Crash, EosCrashResult
+from .report import Crash, EosCrashResult, output_answer
 from .streams_app import SHORT, _app, _fail, _slug, _start
 from .topic_io import drain
 
@@ -138,4 +138,5 @@ def run_lesson(lab: Run, p: dict) -> EosCrashResult:
 lesson = Lesson("crashes", "A crash at every point", needs=chapter.needs, body=run_lesson,
                 params=chapter.params("crash_points", "guarantees", "streams_version", "crash_at"),
                 rules=[something_to_run("crash_points", "guarantees", every=True)], question=chapter.question,
+                measured_answer=output_answer,
                 exercises={1: EXERCISES["crashes"]}, apps=(chapter.MAIN,), spark_audit=True)

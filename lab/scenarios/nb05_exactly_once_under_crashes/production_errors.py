@@ -21,7 +21,7 @@ from ...experiment.params import something_to_run
 from .crash_loop import _failing_run
 from . import eos_crashes as chapter
 from .exercises import EXERCISES
-from .report import EosCrashResult, Failing
+from .report import EosCrashResult, Failing, fate_answer
 from .streams_app import GUARANTEES, SHORT, _slug
 
 HANDLER_CLASS = {"continue": "EosCrashApp$ContinueTooLarge", "route": "EosCrashApp$RouteTooLarge"}
@@ -94,6 +94,6 @@ lesson = Lesson("refused", "A record the broker refuses", needs=chapter.needs, b
                 params=chapter.params("production_handlers", "production_guarantee", "production_compare", "refuse_bytes", "output_max_bytes",
                                       "handler_version", "loop_seconds"),
                 rules=[chapter._refused_fits_the_request, something_to_run("production_handlers", "production_compare")],
-                question=chapter.production_question,
+                question=chapter.production_question, measured_answer=fate_answer("refused"),
                 exercises={1: EXERCISES["refused"]}, apps=(chapter.MAIN,), spark_audit=True,
                 mitigate_base={"production_handlers": ["fail"], "production_compare": []})

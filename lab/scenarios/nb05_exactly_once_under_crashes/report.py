@@ -149,6 +149,24 @@ def asked_point(points: list) -> str:
     return "after_send_before_commit" if "after_send_before_commit" in points else points[0]
 
 
+# This run's answer to each lesson's Predict question, from what it recorded (None: it did not measure it).
+def output_answer(record: dict, p: dict) -> str | None:
+    """05a: what the read_committed output held after the exactly-once run at the asked crash point."""
+    point = asked_point(p["crash_points"]) if p.get("crash_points") else None
+    run = next((c for c in record["crashes"].values()
+                if c["guarantee"] == "exactly_once_v2" and c["crash_point"] == point), None)
+    return None if run is None else OUTPUT_ANSWERS[1] if run["duplicates"] else \
+        OUTPUT_ANSWERS[2] if run["lost"] else OUTPUT_ANSWERS[0]
+
+
+def fate_answer(lesson: str):
+    """05b, 05c, 05d: what became of the app of the asked run ("handlers", "schema" or "refused")."""
+    def answer(record: dict, p: dict) -> str | None:
+        runs = record[lesson]
+        return fate(runs[asked(runs)]["outcome"]) if runs else None
+    return answer
+
+
 @dataclass
 class EosCrashResult(Result):
     crashes: dict = field(default_factory=dict)     # "point · EOS v2" -> Crash
@@ -170,27 +188,6 @@ class EosCrashResult(Result):
     def failing(self) -> list:
         """Every handler, production-error and schema run, in the lessons' order."""
         return [*self.handlers.values(), *self.schema.values(), *self.refused.values()]
-
-    def lesson_runs(self, lesson: str) -> dict:
-        return {"handlers": self.handlers, "refused": self.refused, "schema": self.schema}[lesson]
-
-    def measured_answer(self, lesson: str | None = None) -> str | None:
-        """This run's answer to a lesson's Predict question (default: the first lesson that ran). Crashes: what the
-        read_committed output held after the exactly-once run at the asked crash point; handlers and schema: what
-        became of the asked run's app."""
-        lesson = lesson or next((name for name, runs in (("crashes", self.crashes), ("handlers", self.handlers),
-                                                         ("schema", self.schema), ("refused", self.refused))
-                                 if runs), None)
-        if lesson in ("handlers", "refused", "schema"):
-            runs = self.lesson_runs(lesson)
-            return fate(runs[asked(runs)].outcome) if runs else None
-        points = self.params.get("crash_points")
-        point = asked_point(points) if points else None
-        run = next((c for c in self.eos().values() if c.point == point), None)
-        if run is None:
-            return None
-        return (OUTPUT_ANSWERS[1] if run.m["duplicates"] else OUTPUT_ANSWERS[2] if run.m["lost"]
-                else OUTPUT_ANSWERS[0])
 
     def eos(self) -> dict:
         return {k: c for k, c in self.crashes.items() if c.guarantee == "exactly_once_v2"}
@@ -226,7 +223,7 @@ class EosCrashResult(Result):
     def handler_table(self, which: str = "handlers"):
         """One row per run of a lesson: "handlers", "refused" (the production errors) or "schema"."""
         import pandas as pd
-        runs = self.lesson_runs(which)
+        runs = getattr(self, which)   # the field of that lesson's runs
         rows = [{"run": k, "Kafka Streams": f.version, "outcome": f.outcome, "outputs": f.m["outputs"],
                  "of inputs": f.m["produced"], "lost (not in output)": f.m["lost"],
                  "dropped-records": f.m["dropped_records"], "uncaught": f.m["uncaught"], "app deaths": f.m["deaths"],

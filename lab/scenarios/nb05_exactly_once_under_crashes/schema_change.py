@@ -9,7 +9,7 @@ from ...experiment.params import something_to_run
 from .crash_loop import _failing_run
 from . import eos_crashes as chapter
 from .exercises import EXERCISES
-from .report import EosCrashResult, Failing
+from .report import EosCrashResult, Failing, fate_answer
 from .streams_app import CONTINUE_HANDLER, _slug
 
 
@@ -42,4 +42,5 @@ def run_lesson(lab: Run, p: dict) -> EosCrashResult:
 lesson = Lesson("schema", "A new state format", needs=chapter.needs, body=run_lesson,
                 params=chapter.params("schema_modes", "handler_version", "old_version", "loop_seconds"),
                 rules=[chapter._kip_1033_needs_3_9, something_to_run("schema_modes")], question=chapter.schema_question,
+                measured_answer=fate_answer("schema"),
                 exercises={1: EXERCISES["schema"]}, apps=(chapter.MAIN,), spark_audit=True)

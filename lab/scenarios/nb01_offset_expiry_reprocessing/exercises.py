@@ -1,0 +1,79 @@
+"""Lesson 01's exercises: the skipped records counted by hand, and when a group's offsets vanish."""
+from __future__ import annotations
+
+from ...experiment.result import Exercise, called, count, expect, is_number
+from .offset_expiry_report import OffsetExpiryResult, expires_after_stop
+
+
+def _skipped(result: OffsetExpiryResult) -> int:
+    """Exercise 1, from the `latest` group's history: offsets it never read, with reads on both sides of them."""
+    reads, produced = result.frames("latest")
+    if not len(reads) or not len(produced):
+        return 0
+    seen = set(zip(reads["partition"], reads["offset"]))
+    lo, hi = reads.groupby("partition")["offset"].min(), reads.groupby("partition")["offset"].max()
+    return sum(1 for p, o in zip(produced["partition"], produced["offset"])
+               if p in lo and lo[p] < o < hi[p] and (p, o) not in seen)
+
+
+def _audited_skips(result: OffsetExpiryResult) -> int:
+    """What the Spark audit counted as skipped_after_reset for `latest` (0 when it did not run)."""
+    return result.counts("latest")["skipped"] or 0
+
+
+def _check_skipped(result: OffsetExpiryResult, answer) -> None:
+    expected = _audited_skips(result)
+    whole = count(answer)
+    expect(whole == expected, f"{whole} records; count the produced offsets of each partition that lie between "
+                              "two offsets the `latest` group read, and that it never read itself")
+
+
+def _fence_post(result: OffsetExpiryResult) -> int:
+    """One too many: the first offset read after the gap counted as skipped."""
+    return _audited_skips(result) + 1
+
+
+def _check_expires_after_stop(result: OffsetExpiryResult, fn) -> None:
+    def predicted(protocol, idle_s, retention_s) -> float:
+        seconds = called(fn, f"expires_after_stop({protocol!r}, {idle_s}, {retention_s})", protocol, idle_s,
+                         retention_s)
+        expect(is_number(seconds),
+               f"expires_after_stop({protocol!r}, {idle_s}, {retention_s}) returned {seconds!r}, not a number of "
+               "seconds")
+        return float(seconds)
+
+    slack, week, day = result.params["check_interval_ms"] / 1000 + 2, 7 * 86400, 86400
+    for r in result.clock().to_dict("records"):   # this run's measurements
+        seconds = predicted(r["protocol"], r["idle_before_stop_s"], result.retention_s)
+        expect(abs(seconds - r["expired_after_stop_s"]) <= slack,
+               f"{r['variant']} ({r['protocol']}, idle {r['idle_before_stop_s']:.0f} s before the stop): predicted "
+               f"{seconds:g} s, its offsets went {r['expired_after_stop_s']:.1f} s after the stop")
+    expect(predicted("consumer", 3 * day, week) == 4 * day,
+           "a KIP-848 group idle 3 days before the stop, with a 7-day retention: its clock started at its last commit")
+    expect(predicted("consumer", 8 * day, week) == 0,
+           "a KIP-848 group idle 8 days before the stop: its retention has run out before the stop")
+    expect(predicted("classic", 8 * day, week) == week,
+           "a classic group idle 8 days before the stop: its clock starts when the group empties")
+
+
+def _classic_clock_for_all(protocol, idle_s, retention_s):
+    return retention_s
+
+
+EXERCISES = {
+    1: Exercise(
+        check=_check_skipped, solution=_skipped, wrong=_fence_post,
+        why="With its offsets gone, `latest` restarts at the end of each partition: everything produced while it "
+            "was down lies between the last offset it read before the stop and the first it read after the restart. "
+            "In each partition, every produced offset strictly between the lowest and the highest offset it read, "
+            "and never read itself, was skipped (count `(partition, offset)` pairs, so the partitions do not mix). "
+            "Back before its offsets expired, it resumes where it stopped and skips nothing."),
+    2: Exercise(
+        check=_check_expires_after_stop, solution=lambda result: expires_after_stop,
+        wrong=lambda result: _classic_clock_for_all,
+        why="A classic group's offsets wait one retention from the moment the group becomes empty, however long it "
+            "sat idle before (KIP-211). A KIP-848 group's clock, as this lab measured it on Kafka 4.3.1 (the clock "
+            "table), is its last commit: the offsets go one retention after it, at once if that has passed when the "
+            "group empties. So a KIP-848 service idle 3 days before a redeploy, with the 7-day default, has 4 days left; "
+            "idle 8 days, none."),
+}
