@@ -588,7 +588,8 @@ def test_a_lesson_that_reads_jmx_gets_a_broker_with_it_and_never_an_external_one
     own = kafka_cluster(jmx=True)
     assert own.owns_broker and own.jmx_port
     lesson = Lesson("jmx", "A lesson that reads JMX", params=[Param("jmx_n", 1, "instances", lo=1, hi=2)],
-                    needs=lambda p: {"jmx": True}, body=lambda lab, p: None, question=lambda p: ("How many?", None))
+                    needs=lambda p: {"jmx": True}, body=lambda lab, p: None, question=lambda p: ("How many?", None),
+                    measured_answer=lambda record, p: None)
     assert lesson.needs({"jmx_n": 1})["jmx"] is True
     seen = {}
 

@@ -33,7 +33,7 @@ from .timeline import Timeline
 
 class Lesson:
     def __init__(self, key: str, title: str, *, params: list[Param], needs: Callable[[dict], dict],
-                 body: Callable, question: Callable[[dict], tuple], measured_answer: Callable | None = None,
+                 body: Callable, question: Callable[[dict], tuple], measured_answer: Callable[[dict, dict], object],
                  rules=(), exercises: dict[int, Exercise] | None = None, apps: tuple[str, ...] = (),
                  spark_audit: bool = False, mitigate_base: dict | None = None):
         """`key` names its runs and its record ("poll_loop"); `needs(p)` -> {nodes, broker_config[, version,
@@ -41,8 +41,7 @@ class Lesson:
         lab's own gives);
         `body(lab, p)` -> its outcome; `question(p)` -> (text, choices or None for a number[, tolerance of a
         number]); `measured_answer(record, p)`: this run's answer to it, from what the run recorded (the outcome's
-        as_record()), or None when the outcome answers itself (its measured_answer(): 00, 01, 04, 08); `apps`: a
-        marker in the command line of each program it starts (their memory is sampled); `mitigate_base`: what its Mitigate step sets whatever the fix (for example only the variant
+        as_record()), None when it did not measure it; `apps`: a marker in the command line of each program it starts (their memory is sampled); `mitigate_base`: what its Mitigate step sets whatever the fix (for example only the variant
         without a fix)."""
         self.key, self.title = key, title
         self.spec = Spec(*params, rules=tuple(rules))
@@ -94,7 +93,7 @@ class Lesson:
                             peak_rss_mb=peak, answer=self._answer(outcome, p))
 
     def _answer(self, outcome, p: dict):
-        return outcome.measured_answer() if self._measured is None else self._measured(outcome.as_record(), p)
+        return self._measured(outcome.as_record(), p)
 
     def result(self, outcome, run_id: str = "run-1", cluster=None, **params) -> "LessonResult":
         """A result of this lesson around an outcome made elsewhere (a unit test's rows), at these parameters."""

@@ -55,11 +55,6 @@ class Result:
     def explain(self) -> str:
         return ""
 
-    def measured_answer(self):
-        """This run's answer to its notebook's Predict question (lab.experiment.predict), in the question's terms;
-        None when the run did not measure it."""
-        return None
-
     title: ClassVar[str] = "What happened, and when"
     exercises: ClassVar[dict] = {}   # number -> Exercise
 

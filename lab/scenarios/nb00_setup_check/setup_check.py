@@ -41,6 +41,11 @@ def needs(p: dict) -> dict:
     return {"nodes": p["nodes"], "broker_config": {}}
 
 
+def measured_answer(record: dict, p: dict) -> int:
+    """This run's answer to the Predict question: how many more records read_uncommitted saw than read_committed."""
+    return record["spark_uncommitted"] - record["spark_committed"]
+
+
 def question(p: dict) -> tuple:
     """The Predict step: a count, right only when exact (the abort marker counted as a record is one too many)."""
     aborted = (f"then writes {p['aborted']} records in a second transaction and aborts it" if p["aborted"] else
@@ -100,4 +105,5 @@ def _copy_with_faults(lab: Run, target: str, ids: list[str], aborted: int) -> No
 
 
 lesson = Lesson("setup_check", "Setup check", params=PARAMS, needs=needs, body=check, question=question,
+                measured_answer=measured_answer,
                 exercises=EXERCISES, spark_audit=True)

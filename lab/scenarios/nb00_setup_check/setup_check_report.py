@@ -39,10 +39,6 @@ class SetupResult(Result):
         return (self.counts.get("duplicate") == self.duplicates_injected
                 and self.counts.get("aborted_read") == self.aborted_injected and self.counts.get("lost") == 0)
 
-    def measured_answer(self) -> int:
-        """The Predict question's answer: how many more records read_uncommitted saw than read_committed."""
-        return self.spark_uncommitted - self.spark_committed
-
     def verdict(self) -> str:
         c = self.counts
         seen = f"duplicate={c.get('duplicate')}, aborted_read={c.get('aborted_read')}, lost={c.get('lost')}"

@@ -74,6 +74,7 @@ EXERCISES = {
         why="A classic group's offsets wait one retention from the moment the group becomes empty, however long it "
             "sat idle before (KIP-211). A KIP-848 group's clock, as this lab measured it on Kafka 4.3.1 (the clock "
             "table), is its last commit: the offsets go one retention after it, at once if that has passed when the "
-            "group empties. So a KIP-848 service idle 3 days before a redeploy, with the 7-day default, has 4 days left; "
+            "group empties. So a KIP-848 service idle 3 days before a redeploy, with the 7-day default, has 4 days "
+            "left; "
             "idle 8 days, none."),
 }

@@ -19,7 +19,7 @@ from ...experiment.streaming import audit_many
 from ...generator import generate
 from ...history import History
 from .exercises import EXERCISES
-from .offset_expiry_report import RESTART_ANSWERS, VARIANTS, OffsetExpiryResult, Variant
+from .offset_expiry_report import RESTART_ANSWERS, VARIANTS, OffsetExpiryResult, Variant, measured_answer
 from .offset_expiry_spark import SPARK_VARIANTS, SparkQueries
 
 APP_MODULE = "lab.apps.consumer_app"
@@ -294,5 +294,6 @@ def every_variant(lab: Run, p: dict) -> OffsetExpiryResult:
 # The Mitigate step: the source's two groups (earliest, latest) again, with the learner's fix: a downtime within the
 # retention, or a retention longer than the downtime.
 lesson = Lesson("offset_expiry", "A quiet service comes back", params=PARAMS, rules=[_something_to_run],
-                needs=needs, body=every_variant, question=question, exercises=EXERCISES,
-                apps=(APP_MODULE,), spark_audit=True, mitigate_base={"variants": ["earliest", "latest"], "spark": False})
+                needs=needs, body=every_variant, question=question, measured_answer=measured_answer,
+                exercises=EXERCISES, apps=(APP_MODULE,), spark_audit=True,
+                mitigate_base={"variants": ["earliest", "latest"], "spark": False})

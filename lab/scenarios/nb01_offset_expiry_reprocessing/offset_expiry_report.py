@@ -39,6 +39,18 @@ RESTART_ANSWERS = ("it resumes where it stopped", "it re-reads what it had alrea
                    "it skips what arrived while it was down", "it stops with an error")
 
 
+def measured_answer(record: dict, p: dict) -> str | None:
+    """This run's answer to the Predict question, from what it recorded: what the `earliest` group did when it came
+    back (None: it did not run)."""
+    if "earliest_error" not in record:
+        return None
+    if record["earliest_error"]:
+        return RESTART_ANSWERS[3]
+    if record.get("earliest_reprocessed"):
+        return RESTART_ANSWERS[1]
+    return RESTART_ANSWERS[2] if record.get("earliest_skipped") else RESTART_ANSWERS[0]
+
+
 # ------------------------------------------------------------------ pure parts (unit-tested)
 
 def expires_after_stop(protocol: str, idle_s: float, retention_s: float) -> float:
@@ -89,17 +101,6 @@ class OffsetExpiryResult(Result):
         """The main variants' downtime (the control's if it ran alone)."""
         main = [f["downtime_s"] for n, f in self.facts.items() if VARIANTS[n].restart == "window"]
         return min(main or [f["downtime_s"] for f in self.facts.values()] or [0])
-
-    def measured_answer(self) -> str | None:
-        """What the `earliest` group did when it came back (None: it did not run)."""
-        if "earliest" not in self.facts:
-            return None
-        c = self.counts("earliest")
-        if "earliest" in self.errors:
-            return RESTART_ANSWERS[3]
-        if c["reprocessed"]:
-            return RESTART_ANSWERS[1]
-        return RESTART_ANSWERS[2] if c["skipped"] else RESTART_ANSWERS[0]
 
     def _did(self, n: str) -> str:
         c = self.counts(n)

@@ -22,7 +22,7 @@ from ...generator import generate
 from ...history import History
 from ...programs import JavaProgram
 from .exercises import EXERCISES
-from .stale_standby_report import STALE_ANSWERS, StaleStandbyResult, Variant, analyse
+from .stale_standby_report import STALE_ANSWERS, StaleStandbyResult, Variant, analyse, measured_answer
 
 MAIN, SOURCES = "StaleStandbyWorker", ["StaleStandbyWorker.java", "Lab.java"]
 OLDEST_SUPPORTED = (3, 0, 0)                          # the worker's TaskMetadata / exactly_once_v2 API
@@ -165,5 +165,5 @@ def _variant(lab: Run, label: str, version: str, caching: bool, p: dict) -> "Var
 
 # The Mitigate step: the same program again, alone, with the learner's fix (caching off, or another version).
 lesson = Lesson("stale_standby", "A task comes back", params=PARAMS, rules=[_leaves_one_running], needs=needs,
-                body=every_variant, question=question, exercises=EXERCISES, apps=(MAIN,), spark_audit=True,
-                mitigate_base={"mitigations": False})
+                body=every_variant, question=question, measured_answer=measured_answer, exercises=EXERCISES,
+                apps=(MAIN,), spark_audit=True, mitigate_base={"mitigations": False})

@@ -20,6 +20,11 @@ def is_affected(version: str) -> bool:
     return FIRST_AFFECTED <= parse_version(version) < FIRST_FIXED
 
 
+def measured_answer(record: dict, p: dict) -> str:
+    """This run's answer to the Predict question, from what it recorded: did the run's store serve a stale value?"""
+    return STALE_ANSWERS[0] if record["main_counts"]["stale_reads"] else STALE_ANSWERS[1]
+
+
 # ------------------------------------------------------------------ what happened
 
 def parse_assignments(logs: dict, toggles: list):
@@ -203,9 +208,6 @@ class StaleStandbyResult(Result):
     @property
     def mitigations(self) -> dict:
         return {k: v for k, v in self.variants.items() if k != "main"}
-
-    def measured_answer(self) -> str:
-        return STALE_ANSWERS[0] if self.main.counts["stale_reads"] else STALE_ANSWERS[1]
 
     def verdict(self) -> str:
         m, c = self.main, self.main.counts

@@ -53,6 +53,12 @@ def needs(p: dict) -> dict:
         "transaction.remove.expired.transaction.cleanup.interval.ms": str(TXN_SWEEP_MS)})
 
 
+def measured_answer(record: dict, p: dict) -> int | None:
+    """This run's answer to the Predict question: the records the group read again, as the Spark audit counted them
+    (None: the run did not verify)."""
+    return record.get("observed_rereads")
+
+
 def question(p: dict) -> tuple:
     """The Predict step: a number (the verification measures it)."""
     return (f"The group `billing` consumes and commits {p['messages']} records"
@@ -271,4 +277,5 @@ def your_cluster(bootstrap: str | None = None, *, command_config: str | None = N
 # leaves (FIX = {"risks": []}: a member stays in the group, the producer sends two transactions a second, no quota, a
 # current client).
 lesson = Lesson("diagnose", "Diagnose your cluster", params=PARAMETERS, needs=needs, body=diagnose_and_verify,
-                question=question, exercises=EXERCISES, apps=("lab.apps.consumer_app", "IdleTransactionalProducer"))
+                question=question, measured_answer=measured_answer, exercises=EXERCISES,
+                apps=("lab.apps.consumer_app", "IdleTransactionalProducer"))

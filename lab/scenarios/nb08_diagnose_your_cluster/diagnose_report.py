@@ -67,9 +67,6 @@ class DiagnoseResult(Result):
                 if self.predicted("offsets-expire") else observed == 0,
                 "producer error": self.producer_error() == self.predicted_error()}
 
-    def measured_answer(self) -> int | None:
-        return self.observed_rereads()
-
     def offsets_at_diagnosis(self) -> dict:
         """What the doctor read of this run's group and topic, by partition: the group's committed offsets and
         the topic's log start offsets (the first offset still retained)."""
