@@ -3,9 +3,9 @@
     python benchmarks/bench_01.py [N]        (default N=5)
 
 One broker with offsets.retention.minutes=1 serves every run (each run has its own topic and groups).
-Each run: the earliest, latest and control variants (no Spark queries, so a run is one window).
+Each run: the earliest, latest and early variants (no Spark queries, so a run is one window).
 A run reproduces when earliest re-read what it had committed, latest skipped what arrived while it was
-down, and the control saw neither. Prints a Markdown table for benchmarks/RESULTS.md.
+down, and the early group saw neither. Prints a Markdown table for benchmarks/RESULTS.md.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from lab.cluster import kafka_cluster  # noqa: E402
 from lab.scenarios.nb01_offset_expiry_reprocessing.offset_expiry import lesson  # noqa: E402
 
 PARAMS = lesson.spec.validate(retention_minutes=1, check_interval_ms=2000, downtime_s=None, messages_before=200,
-                            messages_while_down=100, variants=["earliest", "latest", "control"], spark=False)
+                            messages_while_down=100, variants=["earliest", "latest", "early"], spark=False)
 
 
 def one_run(cluster) -> dict:
@@ -28,7 +28,7 @@ def one_run(cluster) -> dict:
     r = lesson.run(cluster=cluster, progress=False, **PARAMS).as_record()
     return {
         "reproduced": bool(r["earliest_reprocessed"] > 0 and r["latest_skipped"] > 0
-                           and r["control_reprocessed"] == 0 and r["control_skipped"] == 0),
+                           and r["early_reprocessed"] == 0 and r["early_skipped"] == 0),
         "reprocessed": r["earliest_reprocessed"], "skipped": r["latest_skipped"],
         "first_reprocessing_after_stop_s": r.get("first_reprocessing_after_stop_s"),
         "expired_after_stop_s": r["earliest_expired_after_stop_s"],

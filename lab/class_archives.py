@@ -51,8 +51,9 @@ def key(java: str, classpath: list[Path]) -> str:
     return digest.hexdigest()[:20]
 
 
-def options(java: str, classpath: list[Path]) -> list[str]:
-    """The JVM options for this start: map the archive, or write the class list, or nothing while one is made."""
+def options(java: str, classpath: list[Path], spawn) -> list[str]:
+    """The JVM options for this start: map the archive, or write the class list, or nothing while one is made.
+    `spawn(name, argv, log)` starts the dump's JVM (lab.processes.Child: the caller's, so a panel's Stop stops it)."""
     if os.environ.get(ENV) == "0":
         return []
     try:
@@ -72,17 +73,15 @@ def options(java: str, classpath: list[Path]) -> list[str]:
         if not lists:
             return [f"-XX:DumpLoadedClassList={here / f'{name}.{uuid.uuid4().hex[:8]}.classlist'}"]
         if time.time() - lists[0].stat().st_mtime >= QUIET_FOR_S:
-            _dump_in_background(java, classpath, name, lists[0])
+            _dump_in_background(java, classpath, name, lists[0], spawn)
         return []
     except OSError:   # a read-only or full cache: the JVM starts as it would without archives
         return []
 
 
-def _dump_in_background(java: str, classpath: list[Path], name: str, class_list: Path) -> None:
+def _dump_in_background(java: str, classpath: list[Path], name: str, class_list: Path, spawn) -> None:
     """Start the dump in the caller's thread (a panel's Stop of its run stops it too; it is tried again later),
     and finish it in another."""
-    from .processes import Child   # processes starts JVMs with this module's options
-
     with _lock:
         if name in _dumping:
             return
@@ -95,7 +94,7 @@ def _dump_in_background(java: str, classpath: list[Path], name: str, class_list:
         # The list is still written by its JVM: only its whole lines.
         text = class_list.read_bytes()
         usable.write_bytes(text[:text.rfind(b"\n") + 1])
-        child = Child(f"class-archive-{name}", [java, "-Xshare:dump", f"-XX:SharedClassListFile={usable}",
+        child = spawn(f"class-archive-{name}", [java, "-Xshare:dump", f"-XX:SharedClassListFile={usable}",
                                                f"-XX:SharedArchiveFile={part}",
                                                "-cp", os.pathsep.join(map(str, classpath))], log)
     except Exception:   # a stopped run, a full disk: no archive this time

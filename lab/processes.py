@@ -238,8 +238,8 @@ def spawn_java(name: str, classpath: list[Path], main: str, args: list[str], log
     jars = [Path(p) for p in classpath if str(p).endswith(".jar")]
     classpath = [*jars, *(Path(p) for p in classpath if not str(p).endswith(".jar"))]
     java = java_executable()
-    argv = [java, f"-Xmx{heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", *class_archives.options(java, jars),
-            *jvm_options, "-cp", os.pathsep.join(map(str, classpath)), main, *args]
+    argv = [java, f"-Xmx{heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            *class_archives.options(java, jars, Child), *jvm_options, "-cp", os.pathsep.join(map(str, classpath)), main, *args]
     return Child(name, argv, log_path, env=env, cwd=cwd)
 
 

@@ -36,19 +36,19 @@ def settled(seconds: float = 120) -> None:
 
 def test_the_first_start_lists_its_classes_a_later_one_dumps_them_and_then_every_start_maps_the_archive(archives):
     java, jars = java_executable(), kafka_classpath(KAFKA_VERSION)
-    first = class_archives.options(java, jars)
+    first = class_archives.options(java, jars, processes.Child)
     assert len(first) == 1 and first[0].startswith("-XX:DumpLoadedClassList="), first
     assert "USAGE" in usage(java, jars, first).stdout
     listed = Path(first[0].split("=", 1)[1])
     assert "kafka/Kafka" in listed.read_text()
     # While the list may still grow (its JVM starting up), a start neither dumps nor lists again.
-    assert class_archives.options(java, jars) == [] and not class_archives._dumping
+    assert class_archives.options(java, jars, processes.Child) == [] and not class_archives._dumping
     os.utime(listed, (time.time() - 60, time.time() - 60))
-    assert class_archives.options(java, jars) == []   # this start runs as before; the dump runs beside it
+    assert class_archives.options(java, jars, processes.Child) == []   # this start as before; the dump beside it
     settled()
     names = sorted(p.name for p in archives.iterdir() if not p.name.endswith(".log"))
     assert names == [f"{class_archives.key(java, jars)}.jsa"], names   # no part file, no list left
-    mapped = class_archives.options(java, jars)
+    mapped = class_archives.options(java, jars, processes.Child)
     assert f"-XX:SharedArchiveFile={archives / names[0]}" in mapped
     # -Xshare:on: the JVM refuses to start unless it maps the archive.
     run = usage(java, jars, [*mapped, "-Xshare:on"])
@@ -68,15 +68,15 @@ def test_a_dump_that_fails_is_never_used_and_a_killed_one_is_tried_again(archive
     archives.mkdir()
     listed = archives / f"{name}.x.classlist"
     listed.write_text("java/lang/Object id: 0\n")
-    class_archives._dump_in_background(str(java), classpath, name, listed)
+    class_archives._dump_in_background(str(java), classpath, name, listed, processes.Child)
     settled()
     left = sorted(p.suffix for p in archives.iterdir())
     assert left == sorted([".classlist", ".log", *([".failed"] if "exit" in ends else [])]), left
     if "exit" in ends:
-        assert class_archives.options(str(java), classpath) == []
+        assert class_archives.options(str(java), classpath, processes.Child) == []
     else:   # the list is there and quiet: the next start dumps again
         os.utime(listed, (time.time() - 60, time.time() - 60))
-        class_archives.options(str(java), classpath)
+        class_archives.options(str(java), classpath, processes.Child)
         settled()
         assert (tmp_path / "dumps").read_text() == "dump\ndump\n"
 
@@ -88,13 +88,13 @@ def test_a_changed_jar_is_another_archive_and_the_switch_turns_archives_off(arch
     os.utime(jar, (1, 1))
     assert class_archives.key("java", [jar]) != before
     monkeypatch.setenv(class_archives.ENV, "0")
-    assert class_archives.options("java", [jar]) == [] and not archives.exists()
+    assert class_archives.options("java", [jar], processes.Child) == [] and not archives.exists()
 
 
 def test_the_jars_come_before_the_lab_classes_and_only_the_jars_are_archived(archives, tmp_path, monkeypatch):
     seen = {}
     monkeypatch.setattr(processes, "Child", lambda name, argv, *a, **kw: seen.setdefault("argv", argv))
-    monkeypatch.setattr(class_archives, "options", lambda java, jars: seen.setdefault("jars", jars) and [])
+    monkeypatch.setattr(class_archives, "options", lambda java, jars, spawn: seen.setdefault("jars", jars) and [])
     classes, jar = tmp_path / "classes", tmp_path / "b.jar"
     processes.spawn_java("x", [classes, jar], "Main", [], tmp_path / "x.log")
     assert seen["jars"] == [jar]

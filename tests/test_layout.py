@@ -107,3 +107,41 @@ def _learner_text():
 def test_learner_text_has_no_internal_words():
     found = [f"{where}: {m.group(0)!r}" for where, text in _learner_text() for m in INTERNAL.finditer(text)]
     assert not found, found
+
+
+def _imports_of_lab() -> dict:
+    """Each module of lab/ -> the modules of lab/ it imports, at module level or inside a function."""
+    modules = {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p
+               for p in (ROOT / "lab").rglob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = package.split(".")[:len(package.split(".")) - node.level + 1] if node.level else []
+                stem = ".".join([*base, *(node.module.split(".") if node.module else [])])
+                found |= {f"{stem}.{a.name}" if f"{stem}.{a.name}" in modules else stem for a in node.names}
+            elif isinstance(node, ast.Import):
+                found |= {a.name for a in node.names}
+        graph[name] = {m for m in found if m in modules and m != name}
+    return graph
+
+
+def test_no_import_circle_in_lab_at_module_or_function_level():
+    graph, done, circles = _imports_of_lab(), set(), []
+
+    def visit(node, path):
+        if node in path:
+            circles.append(path[path.index(node):] + [node])
+            return
+        if node in done:
+            return
+        for nxt in sorted(graph[node]):
+            visit(nxt, path + [node])
+        done.add(node)
+    for node in sorted(graph):
+        visit(node, [])
+    # a package's __init__ that re-exports its own modules is its face, not a circle
+    real = [c for c in circles if not any(a.startswith(b + ".") or b.startswith(a + ".") for a, b in zip(c, c[1:]))]
+    assert not real, real

@@ -42,7 +42,7 @@ def test_expires_after_stop():
 def test_spec_accepts_a_downtime_shorter_than_the_retention_and_refuses_what_kafka_cannot_take():
     p = oe.lesson.spec.validate(downtime_s=20, variants=["earliest"], spark=False)
     assert p["downtime_s"] == 20 and p["retention_minutes"] == 1
-    assert oe.lesson.spec.validate(control_downtime_s=600)["control_downtime_s"] == 600   # a control that expires: valid
+    assert oe.lesson.spec.validate(early_downtime_s=600)["early_downtime_s"] == 600   # a control that expires: valid
     assert oe.needs(p)["broker_config"]["offsets.retention.minutes"] == "1"
     for bad in (dict(retention_minutes=0), dict(variants=["nope"]), dict(group_protocol="x"),
                 dict(variants=[], spark=False), dict(partitions=4), dict(downtime_s=0), dict(retension_minutes=1)):

@@ -5,7 +5,7 @@ PARAMETERS = dict(
     MESSAGES_BEFORE=60,        # still enough for every group to commit on both partitions
     MESSAGES_WHILE_DOWN=30,
     IDLE_S=15,                 # > the sweep interval + polling slack, so the two clocks stay distinguishable
-    CONTROL_DOWNTIME_S=10,
+    EARLY_DOWNTIME_S=10,
     PREDICTION="it resumes where it stopped",    # a wrong prediction: the run says what it measured instead
     FIX={"downtime_s": 20},    # the Mitigate step: the earliest and latest groups back within the 60 s retention
     INTERACTIVE=False,
@@ -37,8 +37,8 @@ def check(results: dict) -> None:
     prediction(results, PARAMETERS["PREDICTION"], "it re-reads what it had already processed")
     # latest: no re-reads, but at least everything produced while it was down was skipped.
     assert results["latest_skipped"] >= down and results["latest_reprocessed"] == 0, results
-    # The control (downtime < retention) and the loud failure + operator reset: nothing repeated or lost.
-    assert results["control_reprocessed"] == 0 and results["control_skipped"] == 0, results
+    # The early group (downtime < retention) and the loud failure + operator reset: nothing repeated or lost.
+    assert results["early_reprocessed"] == 0 and results["early_skipped"] == 0, results
     assert results["error_error"] and "offset" in results["error_error"], results   # seen, and about the offset
     assert results["error_reprocessed"] == 0 and results["error_skipped"] == 0, results
     # The idempotent sink re-reads too, yet its output has no duplicate and loses nothing.

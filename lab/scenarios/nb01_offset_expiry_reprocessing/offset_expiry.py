@@ -33,7 +33,7 @@ PARAMS = [
           lo=500, hi=600000, unit="ms", why="a sweep more often than twice a second only loads the broker"),
     Param("downtime_s", None, "how long the apps stay down", lo=1, hi=7200, unit="s",
           none="until every group's offsets are gone"),
-    Param("control_downtime_s", 15, "how long the control group stays down", lo=1, hi=7200, unit="s"),
+    Param("early_downtime_s", 15, "how long the `early` group stays down", lo=1, hi=7200, unit="s"),
     Param("idle_s", 10, "how long the idle-* groups sit quiet (still members) before the stop", lo=0, hi=600,
           unit="s"),
     Param("messages_before", 200, "records consumed and committed before the stop", lo=1, hi=200000),
@@ -180,7 +180,7 @@ class _Experiment:
         """The one shared wait: poll every group's offsets twice a second, restart each variant when due."""
         p, stop, retention = self.p, self.stop_at, self.p["retention_minutes"] * 60
         give_up = retention + 3 * p["check_interval_ms"] / 1000 + 45   # DOWNTIME_S None: offsets should be gone
-        due = {v.name: stop + (p["control_downtime_s"] if v.restart == "early" else p["downtime_s"] or give_up)
+        due = {v.name: stop + (p["early_downtime_s"] if v.restart == "early" else p["downtime_s"] or give_up)
                for v in self.variants}
         waiting, restarts = {v.name: v for v in self.variants}, []
         self.run.phase("down: " + (f"{p['downtime_s']:g} s" if p["downtime_s"] else "until the offsets are gone")

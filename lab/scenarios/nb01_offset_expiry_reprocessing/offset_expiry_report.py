@@ -16,7 +16,7 @@ class Variant:
     name: str
     reset: str                    # auto.offset.reset
     protocol: str | None          # None: the run's group_protocol
-    restart: str                  # "window": after DOWNTIME_S (or the expiry); "early": after CONTROL_DOWNTIME_S
+    restart: str                  # "window": after DOWNTIME_S (or the expiry); "early": after EARLY_DOWNTIME_S
     claim: str                    # what it shows when its offsets expired
     idle: bool = False            # quiet for idle_s before the stop (the expiry-clock probes)
     sink: str | None = None       # None, "plain" or "idempotent" output topic
@@ -26,7 +26,7 @@ VARIANTS = {v.name: v for v in [
     Variant("earliest", "earliest", None, "window", "re-reads everything still retained, writes it again", sink="plain"),
     Variant("latest", "latest", None, "window", "silently skips what arrived while it was down"),
     Variant("error", "error", None, "window", "fails loudly; an operator resets the offsets"),
-    Variant("control", "earliest", None, "early", "back after CONTROL_DOWNTIME_S: nothing re-read if < retention"),
+    Variant("early", "earliest", None, "early", "back after EARLY_DOWNTIME_S: nothing re-read if < retention"),
     Variant("idempotent", "earliest", None, "window", "re-reads, but the dedupe-by-id sink writes nothing twice",
             sink="idempotent"),
     Variant("idle-classic", "earliest", "classic", "window", "expiry clock of a quiet classic group", idle=True),
@@ -98,7 +98,7 @@ class OffsetExpiryResult(Result):
                 "duplicates": c.get("duplicate"), "lost": c.get("lost")}
 
     def downtime(self) -> float:
-        """The main variants' downtime (the control's if it ran alone)."""
+        """The main variants' downtime (the `early` group's if it ran alone)."""
         main = [f["downtime_s"] for n, f in self.facts.items() if VARIANTS[n].restart == "window"]
         return min(main or [f["downtime_s"] for f in self.facts.values()] or [0])
 
@@ -111,9 +111,9 @@ class OffsetExpiryResult(Result):
     def verdict(self) -> str:
         if not self.facts:
             return "no consumer group ran; Spark: " + (", ".join(f"{k}: {v}" for k, v in self.errors.items()) or "clean")
-        d, R, control = self.downtime(), self.retention_s, self.facts.get("control")
-        tail = (f"; control back after {control['downtime_s']:.0f} s: offsets "
-                + ("expired too" if "control" in self.expired else "still there")) if control and len(self.facts) > 1 else ""
+        d, R, early = self.downtime(), self.retention_s, self.facts.get("early")
+        tail = (f"; early back after {early['downtime_s']:.0f} s: offsets "
+                + ("expired too" if "early" in self.expired else "still there")) if early and len(self.facts) > 1 else ""
         if self.expired:
             return (f"downtime {d:.0f} s vs retention {R} s: the committed offsets of {len(self.expired)} group(s) "
                     "expired before the restart: " + "; ".join(f"{n} {self._did(n)}" for n in self.expired) + tail)
@@ -160,7 +160,7 @@ class OffsetExpiryResult(Result):
 
     def mitigations_table(self):
         """The groups that were mitigations of this run, and the checkpointed query."""
-        return self.table(["control", "error", "idempotent", "spark-checkpoint"])
+        return self.table(["early", "error", "idempotent", "spark-checkpoint"])
 
     def offsets_table(self):
         import pandas as pd
