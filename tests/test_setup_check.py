@@ -80,3 +80,27 @@ def test_the_predicted_count_is_right_only_when_exact(aborted, capsys):
         guess = sc.lesson.predict(p, slip, show=False)
         guess.against(aborted)
         assert guess.right() is False, slip
+
+
+def test_the_copys_end_offset_is_read_once_its_last_marker_is_in_the_log(monkeypatch):
+    """The coordinator writes a transaction's markers after abort_transaction() has returned: until the abort marker
+    is in, the end offset lacks it and the last stable offset still trails (it stops before the open transaction)."""
+    answers = iter([(127, 122), (127, 122), (128, 128)])   # (end, last stable): the marker comes on the third look
+    seen = {}
+
+    def offsets(admin, topic, partitions=1, spec="latest", committed=False):
+        if not committed:
+            seen["now"] = next(answers)
+        return {0: seen["now"][1] if committed else seen["now"][0]}
+
+    class Lab:
+        cluster = type("Cluster", (), {"admin": staticmethod(lambda: None)})()
+
+        @staticmethod
+        def wait(predicate, timeout, what, evidence=None):
+            while not (got := predicate()):
+                pass
+            return got
+
+    monkeypatch.setattr(sc, "topic_offsets", offsets)
+    assert sc._end_once_settled(Lab, "copy") == 128

@@ -12,12 +12,16 @@ from __future__ import annotations
 
 
 
-def topic_offsets(admin, topic: str, partitions: int = 1, spec: str = "latest") -> dict[int, int]:
-    """partition -> offset: "latest" (the end) or "earliest" (the log start, past what retention deleted)."""
-    from confluent_kafka import TopicPartition
+def topic_offsets(admin, topic: str, partitions: int = 1, spec: str = "latest",
+                  committed: bool = False) -> dict[int, int]:
+    """partition -> offset: "latest" (the end) or "earliest" (the log start, past what retention deleted);
+    `committed`: the end a read_committed reader sees, the last stable offset (before any open transaction)."""
+    from confluent_kafka import IsolationLevel, TopicPartition
     from confluent_kafka.admin import OffsetSpec
     tps = [TopicPartition(topic, i) for i in range(partitions)]
-    futures = admin.list_offsets({tp: getattr(OffsetSpec, spec)() for tp in tps}, request_timeout=15)
+    level = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
+    futures = admin.list_offsets({tp: getattr(OffsetSpec, spec)() for tp in tps}, isolation_level=level,
+                                 request_timeout=15)
     return {tp.partition: f.result().offset for tp, f in futures.items()}
 
 

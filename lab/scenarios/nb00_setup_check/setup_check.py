@@ -67,7 +67,7 @@ def check(lab: Run, p: dict) -> SetupResult:
         # every id of the input topic, read by a real consumer group
         ids = [row["id"] for row in read_as_group(lab, source, p["messages"], f"{source}-copier")]
         _copy_with_faults(lab, copy, ids, p["aborted"])
-        end_offset = topic_offsets(lab.cluster.admin(), copy)[0]   # records and transaction markers alike
+        end_offset = _end_once_settled(lab, copy)   # records and transaction markers alike
     with lab.step("start Spark"):
         spark = spark_session()
     with lab.step("Spark reads the copy (committed, uncommitted)"):
@@ -82,6 +82,19 @@ def check(lab: Run, p: dict) -> SetupResult:
                        kafka_version=lab.cluster.version, bootstrap=lab.bootstrap, produced=generated.produced,
                        consumed=len(ids), spark_committed=committed, spark_uncommitted=uncommitted,
                        aborted_injected=p["aborted"], copy_end_offset=end_offset, audit=verdict)
+
+
+def _end_once_settled(lab: Run, topic: str) -> int:
+    """The copy's end offset once its last transaction's marker is in the log: the coordinator writes the markers
+    after the producer's commit or abort has returned, and until then the last stable offset trails the end."""
+    admin = lab.cluster.admin()
+
+    def settled():
+        end = topic_offsets(admin, topic)[0]
+        return end if topic_offsets(admin, topic, committed=True)[0] == end else None
+    return lab.wait(settled, 30, "the copy's last transaction marker",
+                    evidence=lambda: f"end {topic_offsets(admin, topic)[0]}, last stable "
+                                     f"{topic_offsets(admin, topic, committed=True)[0]}")
 
 
 def _copy_with_faults(lab: Run, target: str, ids: list[str], aborted: int) -> None:
