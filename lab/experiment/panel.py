@@ -65,6 +65,7 @@ class PanelProgress(Progress):
         super().__init__(True)
         self.panel, self.runs, self.lines = panel, [], []
         self.stopping, self.worker = threading.Event(), None
+        self.killed = threading.Event()   # set once a Stop has killed every process of the run
 
     @property
     def current(self) -> bool:
@@ -193,7 +194,10 @@ class Panel:
         self.stop_button.disabled = True
         for run in list(progress.runs):
             run.stop()
-        stop_thread(progress.worker)   # and a process it starts from now on is refused
+        try:
+            stop_thread(progress.worker)   # and a process it starts from now on is refused
+        finally:
+            progress.killed.set()
         from ..spark import cancel_jobs
         cancel_jobs()
         threading.Thread(target=self._when_stopped, args=(progress,), daemon=True).start()
@@ -214,6 +218,10 @@ class Panel:
         except BaseException as exc:  # noqa: BLE001 - reported in the panel, not raised in a dead thread
             error = exc
             self._log_traceback(exc)
+        if progress.stopping.is_set():
+            # the run's thread may unwind while the Stop is still killing its processes one by one: count what is
+            # left once the Stop is through (a broker and a class-archive dump take a moment each)
+            progress.killed.wait(30)
         outcome = progress.outcome()
         if progress.stopping.is_set():
             self._finish(progress, _stopped_text(outcome), outcome)
