@@ -37,14 +37,14 @@ def main():
     from lab.cluster import kafka_cluster
     from lab.scenarios.nb03_quota_driven_fencing.fencing import lesson
 
-    params = lesson.spec.validate(affected_version=args.affected, fixed_version=args.fixed, duration_s=args.seconds,
-                                  compare=["fixed"], mitigations=[])
+    params = lesson.spec.validate(streams_version=args.affected, other_version=args.fixed, duration_s=args.seconds,
+                                  compare=["other_version"], variants=[])
     rows = []
     with PeakRSS() as rss, kafka_cluster(**lesson.needs(params), name="bench03") as cluster:
         for i in range(args.runs):
             t = time.perf_counter()
             result = lesson.run(cluster=cluster, progress=False, **params)
-            a, f = result.row("affected"), result.row("fixed")
+            a, f = result.row("app"), result.row("other_version")
             rows.append({"run": i + 1, "wall_s": time.perf_counter() - t, "affected_crashes": a["crashes"],
                          "affected_first_crash_s": a["first_crash_s"], "affected_longest_wait_s": a["longest_txn_wait_s"],
                          "affected_mechanism": a["mechanism"], "fixed_crashes": f["crashes"],
@@ -70,7 +70,7 @@ def main():
     print(f"- peak RSS (this process + broker + both Streams JVMs): {rss.peak / 2**30:.2f} GiB")
 
     if args.notebook:
-        path = ROOT / "notebooks" / "03a_fencing.ipynb"
+        path = ROOT / "notebooks" / "03a_over_quota.ipynb"
         took, peak = notebook(path)
         print(f"- notebook under papermill (default parameters): {took:.0f} s (target <= 300 s), "
               f"peak RSS {peak / 2**30:.2f} GiB")

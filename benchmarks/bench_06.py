@@ -53,9 +53,9 @@ def variants(key: str, result) -> dict[str, bool]:
     if key == "restore":
         return {f"restore/{r['mode']} {r['size_mb']} MB full restore": r["full_restore"] for r in rows}
     if key == "memory":
-        bound = result.params["memory_bound_mb"]
-        return {f"memory/{r['config']}-p{r['partitions']} over the bound":
-                r["rocksdb_mb"] > bound if r["config"] == "default" else not r["within_cap"] for r in rows}
+        cache = result.params["memory_budget_mb"]
+        return {f"memory/{r['config']}-p{r['partitions']} over the shared cache's size":
+                r["rocksdb_mb"] > cache if r["config"] == "default" else not r["within_cap"] for r in rows}
     if key == "changelog":
         return {f"changelog/{r['variant']} downstream missed updates": r["missed"] for r in rows}
     return {"disk/full": result.failed}

@@ -29,7 +29,7 @@ def main() -> None:
         for r in runs:
             for row in r.outcome.rows:
                 if number == "07a":
-                    counts["poll variant|looped in"][f"{row['client']}/{row['fix']}"] += row["looped"]
+                    counts["poll variant|looped in"][f"{row['client']}/{row['variant']}"] += row["looped"]
                 elif number == "07b":
                     counts["parallelism|an idle instance in"][f"P={row['partitions']} N={row['instances']}"] += \
                         row["idle_instances"] > 0

@@ -11,6 +11,8 @@ import os
 import re
 from pathlib import Path
 
+import javaproperties
+
 from .config import CLIENT_PROPERTIES_ENV
 from .errors import LabError
 
@@ -47,31 +49,9 @@ def security_properties() -> dict[str, str]:
 
 
 def parse_properties(text: str) -> dict[str, str]:
-    """A Java .properties text: key=value or key:value or key value, #/! comments, `\\` continuations."""
-    props: dict[str, str] = {}
-    logical = ""
-    for raw in text.splitlines():
-        line = raw.lstrip()
-        if not logical and (not line or line[0] in "#!"):
-            continue
-        if re.search(r"(?<!\\)(\\\\)*\\$", line):   # an odd number of trailing backslashes continues the line
-            logical += line[:-1]
-            continue
-        logical += line
-        match = re.match(r"((?:\\.|[^=:\s\\])*)\s*[=:\s]?\s*(.*)$", logical, re.S)
-        key, value = (_unescape(match.group(1)), _unescape(match.group(2))) if match else (logical, "")
-        props[key] = value
-        logical = ""
-    return props
-
-
-def _unescape(text: str) -> str:
-    return re.sub(r"\\(.)", lambda m: {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(m.group(1), m.group(1)), text)
-
-
-def _escape(text: str, key: bool = False) -> str:
-    text = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
-    return re.sub(r"([=:\s#!])", r"\\\1", text) if key else text
+    """A Java .properties text, read as Java reads it (javaproperties: separators, comments, continuations,
+    `\\uXXXX` escapes)."""
+    return javaproperties.loads(text)
 
 
 def _check(props: dict, path: Path) -> None:
@@ -114,7 +94,9 @@ def _check(props: dict, path: Path) -> None:
 
 def _jaas_credentials(jaas: str) -> tuple[str, str] | None:
     """(username, password) out of a PLAIN/SCRAM jaas config, or None."""
-    found = {k: _unescape(v) for k, v in re.findall(r'\b(username|password)\s*=\s*"((?:\\.|[^"\\])*)"', jaas)}
+    # a JAAS quoted string escapes " and \ with a backslash
+    found = {k: re.sub(r"\\(.)", r"\1", v)
+             for k, v in re.findall(r'\b(username|password)\s*=\s*"((?:\\.|[^"\\])*)"', jaas)}
     return (found["username"], found["password"]) if {"username", "password"} <= set(found) else None
 
 
@@ -188,7 +170,7 @@ def write_properties(path: Path, props: dict) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
-        f.write("".join(f"{_escape(str(k), key=True)}={_escape(str(v))}\n" for k, v in props.items()))
+        f.write(javaproperties.dumps({str(k): str(v) for k, v in props.items()}, timestamp=False))
     os.chmod(path, 0o600)   # O_CREAT's mode does not apply to a file that already existed
     return path
 

@@ -2,8 +2,10 @@
 
     from lab.notebook import *          # display, Markdown, record, panel, predict, kafka_cluster, setup,
                                         # course_table
-    from lab.scenarios.nb07_when_streams_stop.poll_loop import lesson
-    setup()
+    lesson = setup("07a")               # the versions in use, and this notebook's lesson
+
+A notebook names its lesson by number, not by module: a module's name may name the failure, and the Setup cell is
+read before the question.
 """
 from __future__ import annotations
 
@@ -13,12 +15,13 @@ from .cluster import kafka_cluster
 from .experiment.panel import panel
 from .experiment.predict import predict
 from .recorded import record
-from .scenarios import COURSE, course_table
+from .scenarios import COURSE, course_table, notebook
 
 __all__ = ["display", "Markdown", "record", "panel", "predict", "kafka_cluster", "setup", "COURSE", "course_table"]
 
-def setup(verbose: bool | None = None) -> str:
-    """Figures stay in the saved notebook (offline); print and return the versions in use.
+def setup(number: str | None = None, verbose: bool | None = None):
+    """Figures stay in the saved notebook (offline); print the versions in use. Returns the lesson of notebook
+    `number` ("07a"), or the versions line when no number is given.
 
     verbose=True (or KAFKA_LAB_VERBOSE=1) sends Spark's and librdkafka's logs to the cells again
     (lab.logs), for debugging.
@@ -35,4 +38,4 @@ def setup(verbose: bool | None = None) -> str:
     line = (f"Kafka broker {KAFKA_VERSION} · confluent-kafka {confluent_kafka.version()[0]} "
             f"(librdkafka {confluent_kafka.libversion()[0]}) · pyspark {pyspark.__version__}")
     print(line)
-    return line
+    return notebook(number).lesson if number is not None else line

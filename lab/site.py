@@ -9,7 +9,8 @@ Jupyter project's own exporter, installed with JupyterLab (no other tool to inst
 looks like the JupyterLab the learners use (without the scripts it fetches from the network: lab/site_template). The plotly figures stay interactive and work offline: the lab saves
 them with plotly.js inside (lab.notebook.setup). Widgets need a live kernel, so their outputs are left out and the
 panel's cell says so. index.html lists the course; teaching.html is the teacher's guide (docs/teaching.md), setup.html the
-attendees' set-up page (docs/setup.md).
+attendees' set-up page (docs/setup.md), glossary.html the terms the lessons link to (docs/glossary.md). The cell that
+records a notebook's results is left out of its page.
 """
 from __future__ import annotations
 
@@ -69,9 +70,10 @@ MATHJAX_FROM_CDN = re.compile(r'<script src="https://[^"]*/mathjax/[^"]*"></scri
 
 
 def for_the_page(nb) -> None:
-    """In place: widget outputs out (no kernel behind the page), the panel's cell with its note, and nothing
-    fetched from the network."""
+    """In place: widget outputs out (no kernel behind the page), the panel's cell with its note, the cell that
+    records the results out (machinery, not lesson), and nothing fetched from the network."""
     import nbformat
+    nb.cells = [c for c in nb.cells if not (c.cell_type == "code" and re.match(r"\s*record\(", c.source))]
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
@@ -92,6 +94,7 @@ def render(executed: Path, page: Path) -> Path:
     exporter = HTMLExporter(template_name="lab", template_file=str(TEMPLATE_DIR / "offline.html.j2"))
     body, _ = exporter.from_notebook_node(nb)
     body = re.sub(r'href="(\d\d[a-z]?_\w+)\.ipynb"', r'href="\1.html"', body)
+    body = re.sub(r'href="\.\./docs/glossary\.md', 'href="glossary.html', body)   # the glossary is a page too
     page.write_text(body)
     return page
 
@@ -116,13 +119,15 @@ def index(site: Path, built: dict[str, dict]) -> Path:
             "checks need a live kernel: run the lab itself for those (<code>make lab</code>).</p>"
             "<table><tr><th>notebook</th><th>what it shows</th><th>run time here</th></tr>" + "".join(rows)
             + '</table><p><a href="teaching.html">Teaching with Kafka Failure Lab</a>: lesson times and plans; '
-            '<a href="setup.html">Before the course</a>: setting up a laptop, and what to do when it fails.</p>')
+            '<a href="setup.html">Before the course</a>: setting up a laptop, and what to do when it fails; '
+            '<a href="glossary.html">Glossary</a>.</p>')
     page = site / "index.html"
     page.write_text(PAGE.format(title="Kafka Failure Lab", body=body))
-    for doc, title in (("teaching", "Teaching with Kafka Failure Lab"), ("setup", "Before the course")):
+    for doc, title in (("teaching", "Teaching with Kafka Failure Lab"), ("setup", "Before the course"),
+                       ("glossary", "Glossary")):
         html = _markdown((ROOT / "docs" / f"{doc}.md").read_text())
-        # the two pages link to each other as pages of the site; other links point into the repository
-        html = re.sub(r'href="(teaching|setup)\.md', r'href="\1.html', html)
+        # the pages link to each other as pages of the site; other links point into the repository
+        html = re.sub(r'href="(teaching|setup|glossary)\.md', r'href="\1.html', html)
         (site / f"{doc}.html").write_text(PAGE.format(title=title, body=html))
     return page
 

@@ -25,18 +25,18 @@ MEASURED_S = {
     "06c_rocksdb_memory[failure]": 46, "06d_changelog_reader[failure]": 69, "06e_disk_space[failure]": 75,
     "tests/test_spark_cluster.py": 325, "tests/test_browser.py": 280,
     "02a_idle_clients[failure]": 90, "02a_idle_clients[control]": 41, "02b_idle_streams[failure]": 40,
-    "02c_old_brokers[failure]": 84, "03a_fencing[failure]": 150, "03b_sweep[failure]": 82,
-    "08_diagnose_your_cluster[failure]": 165, "01_offset_expiry_reprocessing[failure]": 130,
-    "tests/test_audit.py": 115, "03a_fencing[control]": 125, "tests/test_cluster.py": 105,
+    "02c_old_brokers[failure]": 84, "03a_over_quota[failure]": 150, "03b_sweep[failure]": 82,
+    "08_diagnose_your_cluster[failure]": 165, "01_quiet_service[failure]": 130,
+    "tests/test_audit.py": 115, "03a_over_quota[control]": 125, "tests/test_cluster.py": 105,
     "07a_poll_loop[failure]": 82, "07a_poll_loop[control]": 24, "07b_partitions[failure]": 68,
     "07c_lookups[failure]": 40, "07c_lookups[control]": 44,
-    "04_stale_standby_cache[control]": 70, "04_stale_standby_cache[failure]": 72, "tests/test_security.py": 75,
-    "01_offset_expiry_reprocessing[control]": 55,
+    "04_store_reads[control]": 70, "04_store_reads[failure]": 72, "tests/test_security.py": 75,
+    "01_quiet_service[control]": 55,
     "tests/test_site.py": 60, "00_setup_check[failure]": 30,
     "tests/test_doctor.py": 45, "08_diagnose_your_cluster[control]": 31,
     "tests/test_panel.py": 25,
 }
-HEAVY = ("07a_poll_loop", "07d_broker_bounce", "06c_rocksdb_memory", "03a_fencing",
+HEAVY = ("07a_poll_loop", "07d_broker_bounce", "06c_rocksdb_memory", "03a_over_quota",
          "tests/test_browser.py")
 
 

@@ -1,7 +1,8 @@
 """The lab in a real browser: JupyterLab started as `make lab` starts it, driven by Playwright in chromium.
 
 For notebook 00 and one lesson notebook (02a, with small parameters), each with `INTERACTIVE = True`:
-Run All; no cell shows a traceback or a stderr block; the plotly figures render; the panel's Run ends
+Run All; no cell shows a traceback or a stderr block; exercise 1, answered wrongly, shows a cross and a hint;
+the plotly figures render; the panel's Run ends
 with a verdict; a second Run ends with "stopped" when Stop is clicked, and 10 s later nothing that run
 started is still running. Screenshots go to the test's tmp folder (their paths are printed).
 
@@ -31,6 +32,7 @@ import pytest
 from lab.__main__ import jupyter_command
 from lab.ports import free_port
 from tests.expectations import nb00
+from tests.test_notebooks import with_fix
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "notebooks"
@@ -45,6 +47,7 @@ NOTEBOOKS = {
     "02a_idle_clients": {"EXPIRATION_MS": 5000, "CLEANUP_INTERVAL_MS": 1000, "IDLE_S": 8, "OBSERVE_S": 40, "FIX": {},
                          "INTERACTIVE": True},
 }
+WRONG_ANSWER = "no idea"   # the learner's answer to exercise 1: the check shows a cross and a hint, no traceback
 RUN_ALL_TIMEOUT = {"00_setup_check": 300, "02a_idle_clients": 600}   # seconds
 PANEL_TIMEOUT = 600        # one panel run, seconds
 STOP_TIMEOUT = 60          # from the Stop click to the "stopped" status, seconds
@@ -136,8 +139,13 @@ def lab(browser, tmp_path_factory):
     root = work / "notebooks"
     root.mkdir()
     for name, parameters in NOTEBOOKS.items():
-        nb = load_notebook_node(str(NOTEBOOK_DIR / f"{name}.ipynb"))
-        nbformat.write(parameterize_notebook(nb, parameters), str(root / f"{name}.ipynb"))
+        source = NOTEBOOK_DIR / f"{name}.ipynb"
+        if "FIX" in parameters:   # the test's own fix, in the Mitigate cell (as tests/test_notebooks.py gives it)
+            source = with_fix(source, parameters["FIX"], work / f"fix-{name}.ipynb")
+        nb = load_notebook_node(str(source))
+        answered_wrongly(nb, WRONG_ANSWER)
+        nbformat.write(parameterize_notebook(nb, {k: v for k, v in parameters.items() if k != "FIX"}),
+                       str(root / f"{name}.ipynb"))
     server = Lab(root, work)
     try:
         yield server
@@ -289,6 +297,12 @@ def click_run(run, status, timeout: float = 60) -> str:
                       timeout, "the panel to start the run", interval=0.25)
 
 
+def answered_wrongly(nb, answer) -> None:
+    """In place: exercise 1's check cell given `answer`, as a learner who types a wrong one."""
+    cell = next(c for c in nb.cells if c.cell_type == "code" and re.search(r"^lesson\.check\(1, ", c.source, re.M))
+    cell.source = re.sub(r"^lesson\.check\(1, .*\)$", f"lesson.check(1, {answer!r})", cell.source, flags=re.M)
+
+
 # ---------------------------------------------------------------- the test
 
 @pytest.mark.timeout(1500)
@@ -325,6 +339,9 @@ def test_notebook_in_browser(name: str, browser, lab: Lab, tmp_path: Path, capsy
             f"{name}: {len(stderr)} stderr/error output(s), {tracebacks} traceback(s) in the cells:\n"
             + "\n---\n".join(stderr))
         assert not not_run, f"{name}: code cells {not_run} did not run (Run All stopped early)"
+        feedback = page.locator(".jp-OutputArea-output", has_text="✗ Exercise 1.")
+        assert feedback.count() == 1 and "Not quite" in feedback.first.inner_text(), (
+            f"{name}: the wrong answer to exercise 1 shows no cross and hint")
         assert page.get_by_text(NEWS_POPUP).count() == 0, "JupyterLab shows the Jupyter news popup"
 
         # the plotly figures render

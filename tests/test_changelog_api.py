@@ -29,7 +29,7 @@ def test_bad_parameters_are_refused_before_anything_starts(values, message):
 
 
 def test_defaults_and_the_control_are_accepted():
-    assert SPEC.validate()["changelog_variants"] == ["internal", "explicit"]
+    assert SPEC.validate()["changelog_variants"] == ["internal"]   # the question's run; explicit is the Mitigate step's
     assert SPEC.validate(changelog_variants=["explicit"])["changelog_variants"] == ["explicit"]
 
 
@@ -66,7 +66,7 @@ def test_the_broker_cleaner_report_is_quoted_per_topic(tmp_path):
 
 def _row(variant, **kw):
     internal = variant == "internal"
-    row = {"variant": variant, "change": "map_values", "downstream_topic": "t-STORE-1-changelog" if internal else "out",
+    row = {"variant": variant, "change": "mapValues", "downstream_topic": "t-STORE-1-changelog" if internal else "out",
            "store_v1": "STORE-1" if internal else "counts", "store_v2": "STORE-2" if internal else "counts",
            "store_renamed": internal, "changelog_v1": "t-STORE-1-changelog", "changelog_v2": "t-STORE-2-changelog",
            "inputs": 100, "inputs_v1": 50, "inputs_v2": 50, "downstream_written": 50 if internal else 100,
@@ -125,6 +125,12 @@ def _state_result(rows):
 def test_the_predict_question_and_its_answer_follow_the_variant():
     p = SPEC.validate(changelog_variants=["internal", "explicit"])
     assert "internal changelog topic" in changelog_api.question(p)[0]
+    # the question says where the topic comes from, not how the store is named (that is the lesson's answer)
+    text = changelog_api.question(SPEC.validate())[0]
+    assert "`mapValues` step" in text and "named" not in text and "Materialized" not in text
+    # the question's run is the internal variant alone; the explicit one is the Mitigate step's fix
+    assert changelog_api.lesson.mitigate.check(SPEC.validate(), {"changelog_variants": ["explicit"]})[
+        "changelog_variants"] == ["explicit"]
     record = {"changelog": {"internal": _row("internal", live_lost=50), "explicit": _row("explicit")}}
     assert changelog_api.measured_answer(record, p) == "none of them"
     record["changelog"]["internal"]["live_lost"] = 20
@@ -134,20 +140,33 @@ def test_the_predict_question_and_its_answer_follow_the_variant():
     assert changelog_api.measured_answer(record, explicit) == "all of them"
 
 
-def test_the_exercise_version_3s_changelog_moves_once_more_unless_the_store_is_named():
+def test_the_exercise_version_3s_changelog_moves_once_more_and_needs_the_moved_store(capsys):
     v1 = "app-KSTREAM-AGGREGATE-STATE-STORE-0000000001-changelog"
     v2 = "app-KSTREAM-AGGREGATE-STATE-STORE-0000000002-changelog"
-    r = _state_result([_row("internal", changelog_v1=v1, changelog_v2=v2), _row("explicit")])
+    # the internal downstream missed version 2's updates: the failure
+    r = _state_result([_row("internal", changelog_v1=v1, changelog_v2=v2, live_lost=50), _row("explicit")])
     four = changelog_api.lesson.exercises[1]
-    assert four.solution(r) == "app-KSTREAM-AGGREGATE-STATE-STORE-0000000003-changelog"
-    assert r.check(1, " " + four.solution(r))
+    assert r.failed and four.solution(r) == "app-KSTREAM-AGGREGATE-STATE-STORE-0000000003-changelog"
+    assert r.check(1, " " + four.solution(r)) and four.wrong(r) == v2
     for answer, hint in [(v2, "the changelog of version 2"), (v1, "the changelog of version 1"),
                          ("app-KSTREAM-AGGREGATE-STATE-STORE-0000000004-changelog", "moved once more"),
-                         ("KSTREAM-AGGREGATE-STATE-STORE-0000000003", "-changelog"), (3, "as a string")]:
+                         ("KSTREAM-AGGREGATE-STATE-STORE-0000000003", "-changelog"), (3, "as a string"),
+                         ("none", "-changelog"), ("", "-changelog"), (0, "as a string"), ([], "as a string")]:
         with pytest.raises(AssertionError, match=f"^Not quite: .*{hint}"):
-            r.check(1, answer)
+            four.check(r, answer)
+        assert not r.check(1, answer)
+    assert f"Closer: {four.closer}" in capsys.readouterr().out and "0000000003" not in four.closer
+    # a named store's changelog does not move: the run did not reproduce the failure, and no answer passes (its
+    # own changelog's name neither); the toolbox says why instead of judging
     named = "app-counts-changelog"
     explicit = _state_result([_row("explicit", changelog_v1=named, changelog_v2=named)])
-    assert four.solution(explicit) == named and explicit.check(1, named)
-    with pytest.raises(AssertionError, match="a name of its own"):
-        explicit.check(1, four.wrong(explicit))
+    assert four.needs_failure and not explicit.failed
+    for answer in (named, "none", ""):
+        checked = explicit.check(1, answer)
+        assert not checked and checked.said == "did not reproduce the failure"
+    with pytest.raises(LabError, match="internal variant did not run"):
+        four.check(explicit, named)
+    # an internal store that kept its name has nothing to extrapolate from
+    kept = _state_result([_row("internal", changelog_v1=v1, changelog_v2=v1, store_renamed=False, live_lost=50)])
+    with pytest.raises(LabError, match="kept its changelog"):
+        four.solution(kept)

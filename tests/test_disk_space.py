@@ -71,7 +71,8 @@ def test_the_exercise_a_limit_with_room_to_spare_is_an_experiment(monkeypatch, c
     r = d.lesson.result(outcome(), **outcome().params)
     calls, filled = [], {"full": False}
 
-    def rerun(**params):
+    def rerun(remember=None, **params):
+        assert remember is False   # an exercise's own run is not the one the learner predicted
         calls.append(params)
         again = outcome(full=filled["full"], limit_kb=params["disk_limit_kb"])
         return d.lesson.result(again, run_id="run-2", **again.params)
@@ -79,18 +80,27 @@ def test_the_exercise_a_limit_with_room_to_spare_is_an_experiment(monkeypatch, c
     # 30,000 keys at 32.8 bytes a key need 960.9 KB; half as much again is 1,442 KB
     assert five.solution(r) == 1442 and five.wrong(r) == 512   # the lesson's own limit, which filled
     for answer, hint in [(512, "fewer than the 30,000 keys fed"), (960, "fewer than"), (1922, "more than twice"),
-                         (30_000 * 33, "more than twice"), ("1 MB", "whole number"), (0, "fewer than")]:
+                         (30_000 * 33, "more than twice"), ("1 MB", "whole number"), (0, "fewer than"),
+                         ("none", "whole number"), ("", "whole number"), ([], "whole number")]:
         with pytest.raises(AssertionError, match=f"^Not quite: .*{hint}"):
-            r.check(1, answer)
+            five.check(r, answer)
+        assert not r.check(1, answer)
     assert calls == []   # refused before anything runs
+    assert f"Closer: {five.closer}" in capsys.readouterr().out and "1442" not in five.closer
     assert r.check(1, 1442)
     assert calls == [{"cluster": None, "disk_limit_kb": 1442, "disk_more_kb": 8192,
                       "disk_records": 30_000, "disk_rate": 2000.0, "disk_memtable_kb": 128}]
     assert "Measured: never full, 30,000 of 30,000 keys in the store" in capsys.readouterr().out
     filled["full"] = True   # a run whose store filled all the same: what was measured decides
     with pytest.raises(AssertionError, match="with 1,000 KB the store was full at 16,000 keys"):
-        r.check(1, 1000)
+        five.check(r, 1000)
     assert calls[-1]["disk_limit_kb"] == 1000 and calls[-1]["disk_more_kb"] == 8192
+
+
+def test_the_explanation_says_rocksdb_kept_the_flushed_file_and_failed_the_next_writes():
+    text = outcome().explain()
+    assert "finished that flush and kept its file" in text and "background `SpaceLimit` error" in text
+    assert "refused" not in text
 
 
 def test_the_disk_fix_runs_the_disk_lesson_again():
@@ -101,3 +111,10 @@ def test_the_disk_fix_runs_the_disk_lesson_again():
         d.lesson.mitigate.check(p, {"disk_limit_kb": 1024})
     with pytest.raises(LabError, match="DISK_MORE_KB=8192 is not more than DISK_LIMIT_KB=16384"):
         d.lesson.mitigate.check(p, {"disk_limit_kb": 16384})   # refused with the lesson's own rule, before it starts
+
+
+def test_the_predict_choices_are_four_distinct_beliefs():
+    """The limit stops the app; compaction shrinks live data; the store evicts like a cache; the keys are small."""
+    text, choices = d.question(d.lesson.spec.validate())
+    assert "60,000 keys" in text and "1,024 KB" in text and choices == d.ANSWERS and len(set(choices)) == 4
+    assert "compaction" in choices[1] and "evicted" in choices[2] and "compaction" not in choices[2]

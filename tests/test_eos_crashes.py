@@ -8,8 +8,8 @@ from lab.experiment import checks
 from lab.experiment import Timeline
 from lab.scenarios.nb05_exactly_once_under_crashes import analysis, crash_points, exception_handlers, production_errors
 from lab.scenarios.nb05_exactly_once_under_crashes import schema_change, streams_app
-from lab.scenarios.nb05_exactly_once_under_crashes.report import (FATES, Crash, EosCrashResult, Failing, fate_answer,
-                                                                  output_answer)
+from lab.scenarios.nb05_exactly_once_under_crashes.report import (CARRIED_ON, FATES, REFUSED_FATES, SCHEMA_FATES, Crash, EosCrashResult, Failing,
+                                                                  fate, fate_answer, output_answer)
 
 CRASHES, HANDLERS, SCHEMA, REFUSED = (m.lesson for m in (crash_points, exception_handlers, schema_change,
                                                          production_errors))
@@ -46,7 +46,7 @@ def test_defaults_and_the_control_validate(no_maven):
     (HANDLERS, dict(records=0), "RECORDS"),
     (CRASHES, dict(crash_points=[]), "Nothing to run: give CRASH_POINTS and GUARANTEES"),
     (HANDLERS, dict(handlers=[]), "Nothing to run: give HANDLERS"),
-    (REFUSED, dict(production_handlers=[], production_compare=[]), "PRODUCTION_HANDLERS or PRODUCTION_COMPARE"),
+    (REFUSED, dict(production_handlers=[], other_guarantee_handlers=[]), "PRODUCTION_HANDLERS or OTHER_GUARANTEE_HANDLERS"),
     (CRASHES, dict(streams_version="2.8.2"), "STREAMS_VERSION.*older"),
     (CRASHES, dict(streams_version="four"), "STREAMS_VERSION"),
     (CRASHES, dict(crash_point=["none"]), "did you mean"),
@@ -90,8 +90,18 @@ def test_handler_configuration_follows_the_version():
     assert exception_handlers.handler_props("deserialization", "4.3.1", "p")["deserialization.exception.handler"] == streams_app.DESER_CONTINUE
     assert exception_handlers.handler_props("deserialization", "3.8.1", "p")["default.deserialization.exception.handler"] == \
         streams_app.DESER_CONTINUE
-    assert schema_change.schema_version("continue", {"handler_version": "4.3.1", "old_version": "3.8.1"}) == "4.3.1"
-    assert schema_change.schema_version("replace_thread", {"handler_version": "4.3.1", "old_version": "3.8.1"}) == "3.8.1"
+    versions = {"handler_version": "4.3.1", "schema_streams_version": "3.8.1"}
+    assert schema_change.schema_version("continue", versions) == "4.3.1"
+    assert schema_change.schema_version("replace_thread", versions) == "3.8.1"
+
+
+def test_the_app_is_compiled_with_the_response_handlers_from_4_2_on():
+    # Kafka Streams 4.2 answers a production error with a Response and deprecates the enum: the handlers in that
+    # form are compiled (and configured) from 4.2 on only, the enum form before
+    assert streams_app.sources("4.1.1") == streams_app.SOURCES
+    assert streams_app.sources("4.2.0") == streams_app.SOURCES + ["EosCrashResponses.java"]
+    assert production_errors.handler_class("continue", "4.3.1") == "EosCrashResponses$ContinueTooLarge"
+    assert production_errors.handler_class("route", "4.1.1") == "EosCrashApp$RouteTooLarge"
 
 
 def produced(n, keys=2, prefix="r-"):
@@ -214,6 +224,9 @@ def test_failing_outcomes():
     assert failing("h", uncaught=5, responses=["REPLACE_THREAD"]).outcome == "crash loop (threads replaced)"
     assert failing("h", deaths=1).outcome == "app stopped"
     assert failing("h", deaths=3).outcome == "app stopped (restarted, died again)"
+    # stopped once, restarted, and every input came out with no error in the last incarnation: it carried on
+    assert failing("h", deaths=1, restarts=1, carried_on=True).outcome == CARRIED_ON
+    assert failing("h", deaths=2, restarts=2, carried_on=True).outcome == "app stopped (restarted, died again)"
     assert failing("h", lost=1).outcome == "records dropped"
     assert failing("h").outcome == "clean"
     assert result(handlers=[failing("h", lost=1)]).failed
@@ -235,7 +248,7 @@ def test_the_crash_exercise_checks_against_the_measurements(no_maven, capsys):
                         crash("after_commit", "at_least_once"),
                         crash("before_read", "exactly_once_v2", aborted_visible=7)])
     assert callable(one.solution(r)) and r.check(1, one.solution(r))
-    assert not r.check(1, None) and "`.solution(1)` on the same result" in capsys.readouterr().out
+    assert not r.check(1, None) and "`lesson.solution(1)`" in capsys.readouterr().out
     for number, answer, hint in [
             (1, one.wrong(r), "('at_least_once', 'after_send_before_commit') = False, but in this run it wrote "
                               "duplicates"),   # "we're fine"
@@ -244,9 +257,13 @@ def test_the_crash_exercise_checks_against_the_measurements(no_maven, capsys):
             (1, lambda g, p: p in ("during_processing", "after_send_before_commit"),   # the guarantee left out
              "('exactly_once_v2', 'during_processing') = True, but by the mechanism it wrote none"),
             (1, lambda g, p: "no", "returned 'no'"), (1, lambda g: False, "raised TypeError"),
-            (1, ["after_send_before_commit"], "is not a function")]:
+            (1, ["after_send_before_commit"], "is not a function"), (1, 0, "is not a function"),
+            (1, "none", "is not a function"), (1, "", "is not a function"), (1, [], "is not a function")]:
         with pytest.raises(AssertionError, match=f"^Not quite: .*{re.escape(hint)}"):
-            r.check(number, answer)
+            one.check(r, answer)
+    # the toolbox's check: a cross and the hint, then the closer hint from the second wrong answer on
+    assert not r.check(1, one.wrong(r)) and "Closer:" not in capsys.readouterr().out
+    assert not r.check(1, one.wrong(r)) and f"Closer: {one.closer}" in capsys.readouterr().out
     shown = []
     r.solution(1, display=shown.append)
     assert "in flight" in shown[0].data
@@ -254,14 +271,15 @@ def test_the_crash_exercise_checks_against_the_measurements(no_maven, capsys):
     # a run whose measurement went against the mechanism: the measurement decides for this run's rows
     odd = crashes_result([crash("after_send_before_commit", "at_least_once")])
     with pytest.raises(AssertionError, match="^Not quite: .*in this run it wrote none"):
-        odd.check(1, one.solution(r))
+        one.check(odd, one.solution(r))
     # the control: no crash, so nothing duplicated; the function is still judged by the mechanism
     control = crashes_result([crash("none", "exactly_once_v2"), crash("none", "at_least_once")])
     assert control.check(1, one.solution(r))
     with pytest.raises(AssertionError, match="^Not quite: .*by the mechanism it wrote duplicates"):
-        control.check(1, one.wrong(control))
+        one.check(control, one.wrong(control))
     with pytest.raises(LabError, match="not run in this run"):
-        crashes_result([]).check(1, one.solution(r))
+        one.check(crashes_result([]), one.solution(r))
+    assert not crashes_result([]).check(1, one.solution(r))   # said in a line, not raised
 
 
 def test_the_mechanism_evidence_says_when_there_is_none():
@@ -315,7 +333,7 @@ def test_markers_not_read_stay_unknown():
 
 def test_each_lesson_has_its_question_and_the_run_answers_it(no_maven):
     p = HANDLERS.spec.validate(handlers=["replace_thread", "continue"])
-    guess = HANDLERS.predict(p, "it goes on without the record", show=False)
+    guess = HANDLERS.predict(p, FATES[2], show=False)
     assert "REPLACE_THREAD" in guess.question and guess.choices == FATES
     assert "(SHUTDOWN_CLIENT)" in SCHEMA.predict(SCHEMA.spec.validate(), show=False).question
     with pytest.raises(LabError, match="not one of the answers"):
@@ -324,13 +342,21 @@ def test_each_lesson_has_its_question_and_the_run_answers_it(no_maven):
              "continue": failing("handler continue", lost=1)}
     def recorded(runs):   # what a run records of each of its runs, as far as the answer reads it
         return {k: {"outcome": f.outcome} for k, f in runs.items()}
-    assert fate_answer("handlers")({"handlers": recorded(loops)}, p) == "it loops: the same record fails again and again"
+    # a thread replaced into the same record and an app restarted into it are one answer: stuck
+    assert fate_answer("handlers")({"handlers": recorded(loops)}, p) == FATES[0]
     schema = {"shutdown_client": failing("schema shutdown_client", deaths=2), "tolerant": failing("schema tolerant")}
-    assert fate_answer("schema")({"schema": recorded(schema)}, {}) == "it stops (and again after each restart)"
+    assert fate_answer("schema")({"schema": recorded(schema)}, {}) == SCHEMA_FATES[0]
+    assert SCHEMA.predict(SCHEMA.spec.validate(), show=False).choices == SCHEMA_FATES
+    # the deserialization handler skipped its malformed input on purpose: it kept going without that record
+    skipped = {"deserialization": {"outcome": "clean", "dropped_records": 1}}
+    assert fate_answer("handlers")({"handlers": skipped}, {}) == FATES[2]
     assert output_answer({"crashes": {}}, p) is None   # no crash ran: the crash question was not measured
-    from lab.scenarios.nb05_exactly_once_under_crashes.report import fate
-    assert [fate(o) for o in ("records dropped", "clean: the poison record is in the dead-letter topic",
-                              "clean")] == list(FATES[2:])
+    assert [fate(o) for o in ("crash loop (threads replaced)", "app stopped (restarted, died again)", CARRIED_ON,
+                              "records dropped", "clean: the poison record is in the dead-letter topic",
+                              "clean")] == [FATES[0], *FATES]
+    for choices in (FATES, SCHEMA_FATES, REFUSED_FATES):   # distinct, none the answer worded twice
+        assert len(set(choices)) == len(choices) == 5
+    assert "every attempt" not in HANDLERS.predict(p, show=False).question
 
 
 def test_the_handler_and_schema_exercises_are_judged_by_what_ran_else_by_the_mechanism(no_maven, capsys):
@@ -349,31 +375,35 @@ def test_the_handler_and_schema_exercises_are_judged_by_what_ran_else_by_the_mec
                             (handlers, "shutdown_client", "stops the app"),
                             (handlers, "poison", "one name of HANDLERS"),
                             (schema, four.wrong(schema), "`replace_thread` ended as: crash loop"),
-                            (schema, "continue", "only the dropped-records metric")]:
+                            (schema, "continue", "only the dropped-records metric"),
+                            (handlers, 0, "one name of HANDLERS"), (handlers, "none", "one name of HANDLERS"),
+                            (schema, "", "one name of SCHEMA_MODES"), (schema, [], "one name of SCHEMA_MODES")]:
         with pytest.raises(AssertionError, match=f"^Not quite: .*{re.escape(hint)}"):
-            r.check(1, answer)
+            r.lesson.exercises[1].check(r, answer)
+    assert len(three.closer.split()) >= 5 and "dead_letter" not in three.closer
+    assert len(four.closer.split()) >= 5 and "tolerant" not in four.closer
     broken = lesson_result(HANDLERS, EosCrashResult("handlers", {}, "run", Timeline(T0), handlers={
         "dead_letter": failing("handler dead_letter", lost=2, lost_all={"a", "b"})}))
     with pytest.raises(AssertionError, match="`dead_letter` ended as: records dropped: see its row"):
-        broken.check(1, "dead_letter")   # the right name, but this run measured otherwise: not accepted
+        three.check(broken, "dead_letter")   # the right name, but this run measured otherwise: not accepted
 
 
 def test_production_errors_are_configured_by_version_and_refused_before_anything_starts(no_maven):
     props = production_errors.production_props("continue", "4.3.1", "app-75", 20_000)
     assert props == {"lab_refuse_id": "app-75", "lab_refuse_bytes": 20_000,
-                     "production.exception.handler": "EosCrashApp$ContinueTooLarge"}
+                     "production.exception.handler": "EosCrashResponses$ContinueTooLarge"}   # the 4.2+ form
     assert production_errors.production_props("route", "3.8.1", "app-75", 1, "app")["default.production.exception.handler"] == \
         "EosCrashApp$RouteTooLarge"
     assert production_errors.production_props("route", "3.8.1", "app-75", 1, "app")["lab_refused_topic"] == "app-refused"
-    assert "production.exception.handler" not in production_errors.production_props("fail", "4.3.1", "a", 1)   # Kafka's default
+    assert "production.exception.handler" not in production_errors.production_props("default", "4.3.1", "a", 1)
     with pytest.raises(LabError, match="PRODUCTION_HANDLERS"):
         REFUSED.spec.validate(production_handlers=["retry"])
     with pytest.raises(LabError, match="max.request.size"):
-        REFUSED.spec.validate(production_handlers=["fail"], refuse_bytes=1_048_400)
+        REFUSED.spec.validate(production_handlers=["default"], refuse_bytes=1_048_400)
     # the control: a topic large enough for the record
-    assert REFUSED.spec.validate(production_handlers=["fail"], production_compare=[], output_max_bytes=65_536)
+    assert REFUSED.spec.validate(production_handlers=["default"], other_guarantee_handlers=[], output_max_bytes=65_536)
     # the comparison alone is something to run
-    assert REFUSED.spec.validate(production_handlers=[], production_compare=["continue"])
+    assert REFUSED.spec.validate(production_handlers=[], other_guarantee_handlers=["continue"])
 
 
 def refused_run(label, guarantee="at_least_once", output_bytes=20_187, **m):
@@ -387,10 +417,11 @@ def refused_run(label, guarantee="at_least_once", output_bytes=20_187, **m):
 def test_the_production_error_lesson_asks_and_answers(no_maven, capsys):
     p = REFUSED.spec.validate()
     guess = REFUSED.predict(p, show=False)
-    assert "Kafka's default production exception handler (FAIL)" in guess.question and "8,192" in guess.question
+    assert "Kafka's default production exception handler" in guess.question and "8,192" in guess.question
+    assert "FAIL" not in guess.question   # what it answers is for the run to show
     notes = [{"id": "a-75", "exception": "org.apache.kafka.common.errors.RecordTooLargeException", "message": "",
               "from": "out, 20187 bytes"}]
-    runs = {"fail": refused_run("fail", deaths=3, uncaught=3, lost=1, duplicates=142,
+    runs = {"default": refused_run("default", deaths=3, uncaught=3, lost=1, duplicates=142,
                                 errors=["RecordTooLargeException: too large"]),
             "continue": refused_run("continue", lost=1, lost_all={"a-75"}, dropped_records=1,
                                     refused=[{"id": "a-75", "bytes": 20_193, "error": "RecordTooLargeException: x",
@@ -401,29 +432,32 @@ def test_the_production_error_lesson_asks_and_answers(no_maven, capsys):
                                                        "error state"])}
     r = lesson_result(REFUSED, EosCrashResult("refused", p, "run", Timeline(T0), refused=runs), **p)
     recorded = {"refused": {k: {"outcome": f.outcome} for k, f in runs.items()}}   # what the answer reads
-    assert fate_answer("refused")(recorded, r.params) == "it stops (and again after each restart)"
+    assert fate_answer("refused")(recorded, r.params) == REFUSED_FATES[0]
     assert [f.outcome for f in runs.values()] == ["app stopped (restarted, died again)", "records dropped",
                                                   "clean: the refused record is noted in its own topic",
                                                   "app stopped (restarted, died again)"]
     table = r.handler_table("refused")
     assert table["output bytes"].tolist() == [20_187] * 4 and table["duplicates"].tolist() == [142, 0, 0, 0]
     assert "in an error state" in r.refused_evidence() and "→ CONTINUE" in r.refused_evidence()
-    early = EosCrashResult("refused", p, "run", Timeline(T0), refused={"fail": refused_run("fail", output_bytes=None)})
+    early = EosCrashResult("refused", p, "run", Timeline(T0), refused={"default": refused_run("default",
+                                                                                              output_bytes=None)})
     assert "(output of ? bytes)" in early.refused_evidence()   # a run that never reached the large record
     assert "refused route: clean" in r.verdict() and r.failed
 
     five = REFUSED.exercises[1]
     assert five.solution(r) == 20_187 + 61 + 40 and r.check(1, five.solution(r))
-    assert "FIX = {'output_max_bytes': 20288}" in capsys.readouterr().out
+    assert "lesson.mitigate(result, output_max_bytes=20288)" in capsys.readouterr().out
     for answer, hint in [(five.wrong(r), "not even the record's value"), (20_200, "the batch's header (61 bytes)"),
-                         (1_000_000, "not near the smallest"), ("big", "a number")]:
+                         (1_000_000, "not near the smallest"), ("big", "a number"), (0, "not even the record's value"),
+                         ("none", "a number"), ("", "a number"), ([], "a number")]:
         with pytest.raises(AssertionError, match=f"^Not quite: .*{re.escape(hint)}"):
-            r.check(1, answer)
+            five.check(r, answer)
+    assert len(five.closer.split()) >= 5 and not any(ch.isdigit() for ch in five.closer)
 
 
 def test_the_production_error_fix_runs_kafkas_default_handler_again(no_maven):
     p = REFUSED.spec.validate()
     fixed = REFUSED.mitigate.check(p, {"output_max_bytes": 32_768})
-    assert fixed["production_handlers"] == ["fail"] and fixed["production_compare"] == []
+    assert fixed["production_handlers"] == ["default"] and fixed["other_guarantee_handlers"] == []
     with pytest.raises(LabError, match="already has"):
         REFUSED.mitigate.check(p, {"output_max_bytes": 8192})

@@ -293,7 +293,8 @@ def _count_exercise(result, answer):
 class CountResult(Result):
     duplicates: int = 0
     exercises = {1: Exercise(check=_count_exercise, solution=lambda r: r.duplicates,
-                             why="Each key read twice is one duplicate.", wrong=lambda r: r.duplicates + 1)}
+                             why="Each key read twice is one duplicate.", wrong=lambda r: r.duplicates + 1,
+                             closer="a duplicate is a key read twice", needs_failure=True)}
 
     @property
     def failed(self):
@@ -313,10 +314,21 @@ def test_result_as_record_and_check(capsys):
                              "duplicates": 3}
     assert CountResult("demo", {}, "demo-2", Timeline(0)).as_record()["failure_reproduced"] is False
     assert not r.check(1, None) and "not answered yet" in capsys.readouterr().out
-    assert r.check(1, 3) and "correct" in capsys.readouterr().out
+    assert r.check(1, 3) and capsys.readouterr().out == "✓ Exercise 1: right.\n"
     assert r.check(1, 3)._ipython_display_() is None      # a notebook cell shows the message only
-    with pytest.raises(AssertionError, match="^Not quite: count the duplicates again"):
-        r.check(1, 2)
+    capsys.readouterr()
+    # wrong: a cross and the hint, no exception reaching the notebook; from the second wrong answer on, a closer hint
+    first = r.check(1, 2)
+    out = capsys.readouterr().out
+    assert not first and first.said.startswith("Not quite: count the duplicates again") and out.startswith("✗")
+    assert "Closer" not in out and "Traceback" not in out and "expect(" not in out
+    second = r.check(1, 4)
+    assert not second and "Closer: a duplicate is a key read twice" in capsys.readouterr().out
+    # an exercise that needs the failure: a clean run says so instead of judging (0 would be "right" there)
+    clean = CountResult("demo", {}, "demo-3", Timeline(0))
+    assert not clean.check(1, 0) and "did not reproduce the failure" in capsys.readouterr().out
+    clean.solution(1, display=lambda shown: pytest.fail(f"a solution shown for a clean run: {shown}"))
+    assert "no solution to show" in capsys.readouterr().out
     with pytest.raises(LookupError, match="no exercise 2"):
         r.check(2, 3)
     assert r.table().empty and r.figure().layout.title.text == Result.title
@@ -567,9 +579,70 @@ def test_a_lesson_asks_its_question_checks_its_parameters_and_wraps_its_outcome(
     record = r.as_record()
     assert record["tiny"] == {"busy": 2} and record["param_tiny_n"] == 3 and record["failure_reproduced"] is True
     assert r.check(1, 2) and not r.check(1, None)
-    with pytest.raises(AssertionError, match="^Not quite: two"):
-        r.check(1, r.exercises[1].wrong(r))
+    assert r.check(1, r.exercises[1].wrong(r)).said == "Not quite: two."   # a hint, not an exception
     assert lesson.mitigate.check(r.params, {"tiny_n": 2}) == {"tiny_n": 2}
+
+
+def test_the_prediction_is_taken_when_the_run_starts_and_the_exercises_judge_that_run(monkeypatch, capsys):
+    """An answer changed in the widget after the run started does not count; the run prints it beside what it
+    measured; lesson.check judges the run the learner predicted (not a fix's, a panel's or an exercise's run), and
+    says so, without a traceback, before any run."""
+    from lab.experiment import lesson as lesson_module
+    from lab.experiment.lesson import Lesson
+    from lab.experiment.predict import Prediction
+
+    class Outcome:
+        failed = True
+
+        def __init__(self, busy):
+            self.busy = busy
+
+        def as_record(self):
+            return {"busy": self.busy}
+
+    class QuietRun:   # a Run that starts nothing
+        def __init__(self, key, **kwargs):
+            self.id, self.timeline = f"{key}-1", Timeline(0.0)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def phase(self, name):
+            pass
+
+        def background(self, fn, stop, pids):
+            return type("Done", (), {"result": lambda self, timeout: {}})()
+
+    monkeypatch.setattr(lesson_module, "Run", QuietRun)
+    widget = type("Widget", (), {"value": "2", "disabled": False})()
+    runs = []
+
+    def body(lab, p):
+        widget.value = "3"    # the learner changes the answer while the run shows its progress
+        runs.append(p)
+        return Outcome(p["tiny_n"] - 1)
+    lesson = Lesson("tiny", "A tiny lesson", params=[Param("tiny_n", 3, "instances", lo=1, hi=4)], needs=lambda p: {},
+                    body=body, question=lambda p: ("How many work?", None, 0),
+                    measured_answer=lambda record, p: record["busy"],
+                    exercises={1: Exercise(check=lambda r, a: expect(a == r.outcome.busy, "count them"),
+                                           solution=lambda r: r.outcome.busy, why="", wrong=lambda r: 0,
+                                           closer="one of them idles")})
+    assert not lesson.check(1, 2) and "run the lesson first" in capsys.readouterr().out
+    guess = Prediction("How many work?", None, None, 0, widget=widget)
+    result = lesson.run(prediction=guess, tiny_n=3)
+    out = capsys.readouterr().out
+    assert widget.disabled and guess.answer == 2.0 and guess.right() is True, out
+    assert out.splitlines()[0] == "Your prediction: 2." and "This run measured: 2. As you predicted." in out
+    assert guess.as_record() == {"prediction": 2.0, "prediction_measured": 2, "prediction_right": True}
+    assert lesson.last is result
+    lesson.run(tiny_n=4)                      # a panel's or an exercise's run: not the one judged
+    lesson.mitigate(result, tiny_n=2)         # nor a fix's
+    assert lesson.last is result and len(runs) == 3
+    assert lesson.check(1, 2) and not lesson.check(1, 3)
+    assert "Closer: one of them idles" in (lesson.check(1, 4).message)
 
 
 def test_a_lesson_that_reads_jmx_gets_a_broker_with_it_and_never_an_external_one(monkeypatch):
@@ -660,28 +733,29 @@ def test_the_mitigate_step_reruns_the_failure_with_the_fix_and_refuses_a_fix_tha
                 Param("steps", 3, "steps", lo=1, hi=9))
     runs = []
 
-    def run(cluster=None, progress=True, **params):
+    def run(cluster=None, progress=True, remember=None, **params):
+        assert remember is False   # a fix's run is not the one the exercises judge
         runs.append(params)
         return Fake("fake", spec.validate(**params), "x", Timeline(0))
 
     mitigate = Mitigate(run, spec, base={"side_by_side": False})
-    before = run(**spec.validate(side_by_side=True))
+    before = run(remember=False, **spec.validate(side_by_side=True))
     fixed = mitigate(before, caching=False)
     assert runs[-1] == {"caching": False, "side_by_side": False, "steps": 3}   # the failure's own run, alone
-    assert fixed.clean and fixed.verdict().startswith("With CACHING=False: clean. caching False: clean")
+    assert fixed.clean and fixed.verdict().startswith("With caching=False: clean. caching False: clean")
     assert "before the fix: caching True: stale" in fixed.verdict()
     assert fixed.as_record()["mitigation"]["fix"] == {"caching": False}
     assert fixed.as_record()["mitigation"]["param_caching"] is False and fixed.params["caching"] is False
     # a fix that does not fix: said so, judged by the same measurement
-    again = mitigate(run(**spec.validate(caching=False)), steps=5, caching=True)
+    again = mitigate(run(remember=False, **spec.validate(caching=False)), steps=5, caching=True)
     assert not again.clean and "the failure happened again" in again.verdict()
     # refused before anything runs: a fix that changes nothing, an unknown name, a bad value, not a dict
     count = len(runs)
-    for fix, words in (({"caching": True}, "CACHING=True is what the run that failed already has"),
+    for fix, words in (({"caching": True}, "caching=True is what the run that failed already has"),
                        ({"cache": False}, "did you mean 'caching'"), ({"steps": 99}, "STEPS=99 is outside 1..9"),):
         with pytest.raises(LabError, match=words):
             mitigate(before, **fix)
-    with pytest.raises(LabError, match="FIX must be a dict"):
+    with pytest.raises(LabError, match="A fix is parameters"):
         mitigate.check(before.params, "caching=False")
     assert len(runs) == count
     # no fix: the step is skipped, and each of its cells says so in one line

@@ -32,6 +32,7 @@ import papermill
 import pytest
 
 from lab.notebook import COURSE
+from lab.scenarios import mitigate_call, notebook as notebook_entry
 from lab.recorded import read_results
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,10 +46,11 @@ NOISE = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (WARN|INFO|ERROR) |^WARNING:
 # A lesson notebook (lab.experiment.lesson): one lesson's steps, in order. The setup check has nothing to fix (no
 # Mitigate); the doctor's notebook diagnoses your own cluster after its exercises.
 LESSON_NOTEBOOK_SECTIONS = ["## Setup", "## Parameters", "## The setting", "## Predict", "## Run", "## Observe",
-                            "## Explain", "## Mitigate", "## Exercises", "## Try it yourself", "## Recorded results"]
+                            "## Explain", "## Mitigate", "## Exercises", "## Try it yourself", "## Key points"]
 SECTIONS = {"00_setup_check": [s for s in LESSON_NOTEBOOK_SECTIONS if s != "## Mitigate"],
             "08_diagnose_your_cluster": [*LESSON_NOTEBOOK_SECTIONS[:9], "## Your cluster",
                                          *LESSON_NOTEBOOK_SECTIONS[9:]]}
+CORE_WORDS = 900   # a lesson's core markdown, outside its folded deep dives
 
 
 def expectations(name: str):
@@ -107,6 +109,20 @@ record(exercises=try_exercises(result, skip={skip!r}))
 """
 
 
+def with_fix(notebook: Path, fix: dict, into: Path) -> Path:
+    """A copy whose Mitigate cell runs `fix` (a test's own, {} to skip the step) instead of the one written there:
+    the learner reads and edits the fix in that cell; a test gives its own without a parameter the learner sees."""
+    nb = nbformat.read(notebook, as_version=4)
+    cells = [c for c in nb.cells if c.cell_type == "code" and mitigate_call(c.source)]
+    assert len(cells) == 1, f"{notebook.name}: one Mitigate cell `fixed = lesson.mitigate(result, ...)`"
+    lines = cells[0].source.splitlines()
+    call = mitigate_call(cells[0].source)
+    lines[call.lineno - 1:call.end_lineno] = [f"fixed = lesson.mitigate(result, **{fix!r})"]
+    cells[0].source = "\n".join(lines)
+    nbformat.write(nb, into)
+    return into
+
+
 def with_exercises_tried(notebook: Path, into: Path, skip: tuple = ()) -> Path:
     """A copy with the exercises tried before its last cell stops the notebook's cluster, where a learner tries
     them: an experiment exercise runs on that cluster, as its lesson did."""
@@ -127,6 +143,10 @@ def test_notebook(name: str, variant: str, tmp_path: Path):
     else:
         parameters, check = expect.PARAMETERS, expect.check
     notebook = NOTEBOOK_DIR / f"{name}.ipynb"
+    if "FIX" in parameters:   # the test's own fix, in the Mitigate cell
+        parameters = {k: v for k, v in parameters.items() if k != "FIX"}
+        notebook = with_fix(notebook, (expect.CONTROL if variant == "control" else expect.PARAMETERS)["FIX"],
+                            tmp_path / f"fix-{notebook.name}")
     if interactive(expect, variant):
         parameters = {**parameters, "INTERACTIVE": True}
         notebook = with_panel_clicks(notebook, expect.PANEL, tmp_path / f"input-{notebook.name}")
@@ -231,34 +251,81 @@ def _mitigates(name: str) -> bool:
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if _mitigates(n)])
-def test_the_learner_runs_the_fix_after_the_failure_and_its_verdict_is_recorded(name: str):
-    """The Mitigate step: the fix is a parameter (FIX), checked before the cluster starts; the learner's cell runs
-    it after the failure's run, prints its verdict, and the record keeps it."""
+def test_the_learner_writes_the_fix_in_the_cell_that_runs_it_and_its_verdict_is_recorded(name: str):
+    """The Mitigate step: the fix is written as the lesson's parameters in the cell the learner runs (no FIX
+    parameter at the top), after the failure's run; the cell prints its verdict, and the record keeps it."""
     code = ["".join(c["source"]) for c in _cells(name) if c["cell_type"] == "code"]
     parameters = next("".join(c["source"]) for c in _cells(name) if "parameters" in c["metadata"].get("tags", []))
-    assert re.search(r"^FIX = ", parameters, re.M), f"{name}: FIX is not in the parameters cell"
-    checked = [i for i, src in enumerate(code) if re.search(r"^\w+\.mitigate\.check\(PARAMS, FIX\)", src, re.M)]
-    started = [i for i, src in enumerate(code) if "kafka_cluster(" in src]
-    fixed = [i for i, src in enumerate(code) if re.search(r"^fixed = \w+\.mitigate\((\w+), cluster=cluster, \*\*FIX\)",
-                                                         src, re.M)]
-    assert len(checked) == 1 and checked[0] <= started[0], (name, checked, started)
+    assert not re.search(r"^FIX\w* = ", parameters, re.M), f"{name}: the fix belongs in the Mitigate cell"
+    assert not any("FIX" in src for src in code), f"{name}: FIX is gone; the Mitigate cell holds the fix"
+    fixed = [i for i, src in enumerate(code) if mitigate_call(src)]
     assert len(fixed) == 1 and "print(fixed.verdict())" in code[fixed[0]], (name, fixed)
-    failed = re.search(r"^fixed = \w+\.mitigate\((\w+),", code[fixed[0]], re.M).group(1)   # the run it fixes
-    ran = [i for i, src in enumerate(code) if re.search(rf"^{failed} = \w+\.run(_lesson)?\(", src, re.M)]
-    assert len(ran) == 1 and ran[0] < fixed[0], (name, failed, ran, fixed)
+    given = mitigate_call(code[fixed[0]]).keywords
+    assert given and all(k.arg for k in given), f"{name}: the Mitigate cell names its fix: {code[fixed[0]]!r}"
+    entry = notebook_entry(name)
+    assert entry.lesson.mitigate.check(entry.lesson.spec.defaults, entry.written_fix()), name   # one it takes
+    ran = [i for i, src in enumerate(code) if re.search(r"^result = lesson\.run\(", src, re.M)]
+    assert len(ran) == 1 and ran[0] < fixed[0], (name, ran, fixed)
     assert any("**fixed.as_record()" in src for src in code), f"{name}: the fix's verdict is not recorded"
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_the_learner_predicts_before_the_run_and_the_run_answers(name: str):
-    """A Predict cell comes before the run, the run prints the prediction beside its measurement, and the
-    recorded results keep both (tests/expectations assert them, with and without a given prediction)."""
+def test_the_setup_cell_names_the_lesson_by_number_and_the_cluster_starts_after_the_parameters(name: str):
+    """The Setup cell gets the lesson by the notebook's number (a module's name could name the failure, and the
+    cell is read before the question); the cell after the parameters checks them and starts the cluster."""
+    cells = _cells(name)
+    code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+    number = name.split("_")[0]
+    assert code[0] == f'from lab.notebook import *\nlesson = setup("{number}")', (name, code[0])
+    at = next(i for i, c in enumerate(cells) if "parameters" in c.get("metadata", {}).get("tags", []))
+    after = next("".join(c["source"]) for c in cells[at + 1:] if c["cell_type"] == "code")
+    assert after == ("PARAMS = lesson.spec.from_notebook(globals())\n"
+                     "cluster = kafka_cluster(**lesson.needs(PARAMS)).start()"), (name, after)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_learner_predicts_before_the_run_and_the_run_takes_the_answer(name: str):
+    """A Predict cell comes before the run; the run takes the prediction as it starts and prints it beside its
+    measurement; the recorded results keep both (tests/expectations assert them, with and without a given
+    prediction; tests/test_experiment.py that a later answer does not count)."""
     code = ["".join(c["source"]) for c in _cells(name) if c["cell_type"] == "code"]
-    asked = [i for i, src in enumerate(code) if re.search(r"^guess = (lesson\.)?predict\(", src, re.M)]
-    ran = [i for i, src in enumerate(code) if re.search(r"^result = \w+\.run\(", src, re.M)]
+    asked = [i for i, src in enumerate(code) if src.strip() == "guess = lesson.predict(PARAMS, PREDICTION)"]
+    ran = [i for i, src in enumerate(code) if src.strip() == "result = lesson.run(cluster=cluster, prediction=guess, "
+                                                              "**PARAMS)"]
     assert len(asked) == 1 and len(ran) == 1 and asked[0] < ran[0], (name, asked, ran)
-    assert "guess.against(result.measured_answer())" in code[ran[0]], name
     assert any("**guess.as_record()" in src for src in code), f"{name}: the prediction is not recorded"
+
+
+def core_words(markdown: str) -> int:
+    """Words a learner reads on a lesson's core path: its markdown outside folded `<details>` deep dives."""
+    return len(re.sub(r"<details>.*?</details>", " ", markdown, flags=re.S).split())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_lesson_reads_short_with_its_depth_folded_and_its_terms_in_the_glossary(name: str):
+    """At most CORE_WORDS words of core markdown; objectives at the top, three key points at the end; every link to
+    the glossary lands on one of its entries."""
+    cells = _cells(name)
+    prose = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    assert core_words(prose) <= CORE_WORDS, f"{name}: {core_words(prose)} words outside its deep dives"
+    key = next("".join(c["source"]) for c in cells if "".join(c["source"]).startswith("## Key points"))
+    assert len(re.findall(r"^[-*] ", key, re.M)) == 3, f"{name}: three key points"
+    glossary = (ROOT / "docs" / "glossary.md").read_text()
+    entries = set(re.findall(r'<a id="([\w-]+)"></a>', glossary))
+    linked = set(re.findall(r"\]\(\.\./docs/glossary\.md#([\w-]+)\)", prose))
+    assert linked <= entries, f"{name}: glossary links without an entry: {sorted(linked - entries)}"
+
+
+# What a parameter's comment must not say above the question: which value fails, which is the fix or the control,
+# which versions are affected, an example answer.
+GIVE_AWAY = re.compile(r"\b(affected|fixed|fix|fixes|control|fails?|failure|broken|e\.g\.)\b", re.I)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_parameters_cell_says_what_each_knob_is_not_which_value_fails(name: str):
+    cell = next("".join(c["source"]) for c in _cells(name) if "parameters" in c["metadata"].get("tags", []))
+    said = [line for line in cell.splitlines() if GIVE_AWAY.search(line)]
+    assert not said, f"{name}: the parameters cell hints at the answer: {said}"
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -271,6 +338,18 @@ def test_every_lesson_has_its_exercise_after_its_run_numbered_in_order(name: str
               for var, n in re.findall(r"^(\w+)\.check\((\d+),", sources[i], re.M)]
     at = [i for i, c in enumerate(cells) if c["cell_type"] == "code" and re.search(r"^result = \w+\.run\(", sources[i], re.M)]
     assert len(at) == 1, (name, at)
-    assert any(i > at[0] and v == "result" for i, v, _ in checks), f"{name}: no exercise on the run's result after it"
+    assert any(i > at[0] and v == "lesson" for i, v, _ in checks), f"{name}: no exercise on the lesson after its run"
     numbers = [n for _, _, n in checks]
     assert numbers and numbers == sorted(set(numbers)) and numbers[0] == 1, f"{name}: exercises numbered {numbers}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_exercise_answers_with_a_hint_then_a_closer_one_and_nothing_before_the_run(name: str, capsys):
+    """Each exercise has a second, closer hint; before the lesson ran, a check says so in a line (no traceback)."""
+    lesson = notebook_entry(name).lesson
+    assert lesson.exercises, name
+    for number, exercise in lesson.exercises.items():
+        assert len(exercise.closer.split()) >= 5, f"{name}: exercise {number} has no closer hint"
+    lesson.last = None
+    checked = lesson.check(min(lesson.exercises), 0)
+    assert not checked and "run the lesson first" in capsys.readouterr().out

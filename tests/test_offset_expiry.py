@@ -1,4 +1,5 @@
 """Notebook 01's pure parts, no broker: evidence extraction, expiry clocks, the SPEC, the result's branches."""
+import re
 import time
 
 import pytest
@@ -50,6 +51,11 @@ def test_spec_accepts_a_downtime_shorter_than_the_retention_and_refuses_what_kaf
             oe.lesson.spec.validate(**bad)
 
 
+def refused(checked, hint: str = "^Not quite: ") -> None:
+    """A wrong answer: a cross and expect()'s hint (lab.experiment.result.Checked), not an exception."""
+    assert not checked and re.search(hint, checked.said), checked
+
+
 class _Verdict:
     def __init__(self, **counts):
         self.counts, self.examples = counts, {}
@@ -91,12 +97,16 @@ def test_control_branch_says_nothing_expired():
     assert rec["earliest_committed_before_restart"] is True and rec["latest_read_after_restart"] == 40
     assert "idle_consumer_clock" not in rec
     r.figure(), r.audit_table(), r.offsets_table(), r.table(), r.broker_lines()
-    # the exercises on a clean run: nothing skipped; the wrong answers are refused even so
+    # the exercises on a clean run: nothing skipped, so exercise 1 has nothing to judge (0 would pass otherwise);
+    # exercise 2's function is judged on the clocks the mechanism gives, the wrong one refused
     exercises = oe.lesson.exercises
-    assert r.check(1, exercises[1].solution(r)) and r.check(2, exercises[2].solution(r))
-    for n in (1, 2):
-        with pytest.raises(AssertionError, match="^Not quite: "):
-            r.check(n, exercises[n].wrong(r))
+    for answer in (0, 1, 30):
+        checked = r.check(1, answer)
+        assert not checked and checked.said == "did not reproduce the failure", checked
+    with pytest.raises(LabError, match="skipped nothing to count"):   # solution(1) says so in a line
+        exercises[1].solution(r)
+    assert r.check(2, exercises[2].solution(r))
+    refused(r.check(2, exercises[2].wrong(r)))
     assert not [k for k in r.as_record() if k.startswith("exercise")]
 
 
@@ -107,10 +117,32 @@ def test_failure_branch_names_what_each_group_did():
     assert "found nothing" in r.explain()
     rec = r.as_record()
     assert rec["idle_consumer_clock"] == "last commit" and rec["earliest_committed_before_restart"] is False
-    r.check(2, report.expires_after_stop)
-    r.check(1, 30)
-    for n, answer in [(1, 29), (1, "30"), (1, 30.5), (1, oe.lesson.exercises[1].wrong(r)),
-                      (2, oe.lesson.exercises[2].wrong(r)), (2, lambda *_: "soon"), (2, lambda *_: 1 / 0),
-                      (2, 60)]:
-        with pytest.raises(AssertionError, match="^Not quite: "):
-            r.check(n, answer)
+    assert r.check(2, report.expires_after_stop) and r.check(1, 30)
+    for n, answer in [(1, 29), (1, "30"), (1, 30.5), (1, oe.lesson.exercises[1].wrong(r)), (1, 0), (1, ""),
+                      (1, "none"), (1, []), (2, oe.lesson.exercises[2].wrong(r)), (2, lambda *_: "soon"),
+                      (2, lambda *_: 1 / 0), (2, 60), (2, 0), (2, "none"), (2, lambda *_: 60)]:
+        refused(r.check(n, answer))
+
+
+def test_a_second_wrong_answer_gets_a_closer_hint(capsys):
+    r = _result(expired=True)
+    for n, exercise in oe.lesson.exercises.items():
+        assert len(exercise.closer.split()) >= 5
+        refused(r.check(n, exercise.wrong(r)))
+        assert "Closer:" not in capsys.readouterr().out
+        refused(r.check(n, exercise.wrong(r)))
+        assert f"Closer: {exercise.closer}" in capsys.readouterr().out
+
+
+def test_exercise_1_needs_the_latest_group_back_without_its_offsets():
+    """A run whose offsets expired, but without a `latest` group, has nothing to count: said, never judged 0."""
+    r = _result(expired=True)
+    r.outcome.facts.pop("latest")
+    checked = r.check(1, 0)
+    assert not checked and "no `latest` group" in checked.said, checked
+
+
+def test_the_variants_names_do_not_say_what_happens():
+    """A group's name is read above the question: `id-table` says what it has, not what it prevents."""
+    assert "id-table" in report.VARIANTS and "idempotent" not in report.VARIANTS
+    assert oe.lesson.spec.validate(variants=["id-table"])["variants"] == ["id-table"]

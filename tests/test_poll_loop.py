@@ -1,4 +1,4 @@
-"""Lesson 07a, slow work between two polls (lab/scenarios/nb07_when_streams_stop/poll_loop.py): its arithmetic, its
+"""Lesson 07a, work between two polls (lab/scenarios/nb07_when_streams_stop/poll_loop.py): its arithmetic, its
 refusals and its exercises."""
 import re
 
@@ -14,18 +14,35 @@ SMALL = dict(poll_batch=400, poll_work_ms=20, poll_records=450, poll_interval_ms
              poll_longer_interval_ms=20_000, poll_slow_record_ms=9000, poll_slow_offset=100, poll_watch_s=60)
 
 
+def refused(checked, hint: str) -> None:
+    """A wrong answer: a cross and expect()'s hint (lab.experiment.result.Checked), not an exception."""
+    assert not checked and re.search(hint, checked.said), checked
+
+
 def test_the_arithmetic_decides_what_loops():
     p = SPEC.validate(**SMALL)
-    assert poll_loop.expected_to_loop(p, "none")
+    assert poll_loop.expected_to_loop(p, "baseline")
     assert not any(poll_loop.expected_to_loop(p, f) for f in ("max_poll_records_1", "longer_interval",
                                                               "pause_resume"))
-    fast = SPEC.validate(**{**SMALL, "poll_work_ms": 5})   # 2 s per poll: no fix needed, the control
-    assert not poll_loop.expected_to_loop(fast, "none")
+    fast = SPEC.validate(**{**SMALL, "poll_work_ms": 5})   # 2 s per poll: the baseline reads on too
+    assert not poll_loop.expected_to_loop(fast, "baseline")
+
+
+def test_the_run_asked_about_is_the_baseline_and_the_other_variants_are_the_mitigate_steps():
+    """The Predict question's run has the baseline only (the other variants, read beside it, would read as its
+    fixes); the Mitigate step takes them as its fix and runs them, every client, without the baseline."""
+    p = SPEC.validate()
+    assert p["poll_variants"] == ["baseline"] and poll_loop.asked_variant(p) == "java/baseline"
+    fix = {"poll_variants": ["max_poll_records_1", "longer_interval", "pause_resume"]}
+    fixed = poll_loop.lesson.mitigate.check(p, fix)
+    assert fixed["poll_variants"] == fix["poll_variants"] and fixed["poll_clients"] == p["poll_clients"]
+    # a fix of the baseline's own numbers runs the baseline alone again
+    assert poll_loop.lesson.mitigate.check(p, {"poll_interval_ms": 20_000})["poll_variants"] == ["baseline"]
 
 
 @pytest.mark.parametrize("values, message", [
     (dict(poll_interval_ms=3000), "POLL_INTERVAL_MS"),
-    (dict(poll_fixes=["none", "none"]), "twice"),
+    (dict(poll_variants=["baseline", "baseline"]), "twice"),
     (dict(poll_clients=["kafkajs"]), "POLL_CLIENTS"),
     (dict(poll_records=50, poll_slow_offset=60), "POLL_SLOW_OFFSET"),
 ])
@@ -42,36 +59,34 @@ def test_exercise_1_is_judged_on_what_looped_in_this_run_and_on_the_arithmetic_e
     p = SPEC.validate(**SMALL)
 
     def result(looped: dict):
-        rows = [{"client": name.split("/")[0], "fix": name.split("/")[1], "looped": loop}
+        rows = [{"client": name.split("/")[0], "variant": name.split("/")[1], "looped": loop}
                 for name, loop in looped.items()]
         return poll_loop.lesson.result(poll_loop.Outcome(rows, {}), **p)
 
     one = poll_loop.lesson.exercises[1]
-    measured = {"java/none": True, "java/max_poll_records_1": False, "streams/none": True,
+    measured = {"java/baseline": True, "java/max_poll_records_1": False, "streams/baseline": True,
                 "streams/max_poll_records_1": True}
     r = result(measured)
     assert r.check(1, one.solution(r)) and r.check(1, poll_loop.loops)
-    assert not r.check(1, None) and "`.solution(1)` on the same result" in capsys.readouterr().out
+    assert not r.check(1, None) and "`lesson.solution(1)` shows" in capsys.readouterr().out
     for answer, hint in [
             (one.wrong(r), "loops('streams', 'max_poll_records_1', p) = False, but in this run it looped"),
-            (lambda c, f, q: f == "none" or c == "streams" and f != "pause_resume",   # names, not the arithmetic
-             "loops('java', 'none', p) = True, but with POLL_INTERVAL_MS=60000"),
+            (lambda c, f, q: f == "baseline" or c == "streams" and f != "pause_resume",   # names, not arithmetic
+             "loops('java', 'baseline', p) = True, but with POLL_INTERVAL_MS=60000"),
             (lambda c, f, q: f != "pause_resume", "loops('java', 'max_poll_records_1', p) = True, but in this run"),
-            (lambda c, f, q: "yes", "returned 'yes'"), (lambda c: True, "raised TypeError"), ("java/none", "function")]:
-        with pytest.raises(AssertionError, match=f"^Not quite: .*{re.escape(hint)}"):
-            r.check(1, answer)
+            (lambda c, f, q: "yes", "returned 'yes'"), (lambda c: True, "raised TypeError"), ("java/baseline", "function"),
+            (0, "function"), ("none", "function")]:
+        refused(r.check(1, answer), f"^Not quite: .*{re.escape(hint)}")
     # a run whose measurement went against the arithmetic: the measurement decides for this run's variants
-    odd = result({**measured, "java/none": False})
-    with pytest.raises(AssertionError, match="^Not quite: loops\\('java', 'none', p\\) = True, but in this run it "
-                                             "read on"):
-        odd.check(1, poll_loop.loops)
-    # nothing looped (the control, its settings): the same function is right, the tempting one still refused
-    control = poll_loop.lesson.result(poll_loop.Outcome([{"client": "java", "fix": f, "looped": False}
-                                                         for f in ("longer_interval", "pause_resume")], {}),
+    odd = result({**measured, "java/baseline": False})
+    refused(odd.check(1, poll_loop.loops), r"^Not quite: loops\('java', 'baseline', p\) = True, but in this run it read on")
+    # nothing looped (the control: the baseline with a 20 s interval): the same function is right, the tempting one
+    # still refused by the other settings
+    control = poll_loop.lesson.result(poll_loop.Outcome([{"client": c, "variant": "baseline", "looped": False}
+                                                         for c in poll_loop.CLIENTS], {}),
                                       **{**p, "poll_interval_ms": 20_000})
     assert control.check(1, poll_loop.loops)
-    with pytest.raises(AssertionError, match="^Not quite: "):
-        control.check(1, one.wrong(control))
+    refused(control.check(1, one.wrong(control)), "^Not quite: ")
 
 
 def test_exercise_2_an_interval_too_short_or_too_long_is_refused_before_anything_runs(monkeypatch):
@@ -85,13 +100,11 @@ def test_exercise_2_an_interval_too_short_or_too_long_is_refused_before_anything
     two = poll_loop.lesson.exercises[2]
     assert two.solution(r) == 10_000 and two.wrong(r) == 7000        # 8 s of work
     for answer, hint in [(5000, "below 6000 ms"), (12_001, "more than half as long again"), ("10 s", "whole number"),
-                         (True, "whole number")]:
-        with pytest.raises(AssertionError, match=f"^Not quite: .*{re.escape(hint)}"):
-            r.check(2, answer)
-    with pytest.raises(AssertionError, match="the experiment ran"):   # within the bounds: it runs the lesson
-        r.check(2, 9000)
+                         (True, "whole number"), (0, "below 6000 ms"), ("none", "whole number"), ("", "whole number")]:
+        refused(r.check(2, answer), f"^Not quite: .*{re.escape(hint)}")
+    # within the bounds it runs the lesson, an exercise's own run, which lesson.check() does not judge later
+    refused(r.check(2, 9000), "the experiment ran: .*'remember': False")
     # 2 s of work: the broker's 6 s minimum session is the floor, and half again too long is the wrong answer
     short = poll_loop.lesson.result(poll_loop.Outcome([], {}), **{**p, "poll_batch": 100})
     assert two.solution(short) == 6000 and two.wrong(short) == 7000
-    with pytest.raises(AssertionError, match="more than half as long again"):
-        short.check(2, two.wrong(short))
+    refused(short.check(2, two.wrong(short)), "more than half as long again")

@@ -1,10 +1,11 @@
-"""Chapter 03's lessons (03a fencing, 03b sweep, on lab.scenarios.nb03_quota_driven_fencing.quota_fencing): their
+"""Chapter 03's lessons (03a over_quota in module fencing, 03b sweep, on lab.scenarios.nb03_quota_driven_fencing.quota_fencing): their
 pure parts, without a broker.
 
 Logs are written the way the programs write them (log4j stamps in UTC, `LAB {json}` lines), and the
 mechanism of an incident is derived from them: a stuck transactional request vs an oversized transaction.
 """
 import json
+import re
 import zipfile
 from datetime import datetime, timezone
 
@@ -173,22 +174,23 @@ def test_quota_arithmetic_round_trips():
     assert qa.Variant("x", quota=None).load_ratio is None
 
 
-def test_the_lineup_follows_the_parameters_and_derives_the_mitigation_values(monkeypatch):
+def test_the_lineup_follows_the_parameters_and_derives_the_variant_values(monkeypatch):
     monkeypatch.setattr(checks, "build_streams_program", lambda *a, **k: None)   # no jars, no compiler here
-    assert list(qf.lineup(FENCING.spec.validate())) == ["affected", "fixed", "no_quota", "headroom", "request_timeout"]
-    p = FENCING.spec.validate(transaction_timeout_ms=20000, compare=list(qf.BASELINES),
-                              mitigations=list(qf.MITIGATIONS))
+    assert list(qf.lineup(FENCING.spec.validate())) == ["app", "other_version", "no_quota", "headroom",
+                                                         "request_timeout"]
+    p = FENCING.spec.validate(transaction_timeout_ms=20000, compare=list(qf.BASELINES), variants=list(qf.VARIANTS))
     roles = qf.lineup(p)
-    assert list(roles) == ["affected", "fixed", "no_quota", "librdkafka", "headroom", "request_timeout",
+    assert list(roles) == ["app", "other_version", "no_quota", "librdkafka", "headroom", "request_timeout",
                            "transaction_timeout"]
+    assert roles["other_version"].version == "4.3.1" and roles["no_quota"].quota is None
     assert roles["request_timeout"].request_timeout_ms == 4000           # a fifth of the transaction timeout
     assert roles["transaction_timeout"].txn_timeout_ms == 60000
     assert roles["headroom"].load_ratio == pytest.approx(1 / 1.5, rel=1e-4)
-    control = qf.lineup(FENCING.spec.validate(quota=55000, compare=[], mitigations=[]))
-    assert list(control) == ["affected"] and control["affected"].load_ratio == pytest.approx(0.698, abs=0.01)
+    control = qf.lineup(FENCING.spec.validate(quota=55000, compare=[], variants=[]))
+    assert list(control) == ["app"] and control["app"].load_ratio == pytest.approx(0.698, abs=0.01)
     cells = SWEEP.spec.validate(transaction_timeout_ms=20000)
-    assert len(qf.sweep_cells(cells)) == 6 and qf.sweep_cells({**cells, "sweep_ratios": []}) == []
-    assert {v.txn_timeout_ms for v in qf.sweep_cells(cells)} == {20000}
+    assert len(qf.sweep_points(cells)) == 6 and qf.sweep_points({**cells, "sweep_ratios": []}) == []
+    assert {v.txn_timeout_ms for v in qf.sweep_points(cells)} == {20000}
 
 
 def test_the_spec_accepts_any_load_kafka_takes_and_refuses_what_it_cannot(monkeypatch):
@@ -196,11 +198,12 @@ def test_the_spec_accepts_any_load_kafka_takes_and_refuses_what_it_cannot(monkey
     for quota in (1024, 55000, 100_000_000):      # 0.7x, 37x, 0.0004x the load: all valid experiments
         assert FENCING.spec.validate(quota=quota)["quota"] == quota
     for lesson, bad, says in [
-            (FENCING, {"quota": 1000}, "QUOTA"), (FENCING, {"affected_version": "3.2.0"}, "AFFECTED_VERSION.*older"),
-            (FENCING, {"mitigations": ["pray"]}, "MITIGATIONS"), (FENCING, {"compare": "fixed, nope"}, "COMPARE"),
+            (FENCING, {"quota": 1000}, "QUOTA"), (FENCING, {"streams_version": "3.2.0"}, "STREAMS_VERSION.*older"),
+            (FENCING, {"other_version": "3.2.0"}, "OTHER_VERSION.*older"),
+            (FENCING, {"variants": ["pray"]}, "VARIANTS"), (FENCING, {"compare": "other_version, nope"}, "COMPARE"),
             (FENCING, {"transaction_timeout_ms": 900_001}, "transaction.max.timeout.ms"),
             (SWEEP, {"sweep_ratios": [1.1, 50]}, "SWEEP_RATIOS"), (SWEEP, {"sweep_ratios": []}, "Nothing to run"),
-            (SWEEP, {"sweep_versions": ["2.8.0"]}, "SWEEP_VERSIONS.*older"), (SWEEP, {"sweep_parallel": 13}, "JVM"),
+            (SWEEP, {"sweep_versions": ["2.8.0"]}, "SWEEP_VERSIONS.*older"), (SWEEP, {"sweep_parallel": 13}, "app of its own"),
             (FENCING, {"quota_bytes": 1}, "did you mean")]:
         with pytest.raises(LabError, match=says):
             lesson.spec.validate(**bad)
@@ -218,23 +221,30 @@ def test_list_parameters_check_each_item_and_take_text():
 
 # ---------------------------------------------------------------- exercises
 
-def quota_result(tmp_path, fenced_affected: bool = True, mitigations=("transaction_timeout",)):
-    """The affected app (stuck 30 s and fenced, or clean) beside the mitigations asked for, each clean."""
-    p = {"send_rate": 33.0, "record_bytes": 1024, "mitigations": list(mitigations), "compare": [], "quota": 35000,
-         "transaction_timeout_ms": 10000, "affected_version": "3.8.1", "duration_s": 60}
-    roles = {"affected": qa.Variant("3.8.1 quota"),
-             **{m: qa.Variant(f"3.8.1 {m}", txn_timeout_ms=60000) for m in mitigations}}
+def refused(result, number, answer, match="^Not quite: "):
+    """The check said no, with a hint (no traceback): what the learner sees."""
+    got = result.check(number, answer)
+    assert not got and re.search(match, got.said), (number, answer, got.said)
+    return got
+
+
+def quota_result(tmp_path, fenced_affected: bool = True, variants=("transaction_timeout",)):
+    """The app under study (stuck 30 s and fenced, or clean) beside the variants asked for, each clean."""
+    p = {"send_rate": 33.0, "record_bytes": 1024, "variants": list(variants), "compare": [], "quota": 35000,
+         "transaction_timeout_ms": 10000, "streams_version": "3.8.1", "duration_s": 60}
+    roles = {"app": qa.Variant("3.8.1 quota"),
+             **{m: qa.Variant(f"3.8.1 {m}", txn_timeout_ms=60000) for m in variants}}
     stuck = [metrics(9, 300, 90, throttle=900), debug(10, "Enqueuing", "AddOffsetsToTxn"),
              debug(40, "Sending", "AddOffsetsToTxn"), fenced(40.1)]
     clean = [metrics(1, 30, 10), debug(2, "Enqueuing", "EndTxn"), debug(2.25, "Sending", "EndTxn"), metrics(2, 60, 20)]
     logs = {}
     for role, v in roles.items():
         logs[v.name] = tmp_path / f"{role}.log"
-        logs[v.name].write_text("\n".join(stuck if role == "affected" and fenced_affected else clean) + "\n")
+        logs[v.name].write_text("\n".join(stuck if role == "app" and fenced_affected else clean) + "\n")
     names = [v.name for v in roles.values()]
     main = qa.Measured(list(roles.values()), 60, T0, 60, {n: n for n in names}, logs, {n: [] for n in names},
                        pd.DataFrame(columns=["variant", "t_s", "line"]))
-    return FENCING.result(QuotaResult("quota_fencing", p, "x", None, roles=roles, main=main), **p)
+    return FENCING.result(QuotaResult("over_quota", p, "x", None, roles=roles, main=main), **p)
 
 
 class _Rerun:
@@ -251,11 +261,11 @@ class _Rerun:
         return type("Measured", (), {"row": lambda _self, role: row})()
 
 
-@pytest.mark.parametrize("fenced_affected, mitigations", [(True, ("transaction_timeout",)), (False, ())])
+@pytest.mark.parametrize("fenced_affected, variants", [(True, ("transaction_timeout",)), (False, ())])
 def test_the_exercises_take_the_solution_and_refuse_the_tempting_wrong_answer(tmp_path, fenced_affected,
-                                                                              mitigations, monkeypatch):
+                                                                              variants, monkeypatch):
     monkeypatch.setattr(checks, "build_streams_program", lambda *a, **k: None)
-    result = quota_result(tmp_path, fenced_affected, mitigations)
+    result = quota_result(tmp_path, fenced_affected, variants)
     rerun = _Rerun(crashes=0)
     monkeypatch.setattr(FENCING, "run", rerun)
     assert result.failed is fenced_affected
@@ -264,34 +274,37 @@ def test_the_exercises_take_the_solution_and_refuse_the_tempting_wrong_answer(tm
         t = tried[number]
         assert t["none"] == "not answered" and t["right"] == "correct", (number, t)
         assert t["wrong"].startswith("Not quite:"), (number, t)
+        assert all(said.startswith("Not quite:") for case, said in t.items() if case.startswith("trivial")), t
     assert sorted(tried) == [1, 2], tried   # 03a's own exercises; the transaction budget is 03b's
+    assert all(e.closer for e in result.exercises.values())
     solve = {n: e.solution(result) for n, e in result.exercises.items()}
     assert solve[1](30000, 10000, 900) == 30.0 and solve[2] == round(1.5 * 33 * (1024 + qa.WIRE_OVERHEAD_BYTES))
     # this run's stuck request (30 s against a 0.9 s throttle) judges exercise 1 too: only its wait passes
     from lab.scenarios.nb03_quota_driven_fencing.exercises import _stuck
     assert _stuck(result) == ([(30000, 10000, 900.0, 30.0)] if fenced_affected else [])
     assert result.check(1, lambda request_ms, txn_ms, throttle_ms: request_ms / 1000 + 0.5)
-    # exercise 2 is an experiment: lesson 1's affected app alone at the learner's quota, for the lesson's load
+    # exercise 2 is an experiment: 03a's app alone at the learner's quota, for the lesson's load, not remembered as
+    # the run the exercises judge
     runs = len(rerun.calls)
     assert result.check(2, solve[2] + 1) and len(rerun.calls) == runs + 1
-    assert {k: rerun.calls[-1][k] for k in ("quota", "compare", "mitigations", "duration_s", "affected_version",
-                                            "cluster")} == {
-        "quota": solve[2] + 1, "compare": [], "mitigations": [], "duration_s": 60, "affected_version": "3.8.1",
-        "cluster": None}
+    assert {k: rerun.calls[-1][k] for k in ("quota", "compare", "variants", "duration_s", "streams_version",
+                                            "cluster", "remember")} == {
+        "quota": solve[2] + 1, "compare": [], "variants": [], "duration_s": 60, "streams_version": "3.8.1",
+        "cluster": None, "remember": False}
     load = 33 * (1024 + qa.WIRE_OVERHEAD_BYTES)
     assert result.check(2, round(1.1 * load))   # whatever the measurement says, above the load and within twice it
-    refused = [(1, 30), (1, lambda r, t, th: t / 1000), (1, lambda r, t, th: r), (1, lambda r, t, th: "30"),
+    refused_answers = [(1, 30), (1, lambda r, t, th: t / 1000), (1, lambda r, t, th: r), (1, lambda r, t, th: "30"),
                (1, lambda r, t, th: max(r, t) / 1000), (1, lambda r: 30.0),
                (2, "57618"), (2, 0), (2, 10**9), (2, round(33 * 1024 + 100)), (2, round(load / 1.5))]
     runs = len(rerun.calls)
-    for number, answer in refused:
-        with pytest.raises(AssertionError, match="^Not quite: "):
-            result.check(number, answer)
+    for number, answer in refused_answers:
+        refused(result, number, answer)
     assert len(rerun.calls) == runs   # refused before anything runs
-    # a quota at which the experiment measured fencing is refused, with what it measured
+    # a quota at which the experiment measured fencing is refused, with what it measured; the second wrong answer
+    # adds the closer hint
     monkeypatch.setattr(FENCING, "run", _Rerun(crashes=1))
-    with pytest.raises(AssertionError, match="fenced again .*stuck transactional request"):
-        result.check(2, round(1.1 * load))
+    got = refused(result, 2, round(1.1 * load), "3.8.1 was fenced .*stuck transactional request")
+    assert result.exercises[2].closer in got.message
     shown = []
     result.solution(2, display=shown.append)
     assert f"For this run: `{solve[2]}`" in shown[0].data and "1 / 1.5" in shown[0].data
@@ -313,19 +326,31 @@ def test_the_sweep_answers_its_own_question_and_exercise_and_the_fix_runs_the_af
     wave = qa.Measured(cells, 45, T0, 45, {n: n for n in names}, logs, {n: [] for n in names},
                        pd.DataFrame(columns=["variant", "t_s", "line"]))
     p = {"sweep_ratios": [1.3], "transaction_timeout_ms": 10000, "send_rate": 33.0, "record_bytes": 1024}
-    outcome = QuotaResult("quota_fencing", p, "x", None, sweep=[wave], fix_in_bytecode={"3.8.1": False, "4.3.1": True})
+    outcome = QuotaResult("sweep", p, "x", None, sweep=[wave], fix_in_bytecode={"3.8.1": False, "4.3.1": True})
     assert outcome.sweep_fenced() == ["3.8.1"] and outcome.failed
-    assert sweep_answer(outcome.as_record(), p) == qa.SWEEP_ANSWERS[1]
+    assert sweep_answer(outcome.as_record(), p) == "only Kafka Streams 3.8.1"
+    # the question's choices name clients, never which carries a change; the measured set is named the same way
+    versions = ["3.8.1", "4.3.1", qa.LOOP]
+    choices = qf.sweep_question({"sweep_ratios": [0.9, 1.3], "sweep_seconds": 45, "sweep_versions": versions})[1]
+    assert choices == ("none of them", "only Kafka Streams 3.8.1", "every Kafka Streams version",
+                       "every client, confluent-kafka too")
+    assert not [c for c in choices if re.search(r"\bfix", c)]
+    assert sweep_answer(outcome.as_record(), {**p, "sweep_versions": versions}) == choices[1]
+    assert qa.sweep_label({"4.3.1"}, versions) == "only Kafka Streams 4.3.1"          # none of the choices
+    assert qa.sweep_label(set(versions), versions) == choices[3]
+    assert qa.sweep_choices(["3.9.1"]) == ("none of them", "Kafka Streams 3.9.1")    # distinct, whatever the clients
+    assert qa.sweep_choices(["3.8.1", qa.LOOP]) == ("none of them", "only Kafka Streams 3.8.1",
+                                                     "every client, confluent-kafka too")
     assert fencing_answer(outcome.as_record(), p) is None   # no main run: the fencing question was not measured
     assert outcome.verdict().startswith("sweep of 3 apps: fenced at x1.3: 3.8.1")
     sweep = SWEEP.result(outcome, **p)
     budget = qf.quota_for(1.3, 33.0, 1024) * 10   # the highest ratio's quota, for 10 s
     assert sweep.check(1, budget)
-    for answer, words in ((budget * 1000, "milliseconds"), (budget / 10, "one second"), (100_000, "not what the quota")):
-        with pytest.raises(AssertionError, match=words):
-            sweep.check(1, answer)
+    for answer, words in ((budget * 1000, "milliseconds"), (budget / 10, "one second"), (100_000, "not what the quota"),
+                          (0, "not what the quota"), ("none", "a number")):
+        refused(sweep, 1, answer, words)
     fixed = FENCING.mitigate.check(FENCING.spec.defaults, {"transaction_timeout_ms": 60000})
-    assert fixed["compare"] == fixed["mitigations"] == []
+    assert fixed["compare"] == fixed["variants"] == []
     # the sweep's step: the sweep again, every cell at the learner's ratio
     headroom = SWEEP.mitigate.check(SWEEP.spec.defaults, {"sweep_ratios": [0.7]})
     assert headroom["sweep_ratios"] == [0.7]

@@ -1,4 +1,4 @@
-"""Lesson 06c, RocksDB's memory as the partitions grow (lab/scenarios/nb06_state_in_production/rocksdb_memory.py): its refusals, its arithmetic, and the
+"""Lesson 06c, how much memory RocksDB takes (lab/scenarios/nb06_state_in_production/rocksdb_memory.py): its refusals, its arithmetic, and the
 outcome of measured rows (synthetic here: the live run is the notebook's test)."""
 import pytest
 
@@ -15,10 +15,10 @@ MB = 2 ** 20
     (dict(memory_partitions=[4, 4]), "twice"),
     (dict(memory_configs=[]), "empty"),
     (dict(memory_configs=["lru"]), "MEMORY_CONFIGS"),
-    (dict(memory_bound_mb=16), "MEMORY_BOUND_MB"),
+    (dict(memory_budget_mb=16), "MEMORY_BUDGET_MB"),
     (dict(memory_partitions=[0]), "MEMORY_PARTITIONS"),
     (dict(memory_partitions=[64], memory_stores=16), r"64x16: 1024 x 98 MB"),
-    (dict(memory_partitions=[32, 48], memory_stores=4, memory_mb_per_store=100, memory_configs=["bounded"]),
+    (dict(memory_partitions=[32, 48], memory_stores=4, memory_mb_per_store=100, memory_configs=["shared"]),
      "on disk"),
 ])
 def test_what_kafka_or_the_machine_cannot_take_is_refused(values, message):
@@ -27,16 +27,16 @@ def test_what_kafka_or_the_machine_cannot_take_is_refused(values, message):
 
 
 def test_the_defaults_and_the_control_are_accepted():
-    assert SPEC.validate()["memory_configs"] == ["default", "bounded"]
-    assert SPEC.validate(memory_configs=["bounded"], memory_partitions=[1, 4])["memory_configs"] == ["bounded"]
+    assert SPEC.validate()["memory_configs"] == ["default"]   # the question's run; shared is the Mitigate step's
+    assert SPEC.validate(memory_configs=["shared"], memory_partitions=[1, 4])["memory_configs"] == ["shared"]
 
 
 def test_the_worst_case_arithmetic():
-    p = SPEC.validate(memory_partitions=[8], memory_stores=2, memory_mb_per_store=24, memory_bound_mb=128)
+    p = SPEC.validate(memory_partitions=[8], memory_stores=2, memory_mb_per_store=24, memory_budget_mb=128)
     readers = memory.TABLE_READERS_SHARE * 24 * 16
     assert memory.DEFAULT_CAP_MB == 50 + 3 * 16
     assert memory.worst_case_mb(p, "default", 8) == pytest.approx(256 + 250 + 16 * 98 + readers)
-    assert memory.worst_case_mb(p, "bounded", 8) == pytest.approx(256 + 250 + 128 + readers)
+    assert memory.worst_case_mb(p, "shared", 8) == pytest.approx(256 + 250 + 128 + readers)
     assert memory.GUIDE_ESTIMATE_MB == 112
 
 
@@ -58,43 +58,43 @@ def row(p, config, partitions, memtable_mb, cache_mb, native_growth):
     base = {"memory": {"rss_mb": 360.0, "heap_used_mb": 20.0, "heap_committed_mb": 247.5}}
     rss = 360.0 + native_growth
     return memory.measure(p, config, partitions, report(config, instances, memtable_mb, cache_mb,
-                                                        shared=config == "bounded", rss=rss), base, rss, rss)
+                                                        shared=config == "shared", rss=rss), base, rss, rss)
 
 
 def test_a_shared_cache_is_counted_once_and_its_memtables_not_again():
     p = SPEC.validate(memory_partitions=[8])
-    bounded = row(p, "bounded", 8, memtable_mb=52, cache_mb=128, native_growth=126)
-    assert bounded["block_cache_mb"] == 128 and bounded["rocksdb_mb"] == 128 and bounded["within_cap"]
-    assert bounded["stores_reporting"] == 16 and bounded["block_cache_capacity_mb"] == 128
+    shared = row(p, "shared", 8, memtable_mb=52, cache_mb=128, native_growth=126)
+    assert shared["block_cache_mb"] == 128 and shared["rocksdb_mb"] == 128 and shared["within_cap"]
+    assert shared["stores_reporting"] == 16 and shared["block_cache_capacity_mb"] == 128
     default = row(p, "default", 8, memtable_mb=160, cache_mb=259, native_growth=420)
     assert default["block_cache_mb"] == 259 and default["rocksdb_mb"] == 419
     assert default["cap_mb"] == 16 * 98 and default["native_growth_mb"] == 420
 
 
-def test_the_default_growing_past_the_bound_is_the_failure():
+def test_the_default_growing_past_the_shared_cache_is_the_failure():
     p = SPEC.validate(memory_partitions=[1, 8])
-    rows = [row(p, "default", 1, 20, 32, 56), row(p, "bounded", 1, 20, 53, 54),
-            row(p, "default", 8, 160, 259, 420), row(p, "bounded", 8, 52, 128, 126)]
+    rows = [row(p, "default", 1, 20, 32, 56), row(p, "shared", 1, 20, 53, 54),
+            row(p, "default", 8, 160, 259, 420), row(p, "shared", 8, 52, 128, 126)]
     out = memory.Outcome(rows, 128, 2, 24)
     assert out.failed and out.default_grows
-    assert [r["partitions"] for r in out.default_over_bound] == [8]
-    assert "past the 128 MB bound" in out.verdict() and "every app under" in out.verdict()
+    assert [r["partitions"] for r in out.default_over_budget] == [8]
+    assert "past 128 MB" in out.verdict() and "every app under" in out.verdict()
     record = out.as_record()
-    assert record["memory_failed"] and record["memory_default_over_bound"] == [8]
-    assert set(record["memory_rows"]) == {"default-p1", "bounded-p1", "default-p8", "bounded-p8"}
+    assert record["memory_failed"] and record["memory_default_over_budget"] == [8]
+    assert set(record["memory_rows"]) == {"default-p1", "shared-p1", "default-p8", "shared-p8"}
     assert "counted once" in out.explain() and "grows with partitions x stores" in out.explain()
     assert out.table().shape[0] == 4 and out.figure().layout.template is not None
 
 
-def test_the_bounded_control_is_clean_and_a_broken_cap_is_not():
-    p = SPEC.validate(memory_configs=["bounded"], memory_partitions=[1, 4])
-    clean = memory.Outcome([row(p, "bounded", 1, 20, 53, 54), row(p, "bounded", 4, 53, 128, 128)], 128, 2, 24)
-    assert not clean.failed and clean.default_grows is None and not clean.bounded_over_cap
-    over = memory.Outcome([row(p, "bounded", 4, 53, 150, 150)], 128, 2, 24)
+def test_the_shared_control_is_clean_and_a_broken_cap_is_not():
+    p = SPEC.validate(memory_configs=["shared"], memory_partitions=[1, 4])
+    clean = memory.Outcome([row(p, "shared", 1, 20, 53, 54), row(p, "shared", 4, 53, 128, 128)], 128, 2, 24)
+    assert not clean.failed and clean.default_grows is None and not clean.shared_over_cap
+    over = memory.Outcome([row(p, "shared", 4, 53, 150, 150)], 128, 2, 24)
     assert over.failed and "OVER" in over.verdict()
 
 
-def test_metrics_past_the_bound_without_the_rss_to_match_is_not_claimed():
+def test_metrics_past_the_cache_without_the_rss_to_match_is_not_claimed():
     p = SPEC.validate(memory_partitions=[1, 8])
     rows = [row(p, "default", 1, 20, 32, 56), row(p, "default", 8, 160, 259, 100)]
     assert not memory.Outcome(rows, 128, 2, 24).failed
@@ -117,30 +117,44 @@ def _state_result(p, outcome):
     return memory.lesson.result(outcome, **p)
 
 
-def test_the_predict_question_asks_about_the_bound_and_the_run_answers_it():
+def test_the_predict_question_asks_about_the_budget_and_the_run_answers_it():
     p = SPEC.validate(memory_partitions=[1, 8])
     rows = [row(p, "default", 1, 20, 32, 56), row(p, "default", 8, 160, 259, 420),
-            row(p, "bounded", 8, 52, 130, 126)]   # 130 MB: within the LRU cache's overshoot
+            row(p, "shared", 8, 52, 130, 126)]   # 130 MB: within the LRU cache's overshoot
     text, choices = memory.question(p)
     assert "8 input partitions" in text and choices == ("yes, within 128 MB", "no, it grows past 128 MB")
+    # in plain words: what each partition writes, not the store instances the learner is to count
+    assert "each partition writes 40 MB to each store" in text and "instance" not in text
+    # the question's run is the default config alone; the shared one is the Mitigate step's fix
+    assert memory.lesson.mitigate.check(SPEC.validate(), {"memory_configs": ["shared"]})["memory_configs"] == ["shared"]
     record = memory.Outcome(rows, 128, 2, 24).as_record()
     assert memory.measured_answer(record, p) == "no, it grows past 128 MB"
-    bounded = {**p, "memory_configs": ["bounded"]}
-    assert memory.measured_answer(record, bounded) == "yes, within 128 MB"
+    shared = {**p, "memory_configs": ["shared"]}
+    assert memory.measured_answer(record, shared) == "yes, within 128 MB"
     assert memory.measured_answer(record, {**p, "memory_partitions": [1, 4]}) is None   # no row at 4
 
 
-def test_the_exercise_the_partitions_a_budget_holds_at_the_measured_memory_per_instance():
+def test_the_exercise_the_partitions_a_budget_holds_at_the_measured_memory_per_instance(capsys):
     p = SPEC.validate(memory_partitions=[1, 8])
     rows = [row(p, "default", 1, 20, 32, 56), row(p, "default", 8, 160, 259, 420)]   # 419 MB for 16 instances
     r = _state_result({"memory_partitions": [1, 8]}, memory.Outcome(rows, 128, 2, 24))
     three = memory.lesson.exercises[1]
     assert three.solution(r) == 2048 // (2 * 419 / 16) == 39 and r.check(1, 39) and r.check(1, 40)
     for answer, hint in [(three.wrong(r), "one instance of every store: 2 of them"), (10, "not about 2,048 MB"),
-                         ("39", "whole number")]:
+                         ("39", "whole number"), (0, "at least one partition"), ("none", "whole number"),
+                         ("", "whole number"), ([], "whole number")]:
         with pytest.raises(AssertionError, match=f"^Not quite: .*{hint}"):
-            r.check(1, answer)
-    bounded_only = _state_result({"memory_configs": ["bounded"], "memory_partitions": [1, 8]},
-                                 memory.Outcome([row(p, "bounded", 8, 52, 128, 126)], 128, 2, 24))
+            three.check(r, answer)
+        assert not r.check(1, answer)
+    assert "Closer:" in capsys.readouterr().out   # from the second wrong answer on
+    assert len(three.closer.split()) >= 5 and "39" not in three.closer
+    shared_only = _state_result({"memory_configs": ["shared"], "memory_partitions": [1, 8]},
+                                memory.Outcome([row(p, "shared", 8, 52, 128, 126)], 128, 2, 24))
     with pytest.raises(LabError, match="default RocksDB options were not run in this run"):
-        bounded_only.check(1, 39)
+        three.check(shared_only, 39)
+    assert not shared_only.check(1, 39) and "were not run in this run" in capsys.readouterr().out
+    # an instance so large that not one partition fits: no answer is right, and the check says why
+    huge = [row(p, "default", 8, 160, 259 * 80, 420 * 80)]   # about 1.3 GB an instance
+    big = _state_result({"memory_partitions": [1, 8]}, memory.Outcome(huge, 128, 2, 24))
+    with pytest.raises(LabError, match="not even one partition"):
+        three.check(big, 1)

@@ -80,6 +80,16 @@ def test_the_file_is_read_like_java_properties_and_translated_for_each_client(tm
     assert written.stat().st_mode & 0o777 == 0o600
 
 
+def test_a_properties_file_round_trips_escapes_separators_and_non_ascii(tmp_path):
+    """Written and read back as Java does: `\\u` escapes, `=` and `:` in keys and values, a continued line."""
+    from lab.connection import write_properties
+    props = {"sasl.password": "p=a:s s\\u00e9#!", "a:key=with seps": "café\nline two", "empty": ""}
+    written = write_properties(tmp_path / "x.properties", props)
+    assert parse_properties(written.read_text()) == props
+    assert parse_properties("name = caf\\u00e9\nlong = one \\\n    two\nk\\:x:v=w\n") == {
+        "name": "café", "long": "one two", "k:x": "v=w"}
+
+
 def test_unset_means_plaintext(monkeypatch, tmp_path):
     monkeypatch.delenv(CLIENT_PROPERTIES_ENV, raising=False)
     assert security_properties() == {} and command_config(tmp_path) is None

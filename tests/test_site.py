@@ -17,7 +17,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def test_notebooks_are_chosen_by_number_and_an_unknown_one_is_refused():
-    assert site.names(["0", "04"]) == ["00_setup_check", "04_stale_standby_cache"]
+    assert site.names(["0", "04"]) == ["00_setup_check", "04_store_reads"]
     assert site.names(["07b"]) == ["07b_partitions"] and len(site.names(["07"])) == 4   # a chapter: its lessons
     assert len(site.names()) == 22
     with pytest.raises(LabError, match="no notebook numbered 42"):
@@ -40,9 +40,11 @@ def test_the_page_shows_what_the_notebook_measured_and_no_widget(built):
     assert page.count('class="plotly-graph-div"') >= 1 and "Plotly.newPlot" in page
     assert site.WIDGET not in page and "runs only in a live kernel" in page
     assert not re.search(r'src="https?://', page), re.findall(r'src="https?://[^"]*"', page)   # works offline
-    assert 'href="01_offset_expiry_reprocessing.html"' in page          # the course's links point at pages
+    assert 'href="01_quiet_service.html"' in page          # the course's links point at pages
+    assert "as_record()" not in page and "results are saved" not in page   # the recording cell is not on the page
+    assert "../docs/glossary.md" not in page and (root / "glossary.html").exists()
     index = (root / "index.html").read_text()
-    assert 'href="00_setup_check.html"' in index and "04_stale_standby_cache (not built)" in index
+    assert 'href="00_setup_check.html"' in index and "04_store_reads (not built)" in index
     guide = (root / "teaching.html").read_text()
     assert "Teaching with Kafka Failure Lab" in guide and 'href="setup.html#when-something-fails"' in guide
     assert "When something fails" in (root / "setup.html").read_text()

@@ -1,5 +1,5 @@
 """Lesson 06a, ever-new keys in a store (lab/scenarios/nb06_state_in_production/state_growth.py): its refusals, its
-arithmetic, and an outcome built from synthetic reports. The live run (three Kafka Streams apps on a real
+arithmetic, and an outcome built from synthetic reports. The live run (Kafka Streams apps on a real
 broker) is the notebook's test."""
 import re
 
@@ -17,7 +17,7 @@ SPEC = Spec(*state_growth.PARAMS, rules=state_growth.RULES)
     (dict(growth_kinds=["kv", "kv"]), "twice"),
     (dict(growth_kinds=[]), "GROWTH_KINDS is empty"),
     (dict(growth_kinds=["lru"]), "GROWTH_KINDS"),
-    (dict(growth_retention_s=30, growth_window_s=60), "window size"),
+    (dict(growth_kinds=["window"], growth_retention_s=30, growth_window_s=60), "window size"),
     (dict(growth_ttl_s=0), "GROWTH_TTL_S"),
     (dict(growth_records=500_000, growth_step_ms=60_000), "days of event time"),
     (dict(growth_records=10_000_000), "GROWTH_RECORDS"),
@@ -123,8 +123,9 @@ def test_the_exercise_runs_the_ttl_store_with_the_learners_ttl_and_what_it_measu
 
     runs, measured = [], {}
 
-    def run(cluster=None, **params):   # the real run is the notebook's; here the mechanism's peak, or `measured`
+    def run(cluster=None, remember=None, **params):   # the real run is the notebook's; here the mechanism's peak
         runs.append(params)
+        assert remember is False   # an exercise's own run is not the one the learner predicted
         ttl = params["growth_ttl_s"]
         peak = measured.get(ttl, expected_bound({**p, **params, "growth_records": 10**9}, "ttl"))
         return _state_result(_ttl_run({**p, **params}, peak), {**p, **params})
@@ -134,16 +135,38 @@ def test_the_exercise_runs_the_ttl_store_with_the_learners_ttl_and_what_it_measu
     assert [(x["growth_ttl_s"], x["growth_kinds"], x["growth_records"]) for x in runs] == [
         (80, ["ttl"], (80_000 + 4 * 16_000) // 100 + 200), (83, ["ttl"], 1_694), (70, ["ttl"], 1_460)]
     assert "at most 997 keys (just before a sweep)" in capsys.readouterr().out
-    assert not r.check(1, None) and "`.solution(1)` on the same result" in capsys.readouterr().out
+    assert not r.check(1, None) and "`lesson.solution(1)`" in capsys.readouterr().out
     before = len(runs)
     for answer, hint in [(one.wrong(r), "held up to 1,201 keys, just before a sweep"), (84, "held up to 1,009"),
                          (63, "well under 1,000 keys"), (300, "far over 1,000"), ("83", "whole number"),
-                         (83.5, "whole number")]:
+                         (83.5, "whole number"), (0, "well under 1,000 keys"), ("none", "whole number"),
+                         ("", "whole number"), ([], "whole number")]:
         with pytest.raises(AssertionError, match=f"^Not quite: .*{re.escape(hint)}"):
-            r.check(1, answer)
+            one.check(r, answer)
     assert [x["growth_ttl_s"] for x in runs[before:]] == [100, 84]   # only what could pass is run
+    # the toolbox's check: a cross and the hint, then a closer hint from the second wrong answer on
+    assert not r.check(1, 63) and "Closer:" not in capsys.readouterr().out
+    assert not r.check(1, 63) and f"Closer: {one.closer}" in capsys.readouterr().out
+    assert len(one.closer.split()) >= 5 and "80" not in one.closer
     # The measurement decides, not the arithmetic: a run that peaked over the budget refuses even the solution.
     measured[83] = 1_040
     with pytest.raises(AssertionError, match="held up to 1,040 keys"):
-        r.check(1, 83)
+        one.check(r, 83)
 
+
+def test_the_predict_question_is_judged_exactly():
+    p = SPEC.validate()
+    text, choices, tolerance = state_growth.question(p)
+    assert "`kv` store" in text and choices is None and tolerance == 0
+
+
+def test_the_question_runs_the_kv_store_alone_and_the_mitigate_step_the_stores_that_forget():
+    """The Predict question's run has only the plain count; the window and ttl stores are the Mitigate step's."""
+    p = SPEC.validate()
+    assert p["growth_kinds"] == ["kv"] and state_growth.asked_kind(p) == "kv"
+    fix = {"growth_kinds": ["window", "ttl"], "growth_retention_s": 120, "growth_ttl_s": 120}
+    fixed = state_growth.lesson.mitigate.check(p, fix)
+    assert fixed["growth_kinds"] == ["window", "ttl"] and fixed["growth_retention_s"] == 120
+    alone = _outcome(["kv"])
+    assert alone.failed and "as the ttl app does" not in alone.explain()
+    assert not _outcome(["window", "ttl"]).failed

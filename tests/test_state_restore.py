@@ -146,18 +146,28 @@ def test_the_exercise_ten_gib_at_the_measured_exactly_once_rate(capsys):
     rate = crashed.outcome.rate("eos")["mb_s"]
     assert rate == 106.7 and two.solution(crashed) == round(10 * 1024 / rate, 1) == 96.0
     assert crashed.check(1, 96.0) and crashed.check(1, 100)
-    assert not crashed.check(1, None) and "`.solution(1)` on the same result" in capsys.readouterr().out
+    assert not crashed.check(1, None) and "`lesson.solution(1)`" in capsys.readouterr().out
     for answer, hint in [(two.wrong(crashed), "10 GiB is 10,240 MB"), (1.6, "in seconds, not minutes"),
-                         (0, "is not 10,240 MB / the measured 106.7 MB/s"), (120, "not 10,240 MB"), ("96", "number")]:
+                         (120, "not 10,240 MB"), ("96", "number"), (0, "takes time"), ("none", "number"),
+                         ("", "number"), ([], "number")]:
         with pytest.raises(AssertionError, match=f"^Not quite: .*{re.escape(hint)}"):
-            crashed.check(1, answer)
+            two.check(crashed, answer)
+        assert not crashed.check(1, answer)
+    assert f"Closer: {two.closer}" in capsys.readouterr().out and "96" not in two.closer
+    assert two.needs_failure
 
-    # a clean shutdown writes the checkpoint: nothing is replayed, and a 10 GiB changelog costs no restore
+    # A clean shutdown writes the checkpoint and nothing is replayed: the run did not reproduce the failure and
+    # measured no restore rate, so no answer passes, 0 neither; the toolbox says why instead of judging.
     clean = result(s.Outcome([row("eos", 8, 0, 8_308, 0.03, 2.3, shutdown="clean"),
                               row("alos", 8, 0, 8_309, 0.10, 2.5, shutdown="clean")], "4.3.1", "clean"))
-    assert two.solution(clean) == 0 and clean.check(1, 0)
-    with pytest.raises(AssertionError, match="^Not quite: this run's exactly-once restarts replayed nothing"):
-        clean.check(1, two.wrong(clean))   # the time back to processing, taken for a restore
+    assert not clean.failed
+    for answer in (0, 0.0, "none", 96.0):
+        checked = clean.check(1, answer)
+        assert not checked and checked.said == "did not reproduce the failure", checked
+    with pytest.raises(LabError, match="replayed no changelog"):
+        two.solution(clean)
+    with pytest.raises(LabError, match="replayed no changelog"):   # and the raw check would not pass 0 either
+        two.check(clean, 0)
 
     # no exactly-once mode: the exercise asks for one
     with pytest.raises(LabError, match="add 'eos' to RESTORE_MODES"):

@@ -28,7 +28,7 @@ def test_a_notebook_lane_takes_notebooks_first_then_helps_with_the_rest():
 
 
 def test_the_longest_first_and_never_two_heavy_units_in_a_row():
-    state = "tests/test_notebooks.py::test_notebook[03a_fencing[failure]]"
+    state = "tests/test_notebooks.py::test_notebook[03a_over_quota[failure]]"
     assert unit_order([LIGHT, NOTEBOOK, MODULE]) == [MODULE, NOTEBOOK, LIGHT]
     # by length the browser tests, then 03a's failure run: both heavy, so the CONTROL run goes between them
     assert unit_order([LIGHT, CONTROL, BROWSER, state]) == [BROWSER, CONTROL, state, LIGHT]

@@ -1,5 +1,7 @@
-"""Notebook 02's pure parts, no broker: the spec, the rounds, evidence lines, the expiry sweep, the verdict."""
+"""Chapter 02's pure parts (lessons 02a to 02c), no broker: the specs, the rounds, evidence lines, the expiry sweep,
+the verdicts, the questions and the exercises' checks."""
 import json
+import re
 import struct
 
 import pytest
@@ -31,7 +33,7 @@ def test_long_idle_is_accepted_and_a_fix_that_changes_the_expiration_is_checked_
     p = CLIENTS.spec.validate(idle_s=40, **NO_MAVEN)
     fixed = CLIENTS.mitigate.check(p, {"expiration_ms": 90000})
     assert fixed["expiration_ms"] == 90000 and fixed["idle_s"] == 40
-    with pytest.raises(LabError, match="EXPIRATION_MS=10000 is what the run that failed already has"):
+    with pytest.raises(LabError, match="expiration_ms=10000 is what the run that failed already has"):
         CLIENTS.mitigate.check(p, {"expiration_ms": 10000})
 
 
@@ -41,11 +43,33 @@ def test_each_lesson_takes_its_own_parameters_and_the_old_brokers_fix_skips_the_
     monkeypatch.setattr(part_c, "_old_broker", lambda v: None)
     monkeypatch.setattr(tc, "streams_examples", lambda v: [])
     assert sorted(STREAMS.spec.defaults) == sorted([*tx.IDLE, "streams_versions"])
-    p = OLD.spec.validate(old_brokers=["2.0.1"], check_pinned_zookeeper=True)
-    old = OLD.mitigate.check(p, {"old_brokers": ["2.4.1"]})
-    assert old["old_brokers"] == ["2.4.1"] and old["check_pinned_zookeeper"] is False
+    p = OLD.spec.validate(zookeeper_brokers=["2.0.1"], check_pinned_zookeeper=True)
+    old = OLD.mitigate.check(p, {"zookeeper_brokers": ["2.4.1"]})
+    assert old["zookeeper_brokers"] == ["2.4.1"] and old["check_pinned_zookeeper"] is False
     with pytest.raises(LabError, match="Nothing to run"):
-        OLD.spec.validate(old_brokers=[], check_pinned_zookeeper=False)
+        OLD.spec.validate(zookeeper_brokers=[], check_pinned_zookeeper=False)
+
+
+def test_the_question_run_has_the_crash_client_and_the_mitigate_step_runs_the_other_modes_without_java():
+    """02a's parameters cell names only the question's mode; its Mitigate cell runs the others, without the Java
+    producers (mitigate_base), and a fix of the expiration runs `crash` alone."""
+    p = CLIENTS.spec.validate(java_clients=["3.9.1", "4.3.1"])
+    assert p["python_modes"] == ["crash"] and "`crash`" in CLIENTS.question(p)[0]
+    others = [m for m in tx.PYTHON_MODES if m != "crash"]
+    fixed = CLIENTS.mitigate.check(p, {"python_modes": others})
+    assert fixed["python_modes"] == others and fixed["java_clients"] == [] and fixed["idle_s"] == p["idle_s"]
+    assert tx.rounds(fixed) == [[f"python-{m}" for m in others]]
+    assert CLIENTS.mitigate.check(p, {"expiration_ms": 40000})["python_modes"] == ["crash"]
+
+
+def test_client_logs_prints_the_lines_of_the_clients_asked_for(tmp_path, capsys):
+    log = tmp_path / "java.log"
+    log.write_text("[x] INFO [Producer clientId=p] ProducerId set to 7 with epoch 0\nnothing here\n")
+    r = tx.TxnExpiryResult("txn_expiry", {}, "r", Timeline(0.0), clients={"java-4.3.1": {}, "python-crash": {}},
+                           logs={"java-4.3.1": str(log), "python-crash": str(tmp_path / "none.log")})
+    r.client_logs("java")
+    out = capsys.readouterr().out
+    assert out.startswith("java-4.3.1\n   ") and "ProducerId set to 7" in out and "python-crash" not in out
 
 
 @pytest.mark.parametrize("bad, words", [({"expiration_ms": 0}, "EXPIRATION_MS"),
@@ -62,7 +86,7 @@ def test_spec_refuses_what_kafka_or_the_machine_cannot_take(bad, words):
 
 
 def test_lists_may_come_as_text_from_a_panel():
-    assert CLIENTS.spec.validate(python_modes="crash, naive", **NO_MAVEN)["python_modes"] == ["crash", "naive"]
+    assert CLIENTS.spec.validate(python_modes="crash, no-rewind", **NO_MAVEN)["python_modes"] == ["crash", "no-rewind"]
 
 
 def test_client_spec_parsing_into_rounds():
@@ -133,7 +157,8 @@ def heartbeat_runs(monkeypatch):
     intervals without a transaction, and its id expires when that is past the expiration. The runs it asked for."""
     asked = []
 
-    def run(cluster=None, progress=True, **p):
+    def run(cluster=None, progress=True, remember=None, **p):
+        assert remember is False   # an exercise's own run is not the one the learner predicted
         asked.append(p)
         gap = 2 * p["heartbeat_ms"] / 1000
         beat = _summary(expired=gap > p["expiration_ms"] / 1000, longest_idle_s=gap)
@@ -142,23 +167,52 @@ def heartbeat_runs(monkeypatch):
     return asked
 
 
-def test_the_heartbeat_exercise_runs_the_learners_interval_with_one_heartbeat_missed(heartbeat_runs):
+def test_the_heartbeat_exercise_asks_for_a_function_and_runs_its_interval_with_one_heartbeat_missed(heartbeat_runs,
+                                                                                                   capsys):
     r = _result(15, {"python-crash": _summary()})
-    assert r.check(2, 3333) and CLIENTS.exercises[2].solution(r) == 3333
+    two = CLIENTS.exercises[2]
+    assert r.check(2, lambda e: e // 3) and two.solution(r)(10000) == 3333
     ran = heartbeat_runs[-1]
     assert ran["python_modes"] == ["heartbeat"] and ran["java_clients"] == [] and ran["heartbeat_misses"] == 1
     assert ran["heartbeat_ms"] == 3333 and ran["idle_s"] >= 2 * 3.333 + 1, ran   # two intervals and a sweep
     with pytest.raises(AssertionError, match="a sweep removed it"):   # 2 x 9 s without a transaction
-        r.check(2, 9000)
-    for answer, words in [(10000, "no need to run that"), (1000, "room for more than two missed"),
-                          (0, "room for more than two missed"), ("3 s", "as a number"), (None, None)]:
+        two.check(r, lambda e: e * 9 // 10)
+    with pytest.raises(AssertionError, match="a sweep removed it"):   # the tempting answer, one sweep short
+        two.check(r, two.wrong(r))
+    # refused before anything runs: this run's number copied (a constant), intervals outside the room, not a function
+    for answer, words in [(lambda e: 3333, r"heartbeat_ms\(60000\) = 3333: .*room for more than two missed"),
+                          (lambda e: e, "even when none is missed"), (lambda e: 1000, "room for more than two missed"),
+                          (lambda e: 0, "room for more than two missed"), (lambda e: "3 s", "return the milliseconds"),
+                          (lambda e: None, "returned None"), (3333, "is not a function"), (0, "is not a function"),
+                          ("none", "is not a function"), ([], "is not a function")]:
         before = len(heartbeat_runs)
-        if answer is None:
-            assert not r.check(2, answer)   # not answered
-        else:
-            with pytest.raises(AssertionError, match=words):
-                r.check(2, answer)
-        assert len(heartbeat_runs) == before, answer   # refused before anything ran
+        with pytest.raises(AssertionError, match=words):
+            two.check(r, answer)
+        assert len(heartbeat_runs) == before, answer
+    assert not r.check(2, None) and "`lesson.solution(2)`" in capsys.readouterr().out   # not answered
+    # right for this run's expiration, but two intervals past a minute's: refused after the experiment
+    with pytest.raises(AssertionError, match=r"heartbeat_ms\(60000\) = 36000: with one missed"):
+        two.check(r, lambda e: e // 3 if e == 10000 else e * 6 // 10)
+    # the toolbox's check: a cross and the hint, then a closer hint from the second wrong answer on
+    assert not r.check(2, lambda e: 1000) and "Closer:" not in capsys.readouterr().out
+    assert not r.check(2, lambda e: 1000) and f"Closer: {two.closer}" in capsys.readouterr().out
+    assert "third" not in two.closer and "3333" not in two.closer
+
+
+def _each_solution_passes_and_each_wrong_answer_is_refused(r):
+    """Each exercise of the result's lesson: its solution passes, its tempting wrong answer and the trivial answers
+    are refused; one that needs the failure, on a run without it, judges nothing and says so."""
+    for n, exercise in r.exercises.items():
+        if exercise.needs_failure and not r.failed:
+            for answer in (exercise.solution(r), exercise.wrong(r), 0, "", "none", []):
+                assert r.check(n, answer).said == "did not reproduce the failure"
+            continue
+        assert r.check(n, exercise.solution(r))
+        with pytest.raises(AssertionError, match="^Not quite: "):
+            exercise.check(r, exercise.wrong(r))
+        for trivial in (0, "", "none", []):
+            with pytest.raises(AssertionError, match="^Not quite: "):
+                exercise.check(r, trivial)
 
 
 def test_verdict_for_the_control_names_the_branch(heartbeat_runs):
@@ -167,32 +221,57 @@ def test_verdict_for_the_control_names_the_branch(heartbeat_runs):
     assert r.verdict() == "idle 5 s < expiration 10 s + one sweep: the id was never expired, the commit succeeded"
     assert "answered normally" in r.explain()
     _each_solution_passes_and_each_wrong_answer_is_refused(r)
-    r.check(3, lambda table: set())   # no client met the error: none needed a new producer
+    assert not r.check(3, lambda table: set())   # no client met the error: nothing to judge, not even the empty set
+
+
+def _failed_clients():
+    return {"python-crash": _summary(expired=True, sweep=11.0, code=49, error="INVALID_PRODUCER_ID_MAPPING",
+                                     first_error=15.0, then="exit -> restarted by the supervisor",
+                                     handling="abortable", call="send_offsets_to_transaction"),
+            "python-abort": _summary(expired=True, sweep=11.0, code=49, error="INVALID_PRODUCER_ID_MAPPING",
+                                     first_error=15.0, then="abort -> rewind", handling="abortable",
+                                     call="send_offsets_to_transaction"),
+            "java-4.3.1": _summary(expired=True, sweep=11.2, code=49, error="InvalidPidMappingException",
+                                   first_error=15.1, then="recreated", handling="fatal", call="commitTransaction")}
 
 
 def test_verdict_for_the_failure(heartbeat_runs):
-    r = _result(15, {"python-crash": _summary(expired=True, sweep=11.0, code=49, error="INVALID_PRODUCER_ID_MAPPING",
-                                              first_error=15.0, then="exit", handling="abortable",
-                                              call="send_offsets_to_transaction")})
-    assert r.failed and r.verdict().startswith("idle 15 s >= expiration 10 s + one sweep: the coordinator expired 1")
+    r = _result(15, _failed_clients())
+    assert r.failed and r.verdict().startswith("idle 15 s >= expiration 10 s + one sweep: the coordinator expired 3")
     assert "`python-crash`: id expired at 11.0 s" in r.explain()
-    assert r.expiry()["idle when expired (s)"].tolist() == [10.0]
-    r.check(1, lambda e, c: (e / 1000, (e + c) / 1000))
-    r.check(3, lambda table: {"python-crash"})
+    assert r.expiry()["idle when expired (s)"].tolist() == [10.0, 10.0, 10.2]
+    assert r.check(1, lambda e, c: (e / 1000, (e + c) / 1000))
+    assert r.check(3, lambda t: set(t[(t["handling"] == "fatal") | t["then"].fillna("").str.contains("exit|recreate")]
+                                     ["client"]))
     _each_solution_passes_and_each_wrong_answer_is_refused(r)
-    for n, answer in [(1, lambda e, c: (0, 100)), (1, lambda e, c: None), (1, lambda e, c: "soon"), (1, 5),
-                      (2, lambda e, c: 0), (2, 0), (2, 10000), (2, "x"),
-                      (3, lambda table: set()), (3, lambda table: "python-crash"), (3, lambda table: 1 / 0)]:
+    one, three = CLIENTS.exercises[1], CLIENTS.exercises[3]
+    for exercise, answer in [(one, lambda e, c: (0, 100)), (one, lambda e, c: None), (one, lambda e, c: "soon"),
+                             (one, 5), (one, lambda e, c: (10, 11)),   # this run's bounds, copied
+                             (three, lambda table: set()), (three, lambda table: "python-crash"),
+                             (three, lambda table: 1 / 0), (three, lambda table: set(table["client"]))]:
         with pytest.raises(AssertionError, match="^Not quite: "):
-            r.check(n, answer)
+            exercise.check(r, answer)
 
 
-def _each_solution_passes_and_each_wrong_answer_is_refused(r):
-    """Each exercise of the result's lesson: its solution passes, its tempting wrong answer is refused."""
-    for n, exercise in r.exercises.items():
-        assert r.check(n, exercise.solution(r))
-        with pytest.raises(AssertionError, match="^Not quite: "):
-            r.check(n, exercise.wrong(r))
+def test_the_new_producer_exercise_needs_the_mechanism_not_this_runs_names(capsys):
+    """Exercise 3 passed with this run's names hard-coded; now the check also tries the function on another
+    deployment's table: the same rows under other names and in another order, with a client of each kind of 02a."""
+    from lab.scenarios.nb02_transactional_id_expiry import exercises as ex
+    r = _result(15, _failed_clients())
+    three = CLIENTS.exercises[3]
+    assert three.needs_failure and len(three.closer.split()) >= 5
+    assert ex.needed_new_producer(r.table()) == {"python-crash", "java-4.3.1"}
+    copied = lambda table: {"python-crash", "java-4.3.1"}   # noqa: E731 (right on this run's table only)
+    by_position = lambda table: set(table["client"].iloc[[0, 2]])   # noqa: E731
+    for answer in (copied, by_position):
+        with pytest.raises(AssertionError, match="decide from each row's columns"):
+            three.check(r, answer)
+    other = ex._other_deployment(r.table())
+    assert len(other) == 3 + 6 and not set(other["client"]) & set(r.table()["client"])
+    assert ex._other_deployment(r.table()).equals(other)   # the same every time
+    assert len(ex.needed_new_producer(other)) == 2 + 3   # this run's two, a crash, a new producer, a fatal error
+    assert not r.check(3, copied) and "Closer:" not in capsys.readouterr().out
+    assert not r.check(3, copied) and f"Closer: {three.closer}" in capsys.readouterr().out
 
 
 def test_the_streams_and_old_broker_exercises_are_judged_by_the_run_and_by_the_mechanism():
@@ -201,7 +280,7 @@ def test_the_streams_and_old_broker_exercises_are_judged_by_the_run_and_by_the_m
                "streams-3.8.0": _summary(code=49, error="InvalidPidMappingException", handling="task migrated")}
     p = {"idle_s": 15, "expiration_ms": 10000, "cleanup_interval_ms": 1000, "streams_versions": ["3.7.0", "3.8.0"]}
     idle = tx.TxnExpiryResult("txn_expiry", p, "r", Timeline(0.0), clients=streams)
-    old = tx.TxnExpiryResult("txn_expiry", {"old_brokers": ["2.0.1"]}, "r", Timeline(0.0),
+    old = tx.TxnExpiryResult("txn_expiry", {"zookeeper_brokers": ["2.0.1"]}, "r", Timeline(0.0),
                              part_c={"2.0.1": {"reproduced": True}, "4.3.1": {"reproduced": False}})
     assert tx.streams_answer(idle.as_record(), p) == tx.STREAMS_ANSWERS[0]
     assert tx.clients_answer(idle.as_record(), p) is None          # no `python-crash` client in this run
@@ -212,6 +291,22 @@ def test_the_streams_and_old_broker_exercises_are_judged_by_the_run_and_by_the_m
     for lesson, answer, words in [(STREAMS, lambda v: v >= "3.7", "Kafka Streams 3.7.0 went to ERROR here"),
                                   (STREAMS, lambda v: "yes", "return True or False"),
                                   (OLD, lambda v: v > "2.1", "a broker 2.0.1 forgot the producer in this run"),
-                                  (OLD, lambda v: True, "a broker 4.3.1 kept the producer in this run")]:
+                                  (OLD, lambda v: True, "a broker 4.3.1 kept the producer in this run"),
+                                  (OLD, lambda v: v < "2.4.1", "forgets\\('2.4.0'\\) returned True")]:
         with pytest.raises(AssertionError, match=words):
-            lesson.result(judged[lesson]).check(1, answer)
+            lesson.exercises[1].check(lesson.result(judged[lesson]), answer)
+
+
+GIVE_AWAY = re.compile(r"\b(affected|fixed|fix|fixes|control|fails?|failure|broken|e\.g\.|part [abc])\b", re.I)
+
+
+@pytest.mark.parametrize("lesson", [CLIENTS, STREAMS, OLD], ids=["02a", "02b", "02c"])
+def test_the_parameters_say_what_each_knob_is_and_the_question_has_distinct_choices(lesson):
+    """Read before the question (docs/parameters.md): no description says which value meets the error, which
+    version is affected, or names an internal part; every exercise has a closer hint; the choices differ."""
+    said = {param.name: param.help for param in lesson.spec.params if GIVE_AWAY.search(param.help)}
+    assert not said, said
+    assert not [name for name in lesson.spec.defaults if re.search(r"fix|control|affected|workaround", name)]
+    text, choices = lesson.question(lesson.spec.defaults)[:2]
+    assert len(set(choices)) == len(choices) >= 3, choices
+    assert all(len(e.closer.split()) >= 5 for e in lesson.exercises.values())

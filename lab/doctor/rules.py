@@ -10,8 +10,8 @@ import re
 
 from .report import Finding, duration_text
 
-NOTEBOOKS = {"offsets": "01_offset_expiry_reprocessing.ipynb", "txn": "02a_idle_clients.ipynb",
-             "quota": "03a_fencing.ipynb", "standby": "04_stale_standby_cache.ipynb"}
+NOTEBOOKS = {"offsets": "01_quiet_service.ipynb", "txn": "02a_idle_clients.ipynb",
+             "quota": "03a_over_quota.ipynb", "standby": "04_store_reads.ipynb"}
 DEFAULTS = {"offsets.retention.minutes": 10080, "offsets.retention.check.interval.ms": 600000,
             "transactional.id.expiration.ms": 604800000, "producer.id.expiration.ms": 86400000,
             "transaction.remove.expired.transaction.cleanup.interval.ms": 3600000}

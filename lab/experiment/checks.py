@@ -1,7 +1,7 @@
 """Checks a Spec runs before anything starts, shared by the scenarios that need them.
 
-    Param("affected_version", "3.3.1", "...", check=lambda v: check_version(
-        v, "AFFECTED_VERSION", build, oldest=(3, 0, 0), why="the worker's exactly_once_v2 API"))
+    Param("streams_version", "3.3.1", "...", check=lambda v: check_version(
+        v, "STREAMS_VERSION", build, oldest=(3, 0, 0), why="the worker's exactly_once_v2 API"))
 
 A version that Maven Central does not have, or that the program under test cannot be compiled against,
 is refused now, with the parameter's name, instead of minutes later when a cell starts the program.

@@ -1,19 +1,20 @@
 """One lesson: the shape every lesson notebook, its panel, its tests and its benchmark call.
 
-    from lab.scenarios.nb07_when_streams_stop.poll_loop import lesson
+    from lab.notebook import *
+    lesson = setup("07a")                                 # the versions in use, and the notebook's lesson
     PARAMS = lesson.spec.from_notebook(globals())         # this lesson's knobs only, checked before anything starts
-    lesson.mitigate.check(PARAMS, FIX)                     # the Mitigate step's fix, refused now if it cannot run
     cluster = kafka_cluster(**lesson.needs(PARAMS)).start()
     guess = lesson.predict(PARAMS, PREDICTION)             # the question, answered before the run
-    result = lesson.run(cluster=cluster, **PARAMS)         # a LessonResult: verdict, figure, table, explain, check
-    guess.against(result.measured_answer())
-    fixed = lesson.mitigate(result, cluster=cluster, **FIX)
+    result = lesson.run(cluster=cluster, prediction=guess, **PARAMS)   # takes the answer; a LessonResult
+    fixed = lesson.mitigate(result, poll_interval_ms=12000)            # the learner's fix, written in the cell
+    lesson.check(1, MY_ANSWER)                             # a tick, or a cross and a hint; lesson.solution(1)
     record(**result.as_record(), **fixed.as_record(), **guess.as_record())
 
 A lesson module defines what is its own (its parameters, their rules, what it needs from the cluster, the body that
 runs on a lab.experiment.Run and returns an outcome, its question, its exercises) and ends with
 `lesson = Lesson(...)`. An outcome has failed, verdict(), explain(), table(), figure(), as_record() and, when
-audited, `audits`; its analysis is pure functions of the run's history.
+audited, `audits`; its analysis is pure functions of the run's history. The exercises judge the run the learner
+predicted (the notebook's Run cell), not a panel's, a fix's or an exercise's own run.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from .memory import child_pids, peak_rss
 from .mitigate import Mitigate
 from .params import Param, Spec
 from .predict import Prediction, predict
-from .result import Exercise, Result
+from .result import Checked, Exercise, Result
 from .run import Run
 from .timeline import Timeline
 
@@ -49,6 +50,7 @@ class Lesson:
         self.exercises = dict(exercises or {})
         self.apps, self.spark_audit = tuple(apps), spark_audit
         self.mitigate = Mitigate(self.run, self.spec, base=mitigate_base)
+        self.last: LessonResult | None = None   # the run the learner predicted: its exercises judge it
 
     def __repr__(self) -> str:
         return f"Lesson({self.key!r}: {self.title})"
@@ -68,9 +70,14 @@ class Lesson:
         """Its Predict step: a widget in Jupyter, or `given` (a notebook's PREDICTION) headless."""
         return predict(*self.question(p), given=given, show=show)
 
-    def run(self, cluster=None, progress: bool = True, **params) -> "LessonResult":
-        """The lesson once, on `cluster` when it fits (else a broker of its own, stopped at the end)."""
+    def run(self, cluster=None, progress: bool = True, prediction: Prediction | None = None,
+            remember: bool | None = None, **params) -> "LessonResult":
+        """The lesson once, on `cluster` when it fits (else a broker of its own, stopped at the end). `prediction`:
+        the learner's, taken as the run starts and printed beside the measurement at its end; that run is the one
+        lesson.check() judges (`remember`, default: when there is a prediction)."""
         p = self.spec.validate(**params)
+        if prediction is not None:
+            prediction.take()
         needs = self.needs(p)
         options = {"jmx": needs.pop("jmx")} if needs.get("jmx") else {}   # for a broker the run starts
         if options and getattr(cluster, "jmx", None) is None:
@@ -89,8 +96,27 @@ class Lesson:
             finally:
                 stop.set()
             peak = rss.result(10)
-        return LessonResult(self.key, p, lab.id, lab.timeline, cluster=cluster, outcome=outcome, lesson=self,
-                            peak_rss_mb=peak, answer=self._answer(outcome, p))
+        result = LessonResult(self.key, p, lab.id, lab.timeline, cluster=cluster, outcome=outcome, lesson=self,
+                              peak_rss_mb=peak, answer=self._answer(outcome, p))
+        if prediction is not None:
+            prediction.against(result.measured_answer())
+        if remember or (remember is None and prediction is not None):
+            self.last = result
+        return result
+
+    def check(self, number: int, answer):
+        """Exercise `number` judged on the run the learner predicted; before it ran, a line saying so."""
+        if self.last is None:
+            return Checked.say(False, f"Exercise {number}: run the lesson first (its Run cell): the exercise is "
+                                      "judged on what the run measured.", "not run yet")
+        return self.last.check(number, answer)
+
+    def solution(self, number: int, display=None) -> None:
+        """The solution of exercise `number` for the run the learner predicted, and why."""
+        if self.last is None:
+            print(f"Exercise {number}: run the lesson first (its Run cell): the solution is this run's.")
+            return
+        self.last.solution(number, display)
 
     def _answer(self, outcome, p: dict):
         return self._measured(outcome.as_record(), p)

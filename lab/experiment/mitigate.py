@@ -1,14 +1,14 @@
-"""A lesson's Mitigate step: the failure's own run again, with the fix as a parameter.
+"""A lesson's Mitigate step: the failure's own run again, with the learner's fix written in the cell they run.
 
-    FIX = {"caching": False}                           # the parameters cell: the fix ({} skips the step)
-    lesson.mitigate.check(PARAMS, FIX)                 # refused before anything starts, with a hint
-    fixed = lesson.mitigate(result, cluster=cluster, **FIX)
+    fixed = lesson.mitigate(result, caching=False)     # the fix: parameters of the lesson, lowercase
     print(fixed.verdict())      # clean, or the failure again: judged by the same measurement as the failure
     fixed.table()               # anything else is the fixed run's own result
 
-A lesson (lab.experiment.lesson) exposes it as `lesson.mitigate`, a `Mitigate(run, spec, base={...})`, where
-`base` holds what every fixed run sets regardless of the fix (for example: leave out the side-by-side variants the
-learner did not ask for).
+A fix that names no parameter of the lesson, gives a value it cannot take, or changes nothing is refused before
+its run starts, with a hint; no fix at all skips the step. The fixed run goes on the cluster the failure ran on,
+while it is up. A lesson (lab.experiment.lesson) exposes it as `lesson.mitigate`, a `Mitigate(run, spec,
+base={...})`, where `base` holds what every fixed run sets regardless of the fix (for example: leave out the
+side-by-side variants the learner did not ask for).
 """
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ from .result import Result
 
 
 def _named(fix: dict) -> str:
-    return ", ".join(f"{name.upper()}={value!r}" for name, value in fix.items())
+    return ", ".join(f"{name}={value!r}" for name, value in fix.items())   # as the learner wrote it
 
 
-SKIPPED = "No fix given (FIX is empty): the Mitigate step did not run."
+SKIPPED = "No fix given: the Mitigate step did not run."
 
 
 @dataclass
@@ -73,7 +73,7 @@ class Mitigate:
         if fix is None:
             fix = {}
         if not isinstance(fix, dict):
-            raise LabError(f"FIX must be a dict of parameters and their fixed values, like {{'caching': False}}; "
+            raise LabError(f"A fix is parameters and their fixed values, like lesson.mitigate(result, caching=False); "
                            f"got {fix!r}.")
         fixed = self.spec.validate(**{**params, **self.base, **fix})   # unknown names, bad values: with a hint
         unchanged = {k: v for k, v in fix.items() if params[k] == fixed[k]}
@@ -82,8 +82,10 @@ class Mitigate:
         return fixed
 
     def __call__(self, before: Result, cluster=None, progress: bool = True, **fix) -> Mitigation:
-        """`before`'s parameters with the fix's values over them, run on the same cluster; no fix, no run."""
+        """`before`'s parameters with the fix's values over them, run on `cluster` (default: the one `before` ran on,
+        while it is up); no fix, no run."""
         fixed = self.check(before.params, fix)
         if not fix:
             return Mitigation({}, before, None)
-        return Mitigation(fix, before, self.run(cluster=cluster, progress=progress, **fixed))
+        cluster = cluster if cluster is not None else before.running_cluster()
+        return Mitigation(fix, before, self.run(cluster=cluster, progress=progress, remember=False, **fixed))

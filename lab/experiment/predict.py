@@ -1,13 +1,13 @@
-"""A lesson's Predict step: the learner answers one question before the run; after it, the run's own measurement
-is printed beside the answer.
+"""A lesson's Predict step: the learner answers one question before the run; the answer is taken when the run
+starts, and after it the run's own measurement is printed beside the answer.
 
-    guess = predict("What does the `earliest` group do when it comes back?", CHOICES, given=PREDICTION)
-    result = lesson.run(...)
-    guess.against(result.measured_answer())     # You said ...; this run measured ...
+    guess = lesson.predict(PARAMS, PREDICTION)
+    result = lesson.run(cluster=cluster, prediction=guess, **PARAMS)   # takes the answer, then: You said ...
     record(**result.as_record(), **guess.as_record())
 
-In Jupyter the question is a small widget (choices: radio buttons; a number: a text box). Headless there is no
-one to click, so `given` (a notebook parameter) is the prediction; None means none was made.
+In Jupyter the question is a small widget (choices: radio buttons; a number: a text box), locked when the run
+starts: an answer changed while the progress lines show what happens does not count. Headless there is no one to
+click, so `given` (a notebook parameter) is the prediction; None means none was made.
 """
 from __future__ import annotations
 
@@ -28,11 +28,21 @@ class Prediction:
         self.question, self.choices, self.given, self.tolerance = question, choices, given, tolerance
         self.widget = widget
         self.measured = None
+        self.taken = False
+
+    def take(self) -> None:
+        """The answer as it is now, kept: a run calls this when it starts, and locks the widget."""
+        if not self.taken:
+            self.given, self.taken = self.answer, True
+            if self.widget is not None:   # a given answer was printed with the question already
+                self.widget.disabled = True
+                print(f"Your prediction: {self._shown(self.given)}." if self.given is not None else
+                      "No prediction made: the run shows what happens.")
 
     @property
     def answer(self):
-        """What the learner predicted: the given answer, else the widget's, else None."""
-        if self.given is not None:
+        """What the learner predicted: the given (or taken) answer, else the widget's, else None."""
+        if self.given is not None or self.taken:
             return self.given
         value = getattr(self.widget, "value", None)
         if self.choices:
@@ -60,11 +70,14 @@ class Prediction:
         elif self.answer is None:
             line = f"No prediction made; this run measured: {shown}."
         else:
-            said = (f"{float(self.answer):g}" if not self.choices else self.answer)
+            said = self._shown(self.answer)
             line = (f"You said: {said}. This run measured: {shown}. "
                     + ("As you predicted." if self.right() else "Not what you predicted: the cells below show why."))
         print(line)
         return Printed(line)
+
+    def _shown(self, answer) -> str:
+        return str(answer) if self.choices else f"{float(answer):g}"
 
     def as_record(self) -> dict:
         """The prediction's fields for record(): what was predicted, what was measured, whether they matched."""
@@ -90,5 +103,5 @@ def predict(question: str, choices=None, tolerance: float = 0.25, *, given=None,
                   if choices else w.Text(placeholder="your number", layout=w.Layout(width="160px")))
         display(w.VBox([w.HTML(f"<b>Predict:</b> {question}"), widget]))
     elif show:
-        print(f"Predict: {question}\nYour prediction: {given}")
+        print(f"Predict: {question}\nYour prediction: {given} (taken when the run starts)")
     return Prediction(question, choices, given, tolerance, widget)

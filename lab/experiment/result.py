@@ -6,7 +6,7 @@
     result.table()          # the measured rows
     result.figure()         # the timeline, built on lab.experiment.timeline
     record(**result.as_record())   # the flat schema the tests assert
-    result.check(1, answer)        # exercise checks (Exercise)
+    result.check(1, answer)        # exercise checks (Exercise): a tick, or a cross and a hint
     result.solution(1)             # the hidden solution, asked for: why, and the answer for this run
 
 Subclasses are dataclasses that add their measured fields and override
@@ -20,6 +20,7 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
+from ..errors import LabError
 from .timeline import Timeline
 
 
@@ -31,6 +32,7 @@ class Result:
     timeline: Timeline
     notes: list[str] = field(default_factory=list)   # what the run noticed along the way (said, not hidden)
     cluster: object = field(default=None, repr=False, compare=False)   # the notebook's cluster it ran on, if any
+    _wrong_answers: dict = field(default_factory=dict, init=False, repr=False, compare=False)   # by exercise
 
     def running_cluster(self):
         """The notebook's cluster this run borrowed, while it still runs (an experiment exercise runs there too,
@@ -68,15 +70,25 @@ class Result:
         return self.timeline.figure(self.title)
 
     def check(self, number: int, answer) -> "Checked":
-        """Raise AssertionError with a hint when `answer` is wrong; say so when it is right."""
+        """Judge `answer` to exercise `number` on this run: a tick and one line when right, a cross and a hint when
+        wrong (a closer hint from the second wrong answer on), never a traceback. Returns a Checked, false unless
+        right, so a headless run can tell."""
         exercise = self._exercise(number)
         if answer is None:
-            print(f"Exercise {number}: not answered yet. Stuck? `.solution({number})` on the same result shows a "
-                  "solution and why.")
-            return Checked(False)
-        exercise.check(self, answer)
-        print(f"Exercise {number}: correct.")
-        return Checked(True)
+            return Checked.say(False, f"Exercise {number}: not answered yet. Stuck? `lesson.solution({number})` "
+                                      "shows a solution and why.", "not answered")
+        if exercise.needs_failure and not self.failed:
+            return Checked.say(False, f"Exercise {number}: this run did not reproduce the failure, so it has "
+                                      "nothing to judge your answer on. Run the lesson at its defaults, then try "
+                                      "again.", "did not reproduce the failure")
+        try:
+            exercise.check(self, answer)
+        except (AssertionError, LabError) as exc:
+            wrong = self._wrong_answers[number] = self._wrong_answers.get(number, 0) + 1
+            hint = str(exc) or "Not quite."
+            closer = f"\n  Closer: {exercise.closer}" if wrong > 1 and exercise.closer else ""
+            return Checked.say(False, f"✗ Exercise {number}. {hint}{closer}", hint)
+        return Checked.say(True, f"✓ Exercise {number}: right.", "correct")
 
     def solution(self, number: int, display=None) -> None:
         """The solution of exercise `number`, shown only when asked for: why, then the answer for this run."""
@@ -84,7 +96,15 @@ class Result:
         if display is None:
             from IPython.display import display
         exercise = self._exercise(number)
-        answer = exercise.solution(self)
+        if exercise.needs_failure and not self.failed:
+            print(f"Exercise {number}: this run did not reproduce the failure, so it has no solution to show. Run "
+                  "the lesson at its defaults first.")
+            return
+        try:
+            answer = exercise.solution(self)
+        except LabError as exc:   # what this run cannot answer (a lesson it left out): said in a line
+            print(f"Exercise {number}: {exc}")
+            return
         shown = (f"\n\n```python\n{textwrap.dedent(inspect.getsource(answer)).rstrip()}\n```" if callable(answer)
                  else f" `{answer!r}`")
         display(Markdown(f"**Exercise {number}, a solution.** {exercise.why}\n\nFor this run:{shown}"))
@@ -114,17 +134,22 @@ class Result:
 
 
 class Checked:
-    """What check() returns: true when the answer was right. A notebook cell shows nothing for it (check() has
-    printed its message already), so an exercise cell does not end with a stray True or False."""
+    """What check() returns: true when the answer was right, with what it said (`message`, printed already, so a
+    notebook cell shows it once) and `said`, the verdict alone ("correct", "not answered", or the hint)."""
 
-    def __init__(self, ok: bool):
-        self.ok = ok
+    def __init__(self, ok: bool, message: str = "", said: str = ""):
+        self.ok, self.message, self.said = ok, message, said
+
+    @classmethod
+    def say(cls, ok: bool, message: str, said: str) -> "Checked":
+        print(message)
+        return cls(ok, message, said)
 
     def __bool__(self) -> bool:
         return self.ok
 
     def __repr__(self) -> str:
-        return f"Checked({self.ok})"
+        return f"Checked({self.ok}, {self.said!r})"
 
     def _ipython_display_(self) -> None:
         pass
@@ -134,18 +159,23 @@ class Checked:
 class Exercise:
     """One exercise of a notebook.
 
-    check(result, answer)  raises AssertionError with a hint (expect()) when the answer is wrong; an empty, zero
-                           or trivially large answer must not pass
+    check(result, answer)  raises AssertionError with a hint (expect()) when the answer is wrong (or LabError
+                           when this run cannot judge it); an empty, zero or trivially large answer must not pass
     solution(result)       the right answer for this run (a value, or a function when the exercise asks for one)
     why                    how to get there, from the mechanism (markdown): shown with the answer by solution(n)
     wrong(result)          a tempting wrong answer (the look-up, the guess that skips the mechanism): the check
                            must refuse it, which the notebook tests prove on every run
+    closer                 a second hint, nearer the mechanism, shown from the second wrong answer on (never the
+                           answer: that is solution(n)'s, when asked for)
+    needs_failure          judged only on a run that reproduced the failure (else the check says so)
     """
 
     check: Callable[[Any, Any], None]
     solution: Callable[[Any], Any]
     why: str
     wrong: Callable[[Any], Any]
+    closer: str = ""
+    needs_failure: bool = False
 
 
 def expect(ok: bool, hint: str) -> None:

@@ -29,7 +29,7 @@ import java.util.regex.Pattern;
  *   lab.variant  internal  the store's name is left to Kafka Streams (KSTREAM-AGGREGATE-STATE-STORE-<n>);
  *                          the app has no output topic: the changelog is all a downstream reader has
  *                explicit  Materialized.as(lab.store.name), and every update also goes to lab.output.topic
- *   lab.version  1: input -> groupByKey -> aggregate;  2: the same with lab.change (filter | map_values, both
+ *   lab.version  1: input -> groupByKey -> aggregate;  2: the same with lab.change (filter | mapValues, both
  *                harmless: they pass every record unchanged) inserted before groupByKey
  *   lab.changelog.<config>  topic configs of the store's changelog (Materialized.withLoggingEnabled)
  *

@@ -61,7 +61,8 @@ import org.slf4j.LoggerFactory;
  * A poison record (lab.poison.id) makes the processor throw; lab.handler picks the uncaught exception
  * handler (shutdown_client / replace_thread). The output of the record lab.refuse.id carries lab.refuse.bytes of
  * padding, for an output topic whose max.message.bytes is smaller: the broker refuses it, and the production
- * exception handler decides (Kafka's default FAIL, or ContinueTooLarge / RouteTooLarge below).
+ * exception handler decides (Kafka's default, or ContinueTooLarge / RouteTooLarge below; from Kafka Streams 4.2 on,
+ * their Response form in EosCrashResponses).
  * lab.mode v1 / v2 / v2-tolerant store the state as JSON in
  * two schemas ({"count":n} then {"schema":2,"total":n}) for the schema-change experiment.
  *
@@ -285,26 +286,34 @@ public class EosCrashApp {
 
     /**
      * A production exception handler that drops an output record the broker refuses as too large (CONTINUE) and
-     * fails on anything else, as Kafka's default does. The handle() signature every version has: one class for
-     * Kafka Streams 3.0 to 4.x (4.x still calls it, deprecated). Evidence: a `refused` line per record it is
-     * asked about.
+     * fails on anything else, as Kafka's default does. The handle() signature every version has, answering the
+     * ProductionExceptionHandlerResponse enum: the lab configures it for Kafka Streams 3.0 to 4.1. From 4.2 on,
+     * where that enum is deprecated, it configures EosCrashResponses' handlers, which answer with a Response and
+     * share this decision (drops). Evidence: a `refused` line per record it is asked about.
      */
     @SuppressWarnings("deprecation")
     public static class ContinueTooLarge implements ProductionExceptionHandler {
         @Override
         public ProductionExceptionHandlerResponse handle(ProducerRecord<byte[], byte[]> record, Exception exception) {
+            return drops(record, exception, "CONTINUE") ? ProductionExceptionHandlerResponse.CONTINUE
+                : ProductionExceptionHandlerResponse.FAIL;
+        }
+
+        /**
+         * The decision of both forms: drop a record too large (after aside()), fail on anything else. The evidence
+         * line names the answer as the form in use spells it: `drop` (CONTINUE here, RESUME from 4.2 on) or FAIL.
+         */
+        boolean drops(ProducerRecord<byte[], byte[]> record, Exception exception, String drop) {
             boolean tooLarge = exception instanceof RecordTooLargeException;
             String value = record.value() == null ? "" : new String(record.value(), StandardCharsets.UTF_8);
             Matcher m = ID.matcher(value);
             String id = m.find() ? m.group(1) : "";
-            ProductionExceptionHandlerResponse response = tooLarge ? ProductionExceptionHandlerResponse.CONTINUE
-                : ProductionExceptionHandlerResponse.FAIL;
             Lab.emit("refused", "id", id, "topic", record.topic(),
                 "bytes", record.value() == null ? 0 : record.value().length,
                 "error", oneLine(exception.getClass().getSimpleName() + ": " + exception.getMessage()),
-                "response", response.name());
+                "response", tooLarge ? drop : "FAIL");
             if (tooLarge) aside(id, record, exception);
-            return response;
+            return tooLarge;
         }
 
         /** What a dropped record leaves behind: nothing here; RouteTooLarge keeps a note of it. */

@@ -3,22 +3,28 @@
 A chapter is one source's theme; a notebook is one lesson (Predict, run, observe, explain, Mitigate, Try), keyed by
 its number: `notebooks/07a_poll_loop.ipynb` <-> module `poll_loop` of the chapter's package
 `lab/scenarios/nb07_when_streams_stop/` (its `lesson`, a lab.experiment.lesson.Lesson) <-> `tests/expectations/nb07a.py`.
-A chapter of one lesson has one notebook named after it, `notebooks/04_stale_standby_cache.ipynb`, whose module
-(`stale_standby`) ends with its `lesson` too: the setup check and the doctor's notebook alike.
+A chapter of one lesson has one notebook, `notebooks/04_store_reads.ipynb`, whose module (`stale_standby`, in its
+`folder`) ends with its `lesson` too: the setup check and the doctor's notebook alike. A notebook's name and what it
+is about are read before its question, so neither names the failure.
 No chapter's package imports another's: what two share lives in the toolbox (lab/experiment, lab/*).
 Notebook 00's course table, the README's course table, `python -m lab params` and the tests read this list.
 """
 from __future__ import annotations
 
+import ast
 import importlib
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
+
+NOTEBOOK_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 
 # The production reports the course reproduces, by their own titles.
 RETENTION = "“Some kafka retention lessons (we learned the hard way)”"
 STREAMS_TALES = "“Tales from running Kafka Streams in Production” (2019)"
 QUOTAS = "“Quotas and Kafka Streams EOS”"
-MULTI_RUNNER = "the kafka-streams-multi-runner reproducer"
+MULTI_RUNNER = "the kafka-streams-multi-runner repository"
 
 
 @dataclass(frozen=True)
@@ -46,9 +52,31 @@ class Notebook:
         """Its lab.experiment.lesson.Lesson."""
         return self.module().lesson
 
+    @property
+    def path(self) -> Path:
+        return NOTEBOOK_DIR / f"{self.name}.ipynb"
+
+    def written_fix(self) -> dict | None:
+        """The fix as its Mitigate cell writes it (`fixed = lesson.mitigate(result, caching=False)`: {"caching":
+        False}), None when it has no Mitigate step. What the learner runs, and what a benchmark times."""
+        for cell in json.loads(self.path.read_text())["cells"]:
+            if cell["cell_type"] == "code" and (call := mitigate_call("".join(cell["source"]))):
+                return {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+        return None
+
     def shows(self) -> str:
         """What it is about, with where it was reported."""
         return self.failure + (f" (from {' and '.join(self.sources)})" if self.sources else "")
+
+
+def mitigate_call(source: str) -> ast.Call | None:
+    """The `fixed = lesson.mitigate(result, ...)` call in a cell's source (its keywords: the fix), or None."""
+    for node in ast.parse(source).body:
+        if (isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["fixed"]
+                and isinstance(node.value, ast.Call) and ast.unparse(node.value.func) == "lesson.mitigate"
+                and [ast.unparse(a) for a in node.value.args] == ["result"]):
+            return node.value
+    return None
 
 
 def chapter(number: str, slug: str, title: str, sources: tuple, *lessons: tuple) -> list[Notebook]:
@@ -62,18 +90,19 @@ COURSE = [
     Notebook("00_setup_check", "setup_check",
              "Java, the embedded broker, clients, Spark, and the audit finding an injected duplicate and an "
              "aborted transaction"),
-    Notebook("01_offset_expiry_reprocessing", "offset_expiry",
-             "consumers re-read (or silently skip) a topic after their committed offsets expired", (RETENTION,)),
-    *chapter("02", "transactional_id_expiry", "An idle exactly-once app loses its transactional id", (RETENTION,),
-             ("idle_clients", "idle_clients", "exactly-once clients idle past their transactional id's expiration"),
-             ("idle_streams", "idle_streams", "a Kafka Streams app under exactly-once, idle as long"),
-             ("old_brokers", "old_brokers", "a producer whose records retention deleted, on old and new brokers")),
-    *chapter("03", "quota_driven_fencing", "Quota-driven fencing of a Kafka Streams exactly-once app", (QUOTAS,),
-             ("fencing", "fencing", "an exactly-once Kafka Streams app a little over its producer quota, beside a "
-              "later release and the mitigations"),
+    Notebook("01_quiet_service", "offset_expiry",
+             "consumer groups that stop reading for a while, then come back", (RETENTION,),
+             folder="nb01_offset_expiry_reprocessing"),
+    *chapter("02", "transactional_id_expiry", "Exactly-once apps that go quiet", (RETENTION,),
+             ("idle_clients", "idle_clients", "exactly-once clients that sit idle, then send again"),
+             ("idle_streams", "idle_streams", "a Kafka Streams app under exactly-once that sits idle as long"),
+             ("old_brokers", "old_brokers", "a producer whose records retention deleted")),
+    *chapter("03", "quota_driven_fencing", "Exactly-once under a producer quota", (QUOTAS,),
+             ("over_quota", "fencing", "an exactly-once Kafka Streams app a little over its producer quota"),
              ("sweep", "sweep", "load against quota, client version by client version")),
-    Notebook("04_stale_standby_cache", "stale_standby",
-             "stale reads from a cached store after standby -> active, KAFKA-14624", (MULTI_RUNNER,)),
+    Notebook("04_store_reads", "stale_standby",
+             "reads from a Kafka Streams store while its instances start and stop", (MULTI_RUNNER,),
+             folder="nb04_stale_standby_cache"),
     *chapter("05", "exactly_once_under_crashes", "Exactly-once under crashes", (RETENTION, STREAMS_TALES),
              ("crash_points", "crash_points", "a crash at every point of the processing, under exactly-once and "
               "at-least-once"),
@@ -83,19 +112,19 @@ COURSE = [
              ("refused_record", "production_errors", "an output record the broker refuses, under the production "
               "exception handler")),
     *chapter("06", "state_in_production", "What state costs in production", (STREAMS_TALES,),
-             ("store_growth", "state_growth", "ever-new keys in a plain, a windowed and a TTL store"),
+             ("store_growth", "state_growth", "ever-new keys in a state store"),
              ("restore", "state_restore", "a restart after a crash, under exactly-once, at-least-once and with standbys"),
-             ("rocksdb_memory", "rocksdb_memory", "RocksDB's memory as the partitions grow"),
+             ("rocksdb_memory", "rocksdb_memory", "RocksDB's memory at several partition counts"),
              ("changelog_reader", "changelog_api", "a downstream team reading an app's changelog"),
              ("disk_space", "disk_space", "a store on a volume of fixed size")),
-    *chapter("07", "when_streams_stop", "When streams stop moving", (STREAMS_TALES,),
-             ("poll_loop", "poll_loop", "slow work between two polls, in the Java client, librdkafka and Kafka Streams"),
+    *chapter("07", "when_streams_stop", "Work between polls, more instances, a broker bounce", (STREAMS_TALES,),
+             ("poll_loop", "poll_loop", "work between two polls, in the Java client, librdkafka and Kafka Streams"),
              ("partitions", "partition_parallelism", "more instances for a busy Kafka Streams app"),
              ("lookups", "slow_lookups", "a call to an external service for every record"),
-             ("broker_bounce", "broker_bounce", "a broker bounce under Kafka Streams 2.7 and 4.3")),
+             ("broker_bounce", "broker_bounce", "a broker bounce under two Kafka Streams releases")),
     Notebook("08_diagnose_your_cluster", "diagnose",
-             "is MY cluster exposed? A read-only diagnosis (`make doctor`), each prediction then proven "
-             "on a risky cluster and a healthy control"),
+             "a read-only diagnosis of a cluster (`make doctor`), each finding then tested "
+             "on a cluster of the lab's own"),
 ]
 
 

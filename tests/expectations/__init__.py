@@ -10,28 +10,32 @@ def prediction(r: dict, given, measured, lesson: str | None = None) -> None:
     assert r["prediction_right"] == (None if given is None else given == measured), r
 
 
+TRIVIAL = (0, "", "none", [])   # answers that must never pass: zero, empty, "none", an empty list
+
+
 def try_exercises(result, skip: tuple = ()) -> dict:
-    """Each exercise of a run tried as a learner could: no answer, the solution, the tempting wrong answer. By
-    number: what the check said of each ("correct", "not answered", or its hint or error), and the solution's
-    answer (None for a function). `skip`: exercises recorded as {"skipped": True}, not tried."""
+    """Each exercise of a run tried as a learner could: no answer, the solution, the tempting wrong answer, and
+    the trivial answers (TRIVIAL). By number: what the check said of each ("correct", "not answered", or its
+    hint), the solution's answer (None for a function), and whether a check let an exception reach the notebook.
+    `skip`: exercises recorded as {"skipped": True}, not tried."""
     out = {}
     for number, exercise in result.exercises.items():
         if number in skip:
             out[number] = {"skipped": True}
             continue
         tried = {}
-        for case, answer in (("none", lambda r: None), ("right", exercise.solution), ("wrong", exercise.wrong)):
+        cases = [("none", lambda r: None), ("right", exercise.solution), ("wrong", exercise.wrong),
+                 *((f"trivial {t!r}", lambda r, t=t: t) for t in TRIVIAL)]
+        for case, answer in cases:
             try:
-                tried[case] = "correct" if result.check(number, answer(result)) else "not answered"
-            except AssertionError as exc:
-                tried[case] = str(exc)
-            except Exception as exc:   # a lesson not run (LabError), or a check that crashed: exercises() says so
-                tried[case] = f"{type(exc).__name__}: {exc}"
+                tried[case] = result.check(number, answer(result)).said
+            except Exception as exc:   # what the learner would see as a traceback: exercises() refuses it
+                tried[case] = f"raised {type(exc).__name__}: {exc}"
         try:
             solved = exercise.solution(result)
             tried["answer"] = None if callable(solved) else solved
         except Exception as exc:
-            tried["answer"] = f"{type(exc).__name__}: {exc}"
+            tried["answer"] = f"raised {type(exc).__name__}: {exc}"
         out[number] = tried
     return out
 
@@ -47,6 +51,9 @@ def exercises(r: dict, numbers: list[int], not_run: tuple = (), skipped: tuple =
     for number, t in tried.items():
         if int(number) in skipped:
             continue
+        assert not any(said.startswith("raised ") for case, said in t.items() if case != "answer"), (number, t)
+        trivial = {case: said for case, said in t.items() if case.startswith("trivial")}
+        assert trivial and "correct" not in trivial.values(), (number, trivial)   # never zero, empty or "none"
         if int(number) in not_run:
             assert all("not run in this run" in t[case] for case in ("right", "wrong")), t
             continue

@@ -4,9 +4,9 @@ import re
 
 from tests.expectations import exercises, prediction
 
-# Broker 2.0.1 (with the ZooKeeper it pins tried first), then the modern broker. Its control is the Mitigate step:
-# broker 2.4.1 keeps the producer's state.
-PARAMETERS = {"OLD_BROKERS": ["2.0.1"], "FIX": {"old_brokers": ["2.4.1"]}, "PREDICTION": None}
+# Broker 2.0.1 (with the ZooKeeper it pins tried first), then the KRaft broker. Its control is the Mitigate step
+# (the test's own fix, written into the Mitigate cell): broker 2.4.1 keeps the producer's state.
+PARAMETERS = {"ZOOKEEPER_BROKERS": ["2.0.1"], "FIX": {"zookeeper_brokers": ["2.4.1"]}, "PREDICTION": None}
 
 
 def check(r):
@@ -25,7 +25,7 @@ def check(r):
     assert pinned and pinned["started"] is False and any("UnresolvedAddress" in l for l in pinned["lines"]), pinned
     # The Mitigate step: broker 2.4.1 keeps the producer's state after retention deleted its records.
     old = r["mitigation"]
-    assert old["fix"] == {"old_brokers": ["2.4.1"]} and old["clean"] is True, old["verdict"]
+    assert old["fix"] == {"zookeeper_brokers": ["2.4.1"]} and old["clean"] is True, old["verdict"]
     assert old["part_a"] == {} and old["pinned_zookeeper"] is None, old
     c241 = old["part_c"]["2.4.1"]
     assert not c241["reproduced"] and c241["committed_after"] and c241["log_start_offset"] > 0, c241

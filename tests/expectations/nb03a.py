@@ -11,45 +11,49 @@ that mechanism.) CONTROL: the same app at ~0.7x the quota, alone.
 from lab.scenarios.nb03_quota_driven_fencing.quota_fencing_analysis import WIRE_OVERHEAD_BYTES
 from tests.expectations import exercises, prediction
 
-# 75 s of load with one mitigation beside it; no Mitigate step (FIX empty): its mitigation, transaction.timeout.ms
-# 60 s on the affected client, runs beside the failure instead, asserted below. The prediction is right.
+# 75 s of load with one variant beside it; no Mitigate step (FIX empty: the test's own fix in the Mitigate cell): its
+# fix, transaction.timeout.ms 60 s on the affected client, runs beside the failure instead (VARIANTS), asserted
+# below. The prediction is right. COMPARE and VARIANTS are lesson parameters the notebook's parameters cell leaves
+# out (they would name the comparisons before the question): papermill injects them all the same.
 PARAMETERS = {
     "DURATION_S": 75,
-    "COMPARE": ["fixed", "no_quota", "librdkafka"],
-    "MITIGATIONS": ["transaction_timeout"],
+    "COMPARE": ["other_version", "no_quota", "librdkafka"],
+    "VARIANTS": ["transaction_timeout"],
     "FIX": {},
     "PREDICTION": "yes, it is fenced",
 }
 
 # 33 rec/s x (1024 + 140) B is ~38,400 B/s: a 55,000 B/s quota puts the load at ~0.7x.
-CONTROL = {"QUOTA": 55000, "DURATION_S": 30, "COMPARE": [], "MITIGATIONS": [], "FIX": {}, "PREDICTION": None}
+CONTROL = {"QUOTA": 55000, "DURATION_S": 30, "COMPARE": [], "VARIANTS": [], "FIX": {}, "PREDICTION": None}
 
 # The panel, clicked in the CONTROL run: the affected app alone for 20 s at ~0.7x the quota.
-PANEL = {"duration_s": 20, "compare": [], "mitigations": []}
+PANEL = {"duration_s": 20, "compare": [], "variants": []}
 PANEL_FAILS = False
 # Exercise 2 runs the lesson again at the learner's quota: tried on the CONTROL's 30 s of load, not the failure's 75 s.
 TRIED_IN_CONTROL_ONLY = (2,)
 
 
 def check(r):
-    affected, fixed, no_quota = r["affected"], r["fixed"], r["no_quota"]
+    # STREAMS_VERSION's app ("app", the affected client at the defaults) and OTHER_VERSION's (the fixed client)
+    affected, fixed, no_quota = r["app"], r["other_version"], r["no_quota"]
+    affected_version, fixed_version = r["param_streams_version"], r["param_other_version"]
     # The affected client is fenced under the quota, and the coordinator says why (timeout abort).
-    assert affected["crashes"] >= 1, f"no fencing on {r['affected_version']} under the quota: {affected}"
+    assert affected["crashes"] >= 1, f"no fencing on {affected_version} under the quota: {affected}"
     prediction(r, PARAMETERS["PREDICTION"], "yes, it is fenced")
-    assert r["affected_coordinator_aborts"] >= 1, affected
-    assert any(r["affected_events"].get(k, 0) for k in (
+    assert r["app_coordinator_aborts"] >= 1, affected
+    assert any(r["app_events"].get(k, 0) for k in (
         "InvalidProducerEpochException", "ProducerFencedException", "TaskMigratedException",
-        "TaskCorruptedException", "AddOffsetsToTxn timeout")), r["affected_events"]
+        "TaskCorruptedException", "AddOffsetsToTxn timeout")), r["app_events"]
     # The verdict names the mechanism of each run: the affected client's is the stuck request.
     assert "stuck transactional request" in affected["mechanism"], affected["mechanism"]
     assert r["failure_reproduced"] is True and affected["mechanism"] in r["verdict"], r["verdict"]
     # Neither the fixed client under the same quota nor the affected client without a quota.
-    assert fixed["crashes"] == 0, f"{r['fixed_version']} was fenced too: {fixed}"
-    assert no_quota["crashes"] == 0, f"{r['affected_version']} without a quota was fenced: {no_quota}"
+    assert fixed["crashes"] == 0, f"{fixed_version} was fenced too: {fixed}"
+    assert no_quota["crashes"] == 0, f"{affected_version} without a quota was fenced: {no_quota}"
     assert no_quota["throttle_max_ms"] == 0
     assert affected["throttle_max_ms"] > 0          # the quota really throttled it
     # The affected client with transaction.timeout.ms (60 s) above the stall: throttled, never aborted.
-    longer = r["mitigations"]["transaction_timeout"]
+    longer = r["variants"]["transaction_timeout"]
     assert longer["throttle_max_ms"] > 0 and longer["crashes"] == 0 and longer["coordinator_aborts"] == 0, longer
     # Exactly-once still holds for read_committed readers, and fencing really aborted transactions.
     assert r["duplicates"] and all(n == 0 for n in r["duplicates"].values()), r["duplicates"]
@@ -60,8 +64,8 @@ def check(r):
     for name, quota_ids in r["quota_client_ids"].items():
         assert set(quota_ids) >= set(ids[name]) or not quota_ids, (name, quota_ids, ids[name])
     # The bytecode check agrees with the measured split.
-    assert r["fix_in_bytecode"][r["affected_version"]] is False
-    assert r["fix_in_bytecode"][r["fixed_version"]] is True
+    assert r["fix_in_bytecode"][affected_version] is False
+    assert r["fix_in_bytecode"][fixed_version] is True
     assert r["mitigation"] is None   # no fix given
     # The exercises: each solution passes its check, each tempting wrong answer is refused with a hint. Exercise 1
     # asks for a function, judged on this run's stuck requests: the affected app's waited out request.timeout.ms.
@@ -72,21 +76,21 @@ def check(r):
 
 
 def check_control(r):
-    affected = r["affected"]
+    affected = r["app"]
     assert affected["load_ratio"] < 0.8, affected       # the control really ran under the quota
     prediction(r, None, "no, it runs clean")
     # Not fenced, not aborted, and the verdict says so.
     assert r["failure_reproduced"] is False, r["verdict"]
     assert affected["crashes"] == 0 and affected["fencing_events"] == 0, affected
-    assert r["affected_coordinator_aborts"] == 0 and affected["mechanism"] == "not fenced", affected
+    assert r["app_coordinator_aborts"] == 0 and affected["mechanism"] == "not fenced", affected
     assert "not fenced" in r["verdict"], r["verdict"]
     # The load really ran through the app: input produced, records in the read_committed output.
     assert affected["produced"] > 0 and 0 < affected["output_records"] <= affected["produced"], affected
     # The audit is clean.
     assert r["audit"]["passed"] is True and r["audit"]["counts"]["duplicate"] == 0, r["audit"]
     assert r["duplicates"] == {affected["variant"]: 0}, r["duplicates"]
-    assert r["fix_in_bytecode"][r["affected_version"]] is False
-    assert r["mitigations"] == {} and r["mitigation"] is None   # no fix given
+    assert r["fix_in_bytecode"][r["param_streams_version"]] is False
+    assert r["variants"] == {} and r["mitigation"] is None   # no fix given
     # Exercise 2 is an experiment: the affected app again, alone, at the solution's quota (50 % headroom), for
     # DURATION_S: "correct" is its measurement (not fenced); the wrong answer, a quota below the load, runs nothing.
     answers = exercises(r, [1, 2])

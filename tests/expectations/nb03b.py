@@ -2,8 +2,9 @@
 from lab.scenarios.nb03_quota_driven_fencing.quota_fencing_analysis import quota_for
 from tests.expectations import exercises, prediction
 
-# One cell of 30 s, a client with the fix at 1.3x its quota; its control is the Mitigate step, the same cell with
-# headroom (0.7x its quota). No prediction given.
+# One point of 30 s, a client with the fix at 1.3x its quota; its control is the Mitigate step, the same point with
+# headroom (0.7x its quota). No prediction given. The question's choices name the clients: "none of them" and
+# "Kafka Streams 3.9.1" here.
 PARAMETERS = {
     "SWEEP_RATIOS": [1.3],
     "SWEEP_VERSIONS": ["3.9.1"],
@@ -16,10 +17,10 @@ PARAMETERS = {
 
 def check(r):
     assert len(r["sweep"]) == len(PARAMETERS["SWEEP_RATIOS"]) * len(PARAMETERS["SWEEP_VERSIONS"])
-    # The answer is what its one cell measured: 3.9.1 carries the fix, so fenced only by an oversized transaction if
+    # The answer is what its one point measured: 3.9.1 carries the fix, so fenced only by an oversized transaction if
     # at all (not asserted: the lab's measurement, which a loaded machine moves).
     fenced = [c["client_version"] for c in r["sweep"] if c["crashes"]]
-    prediction(r, None, "the fixed Kafka Streams versions too" if fenced else "none of them")
+    prediction(r, None, "Kafka Streams 3.9.1" if fenced else "none of them")
     assert r["fix_in_bytecode"]["3.9.1"] is True, r["fix_in_bytecode"]
     # The Mitigate step: the same client with headroom under its quota is not fenced.
     sweep = r["mitigation"]

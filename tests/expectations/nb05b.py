@@ -1,5 +1,8 @@
 """Lesson 05b, a record the processing cannot take ("Tales from running Kafka Streams in Production")."""
+from lab.scenarios.nb05_exactly_once_under_crashes.report import FATES
 from tests.expectations import exercises, prediction
+
+STUCK, DROPPED = FATES[0], FATES[2]   # the Predict question's answers used here
 
 # The two handlers that matter most: a crash loop, and KIP-1033 dropping the record.
 PARAMETERS = {
@@ -8,7 +11,7 @@ PARAMETERS = {
     "COMMIT_INTERVAL_MS": 1000,
     "LOOP_SECONDS": 12,
     "FIX": {"handlers": ["dead_letter"]},
-    "PREDICTION": "it goes on without the record",   # wrong: REPLACE_THREAD loops
+    "PREDICTION": DROPPED,   # wrong: REPLACE_THREAD loops on the record
     "INTERACTIVE": False,
 }
 
@@ -23,7 +26,7 @@ def clean_output(run, what):
 
 def check(results):
     assert results["failure_reproduced"] is True, results["verdict"]
-    prediction(results, PARAMETERS["PREDICTION"], "it loops: the same record fails again and again")
+    prediction(results, PARAMETERS["PREDICTION"], STUCK)
     h = results["handlers"]
     loop = h["replace_thread"]
     # REPLACE_THREAD: the same poison record kills thread after thread; the input behind it never comes out.
@@ -56,7 +59,7 @@ def check(results):
 
 def check_control(results):
     assert results["failure_reproduced"] is False, results["verdict"]
-    prediction(results, None, "nothing is lost: every input comes out")   # the malformed input skipped
+    prediction(results, None, DROPPED)   # the malformed input skipped on purpose: it kept going without it
     deser = results["handlers"]["deserialization"]
     # The malformed input was skipped (and counted); every real input came out once.
     assert deser["outcome"] == "clean" and deser["dropped_records"] == 1 and deser["uncaught"] == 0, deser

@@ -55,6 +55,10 @@ def check_control(results):
     assert results["restore_shutdown"] == "clean"
     no_restore(results["restore_runs"])
     assert results["mitigation"] is None
-    # The exercise: a clean shutdown replays nothing, so a 10 GiB changelog costs 0 s.
-    answers = exercises(results, [1])
-    assert answers[1] == 0, answers
+    # The exercise needs the failure: a clean shutdown replays nothing and measures no restore rate, so the check
+    # says so and judges no answer, 0 and "none" neither; its solution says why there is none.
+    tried = results["exercises"]["1"]
+    assert tried["none"] == "not answered", tried
+    trivial = [said for case, said in tried.items() if case.startswith("trivial")]
+    assert trivial and all(said == "did not reproduce the failure" for said in trivial), tried
+    assert "replayed no changelog" in tried["right"] and "replayed no changelog" in tried["answer"], tried

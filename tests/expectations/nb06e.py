@@ -8,14 +8,14 @@ PARAMETERS = {
     "DISK_RECORDS": 30000,
     "DISK_LIMIT_KB": 512,
     "FIX": {"disk_limit_kb": 4096},
-    "PREDICTION": "yes: RocksDB compacts its files to make room",   # wrong
+    "PREDICTION": "yes: RocksDB's compaction shrinks its files to make room",   # wrong
     "INTERACTIVE": False,
 }
 
 
 def check(results):
     assert results["failure_reproduced"] is True
-    prediction(results, PARAMETERS["PREDICTION"], "no: it stops when its store is full")
+    prediction(results, PARAMETERS["PREDICTION"], "no: the app stops once its files reach the limit")
     disk = results["disk"]
     # RocksDB's space limit reached: the thread died of it, near the keys the early bytes per key predicted; a
     # restart on the same limit died again; on more space every key fed was in the store.

@@ -28,7 +28,7 @@ def _forgets_the_duplicate(m, a):
 
 def _check_counts(r, fn) -> None:
     expect(callable(fn), f"{fn!r} is not a function: write counts(m, a), which returns the pair (read_committed, "
-                         "read_uncommitted), and give the function itself: result.check(1, counts)")
+                         "read_uncommitted), and give the function itself: lesson.check(1, counts)")
     run = (r.spark_committed, r.spark_uncommitted)
     for m, a, truth, measured in _cases(r, run):
         call = f"counts({m}, {a})"
@@ -62,7 +62,7 @@ def _records_only(m, a):
 
 def _check_end_offset(r, fn) -> None:
     expect(callable(fn), f"{fn!r} is not a function: write end_offset(m, a) and give the function itself: "
-                         "result.check(2, end_offset)")
+                         "lesson.check(2, end_offset)")
     for m, a, truth, measured in _cases(r, r.copy_end_offset):
         truth = truth if measured else end_offset(m, a)
         call = f"end_offset({m}, {a})"
@@ -78,13 +78,19 @@ def _check_end_offset(r, fn) -> None:
 
 EXERCISES = {
     1: Exercise(
-        check=_check_counts, solution=lambda r: counts, wrong=lambda r: _forgets_the_duplicate,
+        check=_check_counts, solution=lambda r: counts, wrong=lambda r: _forgets_the_duplicate, needs_failure=True,
+        closer="Take the copier's transactions one at a time and list what each wrote. A `read_committed` reader "
+               "leaves out whole transactions, never single records of a committed one; a `read_uncommitted` reader "
+               "leaves out nothing that is in the log.",
         why="The copier writes every one of the `m` inputs once and the first one a second time, all in the "
             "transaction it commits: a `read_committed` reader sees `m + 1` records. The aborted transaction's `a` "
             "records stay in the log, marked aborted, and only a `read_uncommitted` reader sees them: `m + 1 + a`. "
             "The same function holds for any `MESSAGES` and `ABORTED`."),
     2: Exercise(
-        check=_check_end_offset, solution=lambda r: end_offset, wrong=lambda r: _records_only,
+        check=_check_end_offset, solution=lambda r: end_offset, wrong=lambda r: _records_only, needs_failure=True,
+        closer="Every entry of the log takes one offset, and not every entry is a record a consumer receives. Ending "
+               "a transaction, by commit or by abort, adds one entry to each partition it wrote to: how many "
+               "transactions did the copier end when `a` is 0, and when it is not?",
         why="Every record takes an offset, and so does each transaction's end: the transaction coordinator writes a "
             "control record (a commit or an abort marker) into every partition the transaction wrote to. No "
             "consumer ever receives a marker, whatever its isolation level, but it is in the log. The copier's "

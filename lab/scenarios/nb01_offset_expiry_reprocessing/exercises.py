@@ -1,12 +1,24 @@
 """Lesson 01's exercises: the skipped records counted by hand, and when a group's offsets vanish."""
 from __future__ import annotations
 
+from ...errors import LabError
 from ...experiment.result import Exercise, called, count, expect, is_number
 from .offset_expiry_report import OffsetExpiryResult, expires_after_stop
 
 
+def _latest_came_back_without_offsets(result: OffsetExpiryResult) -> None:
+    """Exercise 1 counts what `latest` skipped after its offsets were gone: a run without that has nothing to count
+    (a LabError, said in one line)."""
+    if "latest" not in result.facts:
+        raise LabError("this run had no `latest` group (VARIANTS): run the lesson with it to count what it skipped.")
+    if "latest" not in result.expired or result.counts("latest")["skipped"] is None:
+        raise LabError("the `latest` group came back to its offsets in this run, so it skipped nothing to count: "
+                       "run the lesson at its defaults first.")
+
+
 def _skipped(result: OffsetExpiryResult) -> int:
     """Exercise 1, from the `latest` group's history: offsets it never read, with reads on both sides of them."""
+    _latest_came_back_without_offsets(result)
     reads, produced = result.frames("latest")
     if not len(reads) or not len(produced):
         return 0
@@ -17,8 +29,9 @@ def _skipped(result: OffsetExpiryResult) -> int:
 
 
 def _audited_skips(result: OffsetExpiryResult) -> int:
-    """What the Spark audit counted as skipped_after_reset for `latest` (0 when it did not run)."""
-    return result.counts("latest")["skipped"] or 0
+    """What the Spark audit counted as skipped_after_reset for `latest`."""
+    _latest_came_back_without_offsets(result)
+    return result.counts("latest")["skipped"]
 
 
 def _check_skipped(result: OffsetExpiryResult, answer) -> None:
@@ -62,7 +75,10 @@ def _classic_clock_for_all(protocol, idle_s, retention_s):
 
 EXERCISES = {
     1: Exercise(
-        check=_check_skipped, solution=_skipped, wrong=_fence_post,
+        check=_check_skipped, solution=_skipped, wrong=_fence_post, needs_failure=True,
+        closer="Work one partition at a time: the records `latest` skipped lie after the last offset it read before "
+               "the stop and before the first offset it read after the restart. Count the produced offsets in that "
+               "gap that never appear among its reads, then add the partitions.",
         why="With its offsets gone, `latest` restarts at the end of each partition: everything produced while it "
             "was down lies between the last offset it read before the stop and the first it read after the restart. "
             "In each partition, every produced offset strictly between the lowest and the highest offset it read, "
@@ -71,10 +87,15 @@ EXERCISES = {
     2: Exercise(
         check=_check_expires_after_stop, solution=lambda result: expires_after_stop,
         wrong=lambda result: _classic_clock_for_all,
+        closer="There are two clocks: one starts when the group becomes empty (the stop), the other at the group's "
+               "last commit, `idle_s` before the stop. The clock table says which protocol uses which; and a clock "
+               "that ran out before the stop leaves nothing to wait for.",
         why="A classic group's offsets wait one retention from the moment the group becomes empty, however long it "
-            "sat idle before (KIP-211). A KIP-848 group's clock, as this lab measured it on Kafka 4.3.1 (the clock "
-            "table), is its last commit: the offsets go one retention after it, at once if that has passed when the "
-            "group empties. So a KIP-848 service idle 3 days before a redeploy, with the 7-day default, has 4 days "
-            "left; "
-            "idle 8 days, none."),
+            "sat idle before (KIP-211; in Kafka's source, `ClassicGroup.offsetExpirationCondition()` counts from "
+            "the time the group entered the Empty state). A KIP-848 group's clock is each offset's commit time "
+            "(`ConsumerGroup.offsetExpirationCondition()` counts from `commitTimestampMs`), and its offsets are "
+            "swept once the group no longer subscribes to their topic, that is once it is empty: one retention "
+            "after the last commit, at once if that has passed when the group empties. This run's clock table "
+            "measured the same. So a KIP-848 service idle 3 days before a redeploy, with the 7-day default, has 4 "
+            "days left; idle 8 days, none."),
 }

@@ -27,8 +27,8 @@ VARIANTS = {v.name: v for v in [
     Variant("latest", "latest", None, "window", "silently skips what arrived while it was down"),
     Variant("error", "error", None, "window", "fails loudly; an operator resets the offsets"),
     Variant("early", "earliest", None, "early", "back after EARLY_DOWNTIME_S: nothing re-read if < retention"),
-    Variant("idempotent", "earliest", None, "window", "re-reads, but the dedupe-by-id sink writes nothing twice",
-            sink="idempotent"),
+    Variant("id-table", "earliest", None, "window", "re-reads, but its sink writes an id only when its table of ids "
+            "lacks it: nothing twice", sink="idempotent"),
     Variant("idle-classic", "earliest", "classic", "window", "expiry clock of a quiet classic group", idle=True),
     Variant("idle-consumer", "earliest", "consumer", "window", "expiry clock of a quiet KIP-848 group", idle=True),
 ]}
@@ -160,7 +160,7 @@ class OffsetExpiryResult(Result):
 
     def mitigations_table(self):
         """The groups that were mitigations of this run, and the checkpointed query."""
-        return self.table(["early", "error", "idempotent", "spark-checkpoint"])
+        return self.table(["early", "error", "id-table", "spark-checkpoint"])
 
     def offsets_table(self):
         import pandas as pd

@@ -1,11 +1,13 @@
-"""Chapter 02's exercises, by lesson: 02a's three on the idle clients, 02b's on Kafka Streams, 02c's on old brokers.
+"""Chapter 02's exercises, by lesson: 02a's three on the idle clients, 02b's on Kafka Streams, 02c's on ZooKeeper-era
+brokers.
 Each check judges the learner's answer by what the lesson's run measured, then by the mechanism."""
 from __future__ import annotations
 
 import math
+import random
 
 from ...cluster import parse_version
-from ...experiment.result import Exercise, called, expect, is_number, number
+from ...experiment.result import Exercise, called, expect, is_number
 
 # ------------------------------------------------------------------ the exercises
 
@@ -15,10 +17,17 @@ def idle_bounds(expiration_ms, cleanup_ms):
 
 
 def needed_new_producer(table):
+    # a producer is reused only after an abortable error the app aborted and went on from; not when the client
+    # called the error fatal, or when the app replaced its producer or exited
     if not len(table):
         return set()
-    return set(table[table["handling"].isin(["fatal", "thread died"])
-                     | table["then"].fillna("").str.startswith(("recreate", "exit"))]["client"])
+    lost = (table["handling"] == "fatal") | table["then"].fillna("").str.contains(r"\b(?:recreate|exit)")
+    return set(table[lost]["client"])
+
+
+def heartbeat_ms(expiration_ms):
+    # one missed heartbeat leaves the id two intervals without a transaction: under the expiration, with room
+    return expiration_ms // 3
 
 
 PRODUCTION = (604800000, 3600000)   # the defaults: ids expire after 7 days, swept every hour
@@ -44,29 +53,43 @@ def _expiration_alone(expiration_ms, cleanup_ms):
     return expiration_ms / 1000, expiration_ms / 1000
 
 
-def _heartbeat_ms(r) -> int:
-    """Exercise 2: a third of the expiration: after one missed heartbeat, two thirds of it without a transaction."""
-    return r.params["expiration_ms"] // 3
+def _just_short_of_the_expiration(r):
+    """The tempting answer: a heartbeat just short of the expiration, one sweep interval before it (keeps the id
+    while none is missed)."""
+    cleanup = r.params["cleanup_interval_ms"]
+    return lambda expiration_ms: expiration_ms - cleanup
 
 
-def _just_before_the_sweep(r) -> int:
-    return r.params["expiration_ms"] - r.params["cleanup_interval_ms"]
+# the expirations a heartbeat function is also tried on, by the arithmetic: a minute, and Kafka's default (7 days)
+OTHER_EXPIRATIONS = (60000, PRODUCTION[0])
 
 
-def _check_heartbeat(r, answer) -> None:
-    """An experiment: the `heartbeat` client alone with the learner's interval, its first heartbeat skipped, idle
-    until two intervals and a sweep have passed; what the coordinator did with its id decides."""
+def _interval(fn, expiration_ms) -> float:
+    """The learner's heartbeat_ms(expiration_ms), a positive number shorter than the expiration, with a hint."""
+    call = f"heartbeat_ms({expiration_ms})"
+    given = called(fn, call, expiration_ms)
+    expect(is_number(given), f"{call} returned {given!r}: return the milliseconds between two heartbeats")
+    expect(given < expiration_ms, f"{call} = {given:g}: a heartbeat that far apart leaves the id idle at least the "
+           f"{expiration_ms / 1000:g} s expiration between two transactions even when none is missed")
+    expect(given >= expiration_ms / 4, f"{call} = {given:g}: that keeps the id with room for more than two missed "
+           "heartbeats; the question is the longest interval that still has room for one")
+    return float(given)
+
+
+def _check_heartbeat(r, fn) -> None:
+    """The learner's heartbeat_ms(expiration_ms), tried on other expirations by the arithmetic (a function that
+    returns one number for every expiration is refused before anything runs), then an experiment: the `heartbeat`
+    client alone with the interval it gives for this run's expiration, its first heartbeat skipped, idle until two
+    intervals and a sweep have passed; what the coordinator did with its id decides. Then, for the other
+    expirations, the same rule the experiment measured: two intervals under the expiration."""
     exp, sweep = r.params["expiration_ms"], r.params["cleanup_interval_ms"]
-    given = number(answer, "the milliseconds between two heartbeat transactions")
-    expect(given < exp, f"a heartbeat every {given:g} ms leaves the id idle {given / 1000:g} s between two "
-           f"transactions even when none is missed, at least the {exp / 1000:g} s expiration: no need to run that")
-    expect(given >= exp / 4, f"a heartbeat every {given:g} ms keeps the id, with room for more than two missed "
-           "ones: the question is the longest interval that still has room for one")
+    others = {e: _interval(fn, e) for e in OTHER_EXPIRATIONS if e != exp}
+    given = _interval(fn, exp)
     idle_s = math.ceil((2 * given + sweep) / 1000) + 2   # the skipped heartbeat, the next one, a sweep after it
     cluster = r.running_cluster()
     print(f"Exercise 2: the `heartbeat` client alone, a transaction every {given:g} ms while idle {idle_s} s, its "
           "first heartbeat skipped, " + ("on the notebook's cluster ..." if cluster else "on a broker of its own ..."))
-    again = r.lesson.run(cluster=cluster, **{
+    again = r.lesson.run(cluster=cluster, remember=False, **{
         **r.params, "python_modes": ["heartbeat"], "java_clients": [], "heartbeat_ms": int(given),
         "heartbeat_misses": 1, "idle_s": idle_s, "observe_s": 20})
     beat = again.clients["python-heartbeat"]
@@ -79,36 +102,70 @@ def _check_heartbeat(r, answer) -> None:
     expect(gap is not None and gap < exp / 1000, f"the id lived, but it went {gap:.1f} s without a transaction, "
            f"past the {exp / 1000:g} s expiration: it lived because no sweep (every {sweep / 1000:g} s) came in "
            "the few moments it was expired; in production that is a lottery")
+    for e, interval in others.items():
+        expect(2 * interval < e, f"heartbeat_ms({e}) = {interval:g}: with one missed, that id goes "
+               f"{2 * interval / 1000:g} s without a transaction, past its {e / 1000:g} s expiration")
 
 
-def _needed_new_producer(r) -> set:
-    """The clients whose producer could not be reused, from what each did with the error."""
-    return {n for n, c in r.clients.items() if c["handling"] in ("fatal", "thread died")
-            or (c["then"] or "").startswith(("recreate", "exit"))}
+def _other_deployment(table):
+    """The run's table as another deployment would show it: its rows under other names, in another order, with a
+    client of each kind lesson 02a runs (so a run with few clients is judged on every kind): a crash, a new producer
+    on the error, a Java producer that aborted and one whose error was fatal, an abort that went on, no error."""
+    import pandas as pd
+    error = {"error": "INVALID_PRODUCER_ID_MAPPING", "code": 49, "call": "send_offsets_to_transaction",
+             "handling": "abortable", "errors": 1, "recovered": True}
+    java = {**error, "error": "InvalidPidMappingException", "call": "commitTransaction"}
+    more = [{**error, "client": "crash", "then": "exit -> restarted by the supervisor"},
+            {**error, "client": "recreate", "then": "recreate -> rewind"},
+            {**error, "client": "abort", "then": "abort -> rewind"},
+            {**java, "client": "java-aborted", "then": "aborted"},
+            {**java, "client": "java-fatal", "handling": "fatal", "then": "recreated"},
+            {"client": "quiet", "error": None, "code": None, "call": None, "handling": None, "then": None,
+             "errors": 0, "recovered": True}]
+    rows = [*table.to_dict("records"), *more]
+    order = list(range(len(rows)))
+    random.Random(len(rows)).shuffle(order)   # another order, the same for the same table
+    return pd.DataFrame([{**rows[i], "client": f"app-{n + 1}"} for n, i in enumerate(order)],
+                        columns=list(table.columns) or None)
 
 
-def _check_needed_new_producer(r, fn) -> None:
-    expect(r.clients, "this run had no client (PYTHON_MODES and JAVA_CLIENTS are empty), so there is no table to "
-           "judge the function on: run the lesson with some first")
-    answer = called(fn, "needed_new_producer(result.table())", r.table())
+def _names(answer, call: str) -> set:
     try:
         names = None if isinstance(answer, (str, dict)) else set(answer)
     except TypeError:
         names = None
     expect(names is not None and all(isinstance(n, str) for n in names),
-           f"needed_new_producer(result.table()) returned {answer!r}: return a set of client names")
-    answer, truth = names, _needed_new_producer(r)
+           f"{call} returned {answer!r}: return a set of client names")
+    return names
+
+
+def _check_needed_new_producer(r, fn) -> None:
+    """Judged on this run's table (needs_failure: a run where no client met the error has nothing to judge), then
+    on another deployment's (_other_deployment): a function that names this run's clients without reading their
+    columns fails there."""
+    expect(r.clients, "this run had no client (PYTHON_MODES and JAVA_CLIENTS are empty), so there is no table to "
+           "judge the function on: run the lesson with some first")
+    table = r.table()
+    call = "needed_new_producer(result.table())"
+    answer, truth = _names(called(fn, call, table.copy()), call), needed_new_producer(table)
     expect(answer == truth, f"{sorted(answer)}: read each client's `handling` (was the error fatal, did the thread "
                             "die?) and `then` (did the app recreate its producer or exit?)" + (
                                 f"; {sorted(answer - truth)} carried on with the same producer" if answer - truth
                                 else ""))
+    other = _other_deployment(table)
+    call = "needed_new_producer(other)"
+    answer, truth = _names(called(fn, call, other.copy()), call), needed_new_producer(other)
+    expect(answer == truth, "right on this run's table, but on another one (the same rows under other names, "
+                            "shuffled, with a few clients of other kinds) it returned " + (
+                                f"{sorted(answer)}" if len(answer) < 8 else f"{len(answer)} names") +
+           ": decide from each row's columns, not from the client's name or position")
 
 
 def _every_client(r):
     """Every client of the table, as if error 49 always needed a new producer (one fewer when that happens to be
     right)."""
     every = set(r.clients)
-    wrong = every if every != _needed_new_producer(r) else set(sorted(every)[1:])
+    wrong = every if every != needed_new_producer(r.table()) else set(sorted(every)[1:])
     return lambda table: wrong
 
 
@@ -130,7 +187,8 @@ def _streams_truth(r) -> dict:
     """Measured: each Streams version of this run that met the error; then releases on either side of 3.8.0."""
     measured = {n.split("-", 1)[1]: c["handling"] == "task migrated" for n, c in r.clients.items()
                 if n.startswith("streams") and c["error"]}
-    return {**measured, **{v: parse_version(v) >= (3, 8) for v in ("2.8.2", "3.6.2", "3.8.1", "3.9.1", "4.1.0")}}
+    releases = ("2.8.2", "3.6.2", "3.7.2", "3.8.0", "3.8.1", "3.9.1", "4.1.0")
+    return {**measured, **{v: parse_version(v) >= (3, 8) for v in releases}}
 
 
 def _check_survives(r, fn) -> None:
@@ -143,9 +201,9 @@ def _check_survives(r, fn) -> None:
 
 
 def _old_broker_truth(r) -> dict:
-    """Measured: each broker of this run's part C; then releases on either side of 2.4.0."""
+    """Measured: each broker of this run; then releases on either side of 2.4.0."""
     return {**{v: c["reproduced"] for v, c in r.part_c.items()},
-            **{v: parse_version(v) < (2, 4) for v in ("1.1.1", "2.3.1", "2.4.1", "2.8.2", "3.9.1")}}
+            **{v: parse_version(v) < (2, 4) for v in ("1.1.1", "2.3.1", "2.4.0", "2.4.1", "2.8.2", "3.9.1")}}
 
 
 def forgets(version):
@@ -155,7 +213,8 @@ def forgets(version):
 
 
 def _check_forgets(r, fn) -> None:
-    expect(r.part_c, "this run's old-broker lesson ran no broker (OLD_BROKERS is empty): add one and run it again")
+    expect(r.part_c, "this run ran the steps on no broker (ZOOKEEPER_BROKERS is empty): add one and run the lesson "
+           "again")
     _judged(fn, "forgets", _old_broker_truth(r), lambda v, truth: (
         f"a broker {v} " + ((("forgot" if truth else "kept") + " the producer in this run") if v in r.part_c else
                             ("forgets" if truth else "keeps") + " the producer") + ": see `log_start_offset`, and "
@@ -169,28 +228,41 @@ EXERCISES = {"clients": {
         why="The coordinator does not forget an id the moment it has been idle `transactional.id.expiration.ms`: it "
             "looks at each sweep, every `transaction.remove.expired.transaction.cleanup.interval.ms`. An id idle less "
             "than the expiration is certainly still there; one idle the expiration plus one sweep interval has "
-            "certainly met a sweep after its expiration. In between, when the sweep comes decides."),
+            "certainly met a sweep after its expiration. In between, when the sweep comes decides.",
+        closer="Ask two questions: how long can an id sit idle and be sure that no sweep has found it past its "
+               "expiration yet, and how long must it sit idle so that at least one sweep surely came after its "
+               "expiration?"),
     2: Exercise(
-        check=_check_heartbeat, solution=_heartbeat_ms, wrong=_just_before_the_sweep,
+        check=_check_heartbeat, solution=lambda r: heartbeat_ms, wrong=_just_short_of_the_expiration,
         why="Any transaction, even one that only re-commits the offsets, resets the id's idle clock. After one "
             "missed heartbeat the id goes two intervals without a transaction, so two intervals must stay under "
             "the expiration: at most half of it, and a third leaves room for a heartbeat that comes late as well. "
             "A heartbeat just short of the expiration keeps the id only while none is ever missed, and the sweep "
-            "interval gives no room: a sweep may come any moment after the expiration."),
+            "interval gives no room: a sweep may come any moment after the expiration.",
+        closer="Picture the heartbeat that does not come: count how long the id then goes between two transactions "
+               "that do happen, and compare that stretch with the expiration, leaving some room for a heartbeat "
+               "that is late."),
     3: Exercise(
         check=_check_needed_new_producer, solution=lambda r: needed_new_producer, wrong=_every_client,
-        why="Error 49 is abortable for most of librdkafka's transaction calls (the table of requests in lesson 02a) "
-            "and for the Java producer before 4.0: abort, and the same producer goes on. A new producer (or a new "
-            "process) was needed where the error was fatal (the Java producer from 4.0), where the Streams thread "
-            "died (before 3.8), or where the app itself recreated its producer or exited: the `handling` and `then` "
-            "columns of `clients.table()` say which."),
+        why="Error 49 is abortable for most of librdkafka's transaction calls (the table of requests in the deep "
+            "dive) and for the Java producer before 4.0: abort, and the same producer goes on. A new producer (or a "
+            "new process) was needed where the client called the error fatal (the Java producer from 4.0), or where "
+            "the app itself recreated its producer or exited: the `handling` and `then` columns of `result.table()` "
+            "say which, whatever the client is called.",
+        closer="One column says how the client classed the error, another what the app did next. A producer "
+               "instance survives only an error it could abort and carry on from; the clients' names tell you "
+               "nothing.",
+        needs_failure=True),
 }, "streams": {
     1: Exercise(
         check=_check_survives, solution=lambda r: survives, wrong=lambda r: (lambda v: False),
         why="Before 3.8.0 Kafka Streams let the error through to the uncaught exception handler, and the default "
             "one stops the client: the source's app shut down. From 3.8.0 (KAFKA-16699) Streams treats it like a "
             "fencing: it closes the task dirty, recreates the producer, rejoins the group and goes on from the "
-            "committed offsets. This run's `handling` column shows both."),
+            "committed offsets. This run's `handling` column shows both.",
+        closer="Compare the `handling` column of each release you ran, then find the release whose Kafka Streams "
+               "started treating this error like a fencing; compare versions as numbers (major, minor), not as "
+               "text."),
 }, "old_brokers": {
     1: Exercise(
         check=_check_forgets, solution=lambda r: forgets, wrong=lambda r: (lambda v: parse_version(v) < (2, 5)),
@@ -198,5 +270,8 @@ EXERCISES = {"clients": {
             "that state as soon as retention deleted the producer's last records, so the next transaction met "
             "UNKNOWN_PRODUCER_ID; 2.4.0 keeps it until the transactional id expires (KAFKA-7190, the first change of "
             "KIP-360). KIP-360's other changes came in 2.5: the broker stops answering UNKNOWN_PRODUCER_ID there "
-            "(KAFKA-8710), and the producer can bump its epoch and go on. A 2.4 broker already keeps the state."),
+            "(KAFKA-8710), and the producer can bump its epoch and go on. A 2.4 broker already keeps the state.",
+        closer="Every broker of the run deleted the producer's records (`log_start_offset`); what differs is whether "
+               "it kept the producer's state without them. Find the release that stopped dropping it, and compare "
+               "versions as numbers (major, minor)."),
 }}

@@ -1,5 +1,7 @@
-"""Lesson 02a, an idle id expires: Python clients (lab/apps/eos_app.py, each one way of handling the error) and a lone
-Java producer per kafka-clients version commit, sit idle IDLE_S past the expiration, then get one input each."""
+"""Lesson 02a, an idle id expires: the Python client (lab/apps/eos_app.py) in each mode of PYTHON_MODES (one way of
+handling the error each; the run the question asks about has `crash` alone) and a lone Java producer per
+kafka-clients version commit, sit idle IDLE_S past the expiration, then get one input each. The Mitigate cell runs
+the other modes (without the Java producers, `mitigate_base`); a fix of the expiration runs `crash` alone."""
 from __future__ import annotations
 
 from ...experiment.lesson import Lesson
@@ -12,4 +14,5 @@ lesson = Lesson("clients", "An idle transactional id", needs=chapter.needs, body
                                       "java_clients"),
                 rules=[chapter.at_most_8_clients, something_to_run("python_modes", "java_clients")],
                 question=chapter.question, measured_answer=chapter.clients_answer, exercises=EXERCISES["clients"],
-                apps=("lab.apps.eos_app", "IdleTransactionalProducer"), spark_audit=True)
+                apps=("lab.apps.eos_app", "IdleTransactionalProducer"), spark_audit=True,
+                mitigate_base={"java_clients": []})

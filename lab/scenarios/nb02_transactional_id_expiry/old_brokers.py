@@ -1,5 +1,5 @@
-"""Lesson 02c, a producer whose records retention deleted: the same steps on each ZooKeeper-era broker of OLD_BROKERS
-(each with its own ZooKeeper, txn_unknown_producer) and on the lab's modern broker, which keeps the producer."""
+"""Lesson 02c, a producer whose records retention deleted: the same steps on each ZooKeeper-era broker of
+ZOOKEEPER_BROKERS (each with its own ZooKeeper, txn_unknown_producer) and on the lab's KRaft broker."""
 from __future__ import annotations
 
 from ...experiment import Run
@@ -11,8 +11,8 @@ from .exercises import EXERCISES
 
 
 def run_lesson(lab: Run, p: dict) -> chapter.TxnExpiryResult:
-    found = part_c.old_brokers(lab, p) if p["old_brokers"] or p["check_pinned_zookeeper"] else {}
-    if p["old_brokers"]:
+    found = part_c.old_brokers(lab, p) if p["zookeeper_brokers"] or p["check_pinned_zookeeper"] else {}
+    if p["zookeeper_brokers"]:
         found[p["broker_version"]] = part_c.unknown_producer(lab, p, lab.timeline)
     return chapter.TxnExpiryResult("txn_expiry", p, lab.id, lab.timeline,
                                    part_c={v: r for v, r in found.items() if v != "pinned"}, pinned=found.get("pinned"),
@@ -20,8 +20,8 @@ def run_lesson(lab: Run, p: dict) -> chapter.TxnExpiryResult:
 
 
 lesson = Lesson("old_brokers", "A producer whose records retention deleted", needs=chapter.needs, body=run_lesson,
-                params=chapter.params("broker_version", "old_brokers", "old_client", "retention_ms",
+                params=chapter.params("broker_version", "zookeeper_brokers", "client_version", "retention_ms",
                                       "check_pinned_zookeeper"),
-                rules=[something_to_run("old_brokers", "check_pinned_zookeeper")], question=chapter.old_broker_question,
-                measured_answer=chapter.old_broker_answer,
+                rules=[something_to_run("zookeeper_brokers", "check_pinned_zookeeper")],
+                question=chapter.old_broker_question, measured_answer=chapter.old_broker_answer,
                 exercises=EXERCISES["old_brokers"], mitigate_base={"check_pinned_zookeeper": False})

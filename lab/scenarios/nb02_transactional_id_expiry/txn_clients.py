@@ -41,6 +41,10 @@ SHOWN = {"commit": "info", "committed": "info", "heartbeat": "info", "heartbeat_
 FOLLOW = ("abort", "aborted", "recreate", "recreated", "rewind", "exit", "thread died", "TaskMigratedException")
 
 
+# each mode of PYTHON_MODES as eos_app's --on-error names it (the lesson's names say what a mode does, not how good)
+ON_ERROR = {"heartbeat": "recreate", "abort-offsets-first": "abort", "no-rewind": "naive"}
+
+
 def heartbeat_interval_ms(p: dict) -> int:
     """The `heartbeat` client's interval: HEARTBEAT_MS, or by default a third of the expiration."""
     return p["heartbeat_ms"] or max(200, p["expiration_ms"] // 3)
@@ -146,7 +150,7 @@ class _Python(_Client):
         args = ["--bootstrap", self.lab.bootstrap, "--input", self.input, "--output", self.output, "--group",
                 self.txn_id, "--transactional-id", self.txn_id, "--app", self.name, "--incarnation",
                 len(self.restarts), "--history", self.history.folder, "--run-id", self.history.run_id,
-                "--on-error", {"heartbeat": "recreate", "abort-offsets-first": "abort"}.get(mode, mode)]
+                "--on-error", ON_ERROR.get(mode, mode)]
         args += ["--heartbeat-ms", heartbeat_interval_ms(self.p), "--skip-heartbeats", self.p["heartbeat_misses"]] \
             if mode == "heartbeat" else []
         args += ["--offsets-first"] if mode == "abort-offsets-first" else []
@@ -174,7 +178,7 @@ class _Python(_Client):
 
     def settled(self, since):
         after = [e["kind"] for e in self.events() if e["ts"] >= since]
-        gave_up = self.option == "naive" and "error" in after and ("abort" in after or "recreate" in after)
+        gave_up = self.option == "no-rewind" and "error" in after and ("abort" in after or "recreate" in after)
         return self.recovered_at(since) is not None or gave_up or after.count("error") >= SPIN_LIMIT \
             or (not self.child.alive() and self.option != "crash")
 
@@ -185,7 +189,7 @@ class _Python(_Client):
 
     def audit(self):
         from ...audit import audit
-        expect = "anomalies" if self.option in ("naive", "abort-offsets-first") else "clean"
+        expect = "anomalies" if self.option in ("no-rewind", "abort-offsets-first") else "clean"
         return audit(self.history, bootstrap=self.lab.bootstrap, output_topic=self.output, expect=expect,
                      kinds=["duplicate", "lost", "aborted_read"])
 

@@ -1,8 +1,10 @@
 """What chapter 02's three lessons share: their parameters (each lesson takes its own), the broker they run on (a short
 transactional.id.expiration.ms), their Predict questions, the idle round of clients (_round) and TxnExpiryResult,
-what a lesson's run measured. The default versions straddle the behaviours the lessons compare: kafka-clients 3.9
-(the error is abortable) and 4.x (fatal); Kafka Streams 3.7 (the thread dies), and 3.8 (TaskMigratedException) in
-its Mitigate step; broker 2.0.1 (forgets the producer), and 2.4.1 (keeps it) in its Mitigate step.
+what a lesson's run measured. The defaults straddle the behaviours the lessons compare: kafka-clients 3.9
+(the error is abortable) and 4.x (fatal), and the Python client's `crash` mode, with its other modes in 02a's Mitigate
+cell; Kafka Streams 3.7 (the thread dies), and 3.8 (TaskMigratedException) in
+its Mitigate cell; broker 2.0.1 (forgets the producer), and 2.4.1 (keeps it) in its Mitigate cell. The parameters'
+descriptions (docs/parameters.md) say what each knob is, never which value meets the error.
 
     02a idle_clients   Python and Java clients idle past the expiration
     02b idle_streams   Kafka Streams idle past it
@@ -24,36 +26,38 @@ from ...experiment.admin import expired_at
 from ...experiment.consume import read_to_end
 from ...programs import clients_classpath
 from . import txn_unknown_producer as part_c
-from .txn_clients import CLIENTS, ERROR_CODE, heartbeat_interval_ms, streams_examples
+from .txn_clients import CLIENTS, ERROR_CODE, streams_examples
 
 SOURCE_MESSAGE = "The producer attempted to use a producer id which is not currently assigned to its transactional id"
-PYTHON_MODES = ("crash", "abort", "recreate", "naive", "heartbeat", "abort-offsets-first")
+PYTHON_MODES = ("crash", "abort", "recreate", "no-rewind", "heartbeat", "abort-offsets-first")
 
 
 def _kraft(version):
     if is_zookeeper_version(version):
-        raise LabError(f"BROKER_VERSION={version}: the clients run on a KRaft broker (3.3+), old ones in OLD_BROKERS.")
+        raise LabError(f"BROKER_VERSION={version}: the clients run on a KRaft broker (3.3+).")
     __import__("lab.cluster.kraft", fromlist=["kafka_classpath"]).kafka_classpath(version)
 
 
 _ALL = (
-    Param("broker_version", KAFKA_VERSION, "the modern broker (KRaft) the clients run on",
+    Param("broker_version", KAFKA_VERSION, "version of the KRaft broker (3.3 or later) the clients run on",
           check=lambda v: _kraft(v)),
-    Param("expiration_ms", 10000, "transactional.id.expiration.ms (production default 604800000, 7 days)",
+    Param("expiration_ms", 10000, "transactional.id.expiration.ms (Kafka's default 604800000, 7 days)",
           lo=1, hi=2 ** 31 - 1, unit="ms", why="Kafka's range for this int config"),
     Param("cleanup_interval_ms", 1000, "transaction.remove.expired.transaction.cleanup.interval.ms "
-          "(default 3600000)", lo=1, hi=2 ** 31 - 1, unit="ms", why="Kafka's range for this int config"),
-    Param("idle_s", 15.0, "how long the clients sit idle after their last transaction", lo=0, hi=3600, unit="s"),
+          "(Kafka's default 3600000)", lo=1, hi=2 ** 31 - 1, unit="ms", why="Kafka's range for this int config"),
+    Param("idle_s", 15.0, "how long the clients sit idle after their last transaction, then one input each", lo=0,
+          hi=3600, unit="s"),
     Param("observe_s", 45.0, "how long to watch the clients once the input arrives", lo=5, hi=600, unit="s"),
-    Param("python_modes", list(PYTHON_MODES), "lab/apps/eos_app.py behaviours on error", choices=PYTHON_MODES),
-    Param("heartbeat_ms", 0, "the `heartbeat` client's interval between transactions while idle (0: a third of "
+    Param("python_modes", ["crash"], "error-handling modes of the Python consume-transform-produce client, one "
+          "process each", choices=PYTHON_MODES),
+    Param("heartbeat_ms", 0, "the `heartbeat` mode's interval between two transactions while idle (0: set from "
           "EXPIRATION_MS)", lo=0, hi=2 ** 31 - 1, unit="ms"),
-    Param("heartbeat_misses", 0, "heartbeats the `heartbeat` client skips while idle (an app stalled by a long GC "
+    Param("heartbeat_misses", 0, "heartbeats the `heartbeat` mode skips while idle (an app stalled by a long GC "
           "pause or a slow deploy)", lo=0, hi=10),
-    Param("java_clients", ["3.9.1", "4.3.1"], "kafka-clients versions of the lone Java producer",
+    Param("java_clients", ["3.9.1", "4.3.1"], "kafka-clients versions of the lone Java producer, one each",
           check=lambda vs: [clients_classpath(v) for v in vs]),
     Param("streams_versions", ["3.7.0"], "Kafka Streams versions (WordCountDemo, exactly-once), one "
-          "idle round each (its topics are fixed)", check=lambda vs: [streams_examples(v) for v in vs]),
+          "idle round each (its topic names never change)", check=lambda vs: [streams_examples(v) for v in vs]),
     *part_c.PARAMS,
 )
 PARAMS = {param.name: param for param in _ALL}
@@ -72,9 +76,10 @@ def at_most_8_clients(p: dict) -> str | None:
 
 def broker_config(p: dict) -> dict:
     """The fast recipe: ids expire after EXPIRATION_MS, swept every CLEANUP_INTERVAL_MS; retention checked every
-    second (part C runs here too); idle producer state kept 5 s (KIP-854, 3.4+)."""
+    second (02c's steps run here too); idle producer state kept 5 s (KIP-854, 3.4+)."""
     v = parse_version(p["broker_version"])
-    # (02c takes neither: the lab's defaults)
+    # (02c takes neither: their defaults on its KRaft broker, where the producer idles only a few seconds; the
+    # ZooKeeper-era brokers keep Kafka's own 7 days)
     config = {"transactional.id.expiration.ms": p.get("expiration_ms", PARAMS["expiration_ms"].default),
               "transaction.remove.expired.transaction.cleanup.interval.ms": p.get(
                   "cleanup_interval_ms", PARAMS["cleanup_interval_ms"].default),
@@ -111,9 +116,10 @@ IDLE_ANSWERS = ("it commits normally", "it fails; after its restart the input is
 
 
 STREAMS_ANSWERS = ("the stream thread dies: the client goes to ERROR", "the task migrates: the thread carries on",
-                   "no error: the id was still there")
+                   "no error: Kafka Streams' own commits kept the id alive")
 OLD_BROKER_ANSWERS = ("the broker has forgotten the producer: UNKNOWN_PRODUCER_ID",
-                      "no error: the broker still knows the producer")
+                      "no error: the broker still knows the producer",
+                      "the transactional id has expired: INVALID_PRODUCER_ID_MAPPING")
 
 
 # This run's answer to each lesson's Predict question, from what it recorded (None: it did not measure it).
@@ -132,8 +138,10 @@ def streams_answer(record: dict, p: dict) -> str | None:
 
 
 def old_broker_answer(record: dict, p: dict) -> str | None:
-    """02c: whether the first broker of OLD_BROKERS forgot the producer."""
-    c = record["part_c"].get((p.get("old_brokers") or [""])[0])
+    """02c: whether the first broker of ZOOKEEPER_BROKERS forgot the producer (the third answer, an expired id, is
+    the misconception that retention and the id's expiration are one clock: the steps take a minute, the id lasts 7
+    days)."""
+    c = record["part_c"].get((p.get("zookeeper_brokers") or [""])[0])
     return None if c is None else OLD_BROKER_ANSWERS[0] if c["reproduced"] else OLD_BROKER_ANSWERS[1]
 
 
@@ -152,8 +160,8 @@ def streams_question(p: dict) -> tuple:
 
 
 def old_broker_question(p: dict) -> tuple:
-    """The old-broker lesson's Predict step: the first broker of OLD_BROKERS."""
-    version = (p["old_brokers"] or ["2.0.1"])[0]
+    """The old-broker lesson's Predict step: the first broker of ZOOKEEPER_BROKERS."""
+    version = (p["zookeeper_brokers"] or ["2.0.1"])[0]
     return (f"On a broker {version}, retention deletes every record of an idle transactional producer. Then it "
             "commits again. What does the broker answer?", OLD_BROKER_ANSWERS)
 
@@ -291,20 +299,27 @@ class TxnExpiryResult(Result):
         return _frame(list(self.part_c.values()))
 
     def part_c_figure(self):
-        return self.timeline.figure("Part C: retention deletes the producer's records, then it commits again",
+        return self.timeline.figure("Retention deletes the producer's records, then it commits again",
                                     lanes=[f"broker {v}" for v in self.part_c])
 
     def figure(self):
         return self.timeline.figure(f"{self.head()}: {'failure' if self.failed else 'no failure'}",
                                     lanes=["run", *self.clients])
 
+    def client_logs(self, *prefixes: str, pattern: str = r"Transiting to .*error state|ProducerId set to|"
+                    r"kind.: .(error|abort)") -> None:
+        """Print, for each client whose name starts with one of `prefixes`, the lines of its own log matching
+        `pattern` (by default: its error states, new producer ids, errors and aborts)."""
+        for name in [n for n in self.clients if n.startswith(prefixes)]:
+            print(name, *self.log_lines(name, pattern), sep="\n   ")
+
     def log_lines(self, client: str, pattern: str, limit: int = 6) -> list[str]:
         """Lines of a client's own log (librdkafka, Java client, Kafka Streams) matching a regex."""
         return [re.sub(r"\[[^\]]{40,}\] ?", "", line)[:300] for _, line in grep(Path(self.logs[client]), pattern)][:limit]
 
     def mitigations(self) -> list[dict]:
-        heartbeat = heartbeat_interval_ms(self.params) if "python-heartbeat" in self.clients else None
-        rows = [(f"heartbeat transaction every {heartbeat} ms", self, "python-heartbeat"),
+        # the heartbeat's label leaves out its interval: exercise 2 asks for one
+        rows = [("heartbeat transactions while idle (HEARTBEAT_MS)", self, "python-heartbeat"),
                 ("new producer on INVALID_PRODUCER_ID_MAPPING", self, "python-recreate"),
                 *[(f"Kafka Streams {v}", self, f"streams-{v}") for v in self.params.get("streams_versions", [])
                   if parse_version(v) >= (3, 8)]]

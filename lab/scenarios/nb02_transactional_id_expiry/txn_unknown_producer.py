@@ -1,4 +1,4 @@
-"""Lesson 02c's steps: on each of OLD_BROKERS (its own
+"""Lesson 02c's steps: on each of ZOOKEEPER_BROKERS (its own
 Run), a transactional Java producer commits, waits until topic retention deleted all its records, and commits again
 (unknown_producer); pinned_zookeeper() starts an old broker with the ZooKeeper it pins. Only brokers before 2.4
 forget a producer with its last records. They pin a ZooKeeper 3.4 client that cannot connect on Java 14+, so
@@ -22,28 +22,29 @@ BROKER_ERROR = r"Found no record of producerId=.*|UnknownProducerIdException"
 def _old_broker(version):
     from ...cluster.zookeeper import zk_kafka_classpath, zookeeper_for
     if parse_version(version) >= (3, 3, 0):
-        raise LabError(f"OLD_BROKERS: {version} is not a ZooKeeper-era broker (< 3.3); the modern broker "
-                       "runs part C's steps anyway.")
+        raise LabError(f"ZOOKEEPER_BROKERS: {version} is not a ZooKeeper-era broker (< 3.3); the KRaft broker "
+                       "BROKER_VERSION runs the same steps anyway.")
     zk_kafka_classpath(version, zookeeper_for(version))
 
 
 PARAMS = (
-    Param("old_brokers", ["2.0.1"], "ZooKeeper-era brokers for UnknownProducerIdException; empty "
-          "skips part C", check=lambda vs: [_old_broker(v) for v in vs]),
-    Param("old_client", "2.0.1", "kafka-clients version of part C's producer", check=clients_classpath),
-    Param("retention_ms", 3000, "retention.ms of part C's topic", lo=1, hi=600000, unit="ms"),
-    Param("check_pinned_zookeeper", True, "show that the first old broker cannot start with the ZooKeeper "
-          "it pins"),
+    Param("zookeeper_brokers", ["2.0.1"], "ZooKeeper-era broker versions (before 3.3) the steps run on, each "
+          "with its own ZooKeeper, before the KRaft broker", check=lambda vs: [_old_broker(v) for v in vs]),
+    Param("client_version", "2.0.1", "kafka-clients version of the transactional Java producer, on every broker",
+          check=clients_classpath),
+    Param("retention_ms", 3000, "retention.ms of the topic the producer writes to", lo=1, hi=600000, unit="ms"),
+    Param("check_pinned_zookeeper", True, "also try to start the first ZooKeeper-era broker with the ZooKeeper "
+          "client its release shipped with (the steps run with ZooKeeper 3.5.7)"),
 )
 
 
 def old_brokers(parent: Run, p: dict) -> dict:
     """Part C on each old broker, one after the other (in a background task: each its own Run); the pinned
     ZooKeeper's try meanwhile, in a task of its own (it waits for a start that does not come)."""
-    pinned = parent.background(pinned_zookeeper, (p["old_brokers"] or ["2.0.1"])[0], parent) \
+    pinned = parent.background(pinned_zookeeper, (p["zookeeper_brokers"] or ["2.0.1"])[0], parent) \
         if p["check_pinned_zookeeper"] else None
     found = {}
-    for version in p["old_brokers"]:
+    for version in p["zookeeper_brokers"]:
         with Run(f"txn-upid-{version}", version=version, broker_config={"log.retention.check.interval.ms": "1000"},
                  progress=False) as run:
             found[version] = unknown_producer(run, p, parent.timeline, parent)
@@ -58,7 +59,7 @@ def unknown_producer(run: Run, p: dict, timeline, parent: Run | None = None) -> 
     topic = f"{run.id}-retained".replace(".", "_")
     run.topics(topic, config={"retention.ms": p["retention_ms"]})
     go = run.folder / f"{topic}.go"
-    program = idle_producer(run, f"producer-{version}", p["old_client"], topic, go, topic)
+    program = idle_producer(run, f"producer-{version}", p["client_version"], topic, go, topic)
     child = program.start()
     watch = Consumer({**kafka_config(run.bootstrap), "group.id": f"{topic}-watch", "log_level": 0})
 
@@ -88,7 +89,7 @@ def unknown_producer(run: Run, p: dict, timeline, parent: Run | None = None) -> 
     for e in after[:1]:
         timeline.add(lane, "committed again", e["ts"], tone="mitigation")
     message = next((m for line in broker for m in [line[line.find("Found no record"):]] if "Found no" in line), None)
-    return {"broker_version": version, "client_version": p["old_client"], "reproduced": bool(broker or client),
+    return {"broker_version": version, "client_version": p["client_version"], "reproduced": bool(broker or client),
             "broker_message": message, "broker_errors": len(broker), "client_errors": len(client),
             "committed_after": bool(after), "log_start_offset": start_offset, "evidence": (broker + client)[:3]}
 

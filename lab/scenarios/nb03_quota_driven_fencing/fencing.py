@@ -1,6 +1,7 @@
-"""Lesson 03a, the report's load on every client at once: the affected Kafka Streams app beside its comparisons and
-mitigations (lineup), each under its own producer byte-rate quota, the affected output audited on Spark, and each
-client version's bytecode read for the KAFKA-17455 fix."""
+"""Lesson 03a, an app slightly over its quota: the app under study (STREAMS_VERSION) beside its comparisons and
+variants (lineup), each under its own producer byte-rate quota, its output audited on Spark, and each client
+version's bytecode read for the KAFKA-17455 fix. Its key, "over_quota", names its runs: it is printed while a run
+goes, so it names the setting, not what happens."""
 from __future__ import annotations
 
 from ...audit import audit
@@ -17,17 +18,17 @@ def run_lesson(lab: Run, p: dict) -> QuotaResult:
     roles = chapter.lineup(p)
     main = chapter.measure(lab, list(roles.values()), p["duration_s"], audit=True)
     aborted = audit(History(lab.folder / "history", lab.id), bootstrap=lab.bootstrap, kinds=["aborted_read"],
-                    output_topic=f"{main.tags[roles['affected'].name]}-out", allow_empty=True).counts["aborted_read"]
-    return QuotaResult("quota_fencing", p, lab.id, lab.timeline, roles=roles, main=main,
+                    output_topic=f"{main.tags[roles['app'].name]}-out", allow_empty=True).counts["aborted_read"]
+    return QuotaResult("over_quota", p, lab.id, lab.timeline, roles=roles, main=main,
                        fix_in_bytecode=chapter.fixes(roles.values()), aborted_output_records=aborted,
                        cluster=lab.cluster)
 
 
-# The Mitigate step runs the affected app again, alone, with the learner's setting.
-lesson = Lesson("fencing", "An app slightly over its quota", needs=chapter.needs, body=run_lesson,
-                params=chapter.params("affected_version", "fixed_version", "quota", *chapter.LOAD, "duration_s",
-                                      "compare", "mitigations", "headroom", "mitigation_request_timeout_ms",
-                                      "mitigation_transaction_timeout_ms"),
-                question=chapter.question, measured_answer=fencing_answer, exercises=EXERCISES["fencing"],
+# The Mitigate step runs the app under study again, alone, with the learner's setting.
+lesson = Lesson("over_quota", "An app slightly over its quota", needs=chapter.needs, body=run_lesson,
+                params=chapter.params("streams_version", "other_version", "quota", *chapter.LOAD, "duration_s",
+                                      "compare", "variants", "headroom", "variant_request_timeout_ms",
+                                      "variant_transaction_timeout_ms"),
+                question=chapter.question, measured_answer=fencing_answer, exercises=EXERCISES["over_quota"],
                 apps=("QuotaStateApp", "lab.apps.quota_eos_loop"), spark_audit=True,
-                mitigate_base={"compare": [], "mitigations": []})
+                mitigate_base={"compare": [], "variants": []})

@@ -1,9 +1,9 @@
-"""What chapter 03's two lessons share: their parameters (each lesson takes its own), lineup() and sweep_cells()
+"""What chapter 03's two lessons share: their parameters (each lesson takes its own), lineup() and sweep_points()
 (the apps each runs), measure(), which runs apps side by side under their quotas and collects the evidence, the
 bytecode check for the KAFKA-17455 fix, and the Predict questions. quota_fencing_analysis names which of the two
 fencing mechanisms hit each app, quota_fencing_report presents the result.
 
-    03a fencing   the report's load on every client at once
+    03a fencing   the report's load on every client at once (lesson key "over_quota")
     03b sweep     load against quota, client by client
 """
 from __future__ import annotations
@@ -24,8 +24,8 @@ from ...generator import generate
 from ...history import History
 from ...spark import read_topic, sized_session, spark_session
 from ...programs import JavaProgram, streams_classpath
-from .quota_fencing_analysis import (BASELINES, FENCING_ANSWERS, LOOP, MITIGATIONS, SWEEP_ANSWERS,
-                                     WIRE_OVERHEAD_BYTES, Measured, Variant, awaitready_polls_delay, quota_for)
+from .quota_fencing_analysis import (BASELINES, FENCING_ANSWERS, LOOP, VARIANTS, WIRE_OVERHEAD_BYTES, Measured,
+                                     Variant, awaitready_polls_delay, quota_for, sweep_choices)
 
 DEBUG_LOGGERS = ("org.apache.kafka.clients.producer.internals.Sender,"
                  "org.apache.kafka.clients.producer.internals.TransactionManager")
@@ -43,32 +43,35 @@ def _streams_version(version: str, name: str) -> None:
 
 
 _ALL = (
-    Param("affected_version", "3.8.1", "Kafka Streams version of the report (suspected affected)",
-          check=lambda v: _streams_version(v, "AFFECTED_VERSION")),
-    Param("fixed_version", "4.3.1", "a Kafka Streams release after apache/kafka PR #17527",
-          check=lambda v: _streams_version(v, "FIXED_VERSION")),
+    Param("streams_version", "3.8.1", "Kafka Streams version of the app under study (3.3.0 or later)",
+          check=lambda v: _streams_version(v, "STREAMS_VERSION")),
+    Param("other_version", "4.3.1", "a second Kafka Streams version, run beside it under the same quota when "
+          "COMPARE has \"other_version\" (3.3.0 or later)", check=lambda v: _streams_version(v, "OTHER_VERSION")),
     Param("quota", 35000, "producer_byte_rate on the changelog producer's client id", lo=1024, hi=100_000_000,
           unit="B/s"),
     Param("send_rate", 33.0, "input records per second from the generator", lo=1, hi=500, unit="rec/s",
           why="one Python generator per app"),
     Param("record_bytes", 1024, "bytes of state written per input record", lo=16, hi=500_000, unit="B"),
-    Param("transaction_timeout_ms", 10000, "the EOS producer's transaction.timeout.ms (Streams: 10000)",
+    Param("transaction_timeout_ms", 10000, "the exactly-once producer's transaction.timeout.ms (Streams: 10000)",
           lo=1000, hi=900_000, unit="ms", why="the broker's transaction.max.timeout.ms is 900000"),
-    Param("duration_s", 45, "seconds of load in the main run", lo=20, hi=1800, unit="s"),
-    Param("compare", ["fixed", "no_quota"], "apps run beside the affected one", choices=BASELINES),
-    Param("mitigations", ["headroom", "request_timeout"], "mitigations run on the affected client",
-          choices=MITIGATIONS),
-    Param("headroom", 1.5, "headroom mitigation: the quota is HEADROOM x the estimated load", lo=0.1, hi=100),
-    Param("mitigation_request_timeout_ms", None, "request_timeout mitigation: producer request.timeout.ms", lo=100,
-          hi=110_000, unit="ms", none="a fifth of the transaction timeout", why="below delivery.timeout.ms 120000"),
-    Param("mitigation_transaction_timeout_ms", None, "transaction_timeout mitigation: transaction.timeout.ms",
-          lo=1000, hi=900_000, unit="ms", none="60000, twice the 30 s stall", why="transaction.max.timeout.ms"),
-    Param("sweep_ratios", [0.9, 1.3], "estimated load / quota ratios of the sweep (empty: no sweep)",
-          lo=0.05, hi=20),
-    Param("sweep_versions", ["3.8.1", "4.3.1", LOOP], "client versions of the sweep",
+    Param("duration_s", 45, "seconds of load", lo=20, hi=1800, unit="s"),
+    Param("compare", ["other_version", "no_quota"], "other apps run beside it: OTHER_VERSION under the same quota, "
+          "STREAMS_VERSION without a quota, a confluent-kafka (librdkafka) loop", choices=BASELINES),
+    Param("variants", ["headroom", "request_timeout"], "STREAMS_VERSION with one setting changed, run beside it: "
+          "its quota (HEADROOM), its request.timeout.ms, its transaction.timeout.ms", choices=VARIANTS),
+    Param("headroom", 1.5, "the headroom variant's quota: HEADROOM x the estimated load", lo=0.1, hi=100),
+    Param("variant_request_timeout_ms", None, "the request_timeout variant's producer request.timeout.ms", lo=100,
+          hi=110_000, unit="ms", none="a fifth of TRANSACTION_TIMEOUT_MS", why="below delivery.timeout.ms 120000"),
+    Param("variant_transaction_timeout_ms", None, "the transaction_timeout variant's transaction.timeout.ms",
+          lo=1000, hi=900_000, unit="ms", none="60000", why="transaction.max.timeout.ms"),
+    Param("sweep_ratios", [0.9, 1.3], "estimated load / quota ratios of the sweep, one point per ratio and client "
+          "(empty: no sweep)", lo=0.05, hi=20),
+    Param("sweep_versions", ["3.8.1", "4.3.1", LOOP], "the sweep's clients: Kafka Streams versions, or "
+          f"{LOOP} (a librdkafka loop doing the same work)",
           check=lambda versions: [_streams_version(v, "SWEEP_VERSIONS") for v in versions] and None),
-    Param("sweep_seconds", 45, "seconds of load per sweep cell", lo=20, hi=1800, unit="s"),
-    Param("sweep_parallel", 8, "sweep cells running at once", lo=1, hi=12, why="each Streams cell is a JVM"),
+    Param("sweep_seconds", 45, "seconds of load per point of the sweep", lo=20, hi=1800, unit="s"),
+    Param("sweep_parallel", 8, "points of the sweep running at once", lo=1, hi=12,
+          why="each point is an app of its own on this machine"),
 )
 PARAMS = {param.name: param for param in _ALL}
 # what both lessons take: the load each app gets, and its transaction timeout
@@ -98,13 +101,14 @@ def needs(p: dict) -> dict:
 
 
 def lineup(p: dict) -> dict:
-    """role -> Variant: the affected client, the comparisons and the mitigations the parameters ask for."""
-    a, txn = p["affected_version"], p["transaction_timeout_ms"]
+    """role -> Variant: the app under study ("app"), the comparisons and the variants the parameters ask for."""
+    a, txn = p["streams_version"], p["transaction_timeout_ms"]
     same = dict(rate=p["send_rate"], state_bytes=p["record_bytes"], txn_timeout_ms=txn)
-    request = int(p["mitigation_request_timeout_ms"] or max(100, txn // 5))
-    longer = int(p["mitigation_transaction_timeout_ms"] or 60000)
-    roles = {"affected": Variant(f"{a} quota", version=a, quota=p["quota"], **same),
-             "fixed": Variant(f"{p['fixed_version']} quota", version=p["fixed_version"], quota=p["quota"], **same),
+    request = int(p["variant_request_timeout_ms"] or max(100, txn // 5))
+    longer = int(p["variant_transaction_timeout_ms"] or 60000)
+    roles = {"app": Variant(f"{a} quota", version=a, quota=p["quota"], **same),
+             "other_version": Variant(f"{p['other_version']} quota", version=p["other_version"], quota=p["quota"],
+                                      **same),
              "no_quota": Variant(f"{a} no quota", version=a, quota=None, **same),
              "librdkafka": Variant("librdkafka quota", client=LOOP, quota=p["quota"], **same),
              "headroom": Variant(f"{a} headroom x{p['headroom']:g}", version=a,
@@ -113,10 +117,10 @@ def lineup(p: dict) -> dict:
                                         request_timeout_ms=request, **same),
              "transaction_timeout": Variant(f"{a} txn.timeout {longer / 1000:g}s", version=a, quota=p["quota"],
                                             **{**same, "txn_timeout_ms": longer})}
-    return {r: v for r, v in roles.items() if r == "affected" or r in p["compare"] or r in p["mitigations"]}
+    return {r: v for r, v in roles.items() if r == "app" or r in p["compare"] or r in p["variants"]}
 
 
-def sweep_cells(p: dict) -> list[Variant]:
+def sweep_points(p: dict) -> list[Variant]:
     """One app per (version, ratio), its quota set to the estimated load / ratio."""
     return [Variant(f"{v} x{r:g}", client=LOOP if v == LOOP else "streams", version=v,
                     quota=quota_for(r, p["send_rate"], p["record_bytes"]), rate=p["send_rate"],
@@ -125,17 +129,18 @@ def sweep_cells(p: dict) -> list[Variant]:
 
 
 def question(p: dict) -> tuple:
-    """The Predict step: is the affected client fenced at this load?"""
+    """The Predict step: is the app under study fenced at this load?"""
     ratio = p["send_rate"] * (p["record_bytes"] + WIRE_OVERHEAD_BYTES) / p["quota"]
-    return (f"Kafka Streams {p['affected_version']} (exactly-once) writes about {ratio:.2f}x what its quota of "
+    return (f"Kafka Streams {p['streams_version']} (exactly-once) writes about {ratio:.2f}x what its quota of "
             f"{p['quota']:,} B/s lets through. Is it fenced within the {p['duration_s']} s run?", FENCING_ANSWERS)
 
 
 def sweep_question(p: dict) -> tuple:
-    """The sweep lesson's Predict step: which clients are fenced at the highest ratio of the sweep."""
+    """The sweep lesson's Predict step: which clients are fenced at the highest ratio of the sweep (its choices name
+    clients, sweep_choices)."""
     ratio = max(p["sweep_ratios"] or [1.3])
     return (f"Every client of the sweep writes {ratio:g}x what its quota lets through, for {p['sweep_seconds']} s. "
-            "Which of them are fenced?", SWEEP_ANSWERS)
+            "Which of them are fenced?", sweep_choices(p["sweep_versions"]))
 
 
 def measure(run: Run, variants: list, duration_s: float, audit: bool) -> Measured:

@@ -13,6 +13,7 @@ from pathlib import Path
 import confluent_kafka
 import pandas as pd
 
+from ...cluster.versions import parse_version
 from ...errors import LabError
 from ...experiment import java_events, lab_lines
 from ...experiment.evidence import incidents, txn_waits
@@ -21,8 +22,8 @@ from ...experiment.evidence import incidents, txn_waits
 # overhead), measured with Kafka 3.8.1 and 4.3.1: turns a load/quota ratio into a quota.
 WIRE_OVERHEAD_BYTES = 140
 LOOP = "confluent-kafka"
-BASELINES = ("fixed", "no_quota", "librdkafka")
-MITIGATIONS = ("headroom", "request_timeout", "transaction_timeout")
+BASELINES = ("other_version", "no_quota", "librdkafka")              # 03a's COMPARE: other apps beside it
+VARIANTS = ("headroom", "request_timeout", "transaction_timeout")   # 03a's VARIANTS: one setting changed
 STREAMS_CRASH_KINDS = ("AddOffsetsToTxn timeout", "InvalidProducerEpochException", "ProducerFencedException",
                        "TaskCorruptedException", "TaskMigratedException", "InvalidTxnStateException",
                        "InvalidPidMappingException", "UnknownProducerIdException", "thread died")
@@ -30,8 +31,37 @@ LOOP_CRASH_KINDS = ("abort", "fatal", "error")
 
 
 FENCING_ANSWERS = ("yes, it is fenced", "no, it runs clean")   # lesson 1's Predict question
-SWEEP_ANSWERS = ("none of them", "only the Kafka Streams versions without the fix",   # lesson 2's
-                 "the fixed Kafka Streams versions too", "some other mix")
+
+
+# Lesson 2's Predict question: which clients of the sweep are fenced at its highest ratio. Its choices name clients,
+# never whether a release carries a change: nobody, the releases from before KAFKA-17455's change (what lesson 1
+# taught), every Kafka Streams release, every client. A measured set that is none of them is named the same way.
+def sweep_label(fenced, versions) -> str:
+    """The clients of `fenced` (a subset of the sweep's `versions`), named as the sweep question names them."""
+    fenced, streams = set(fenced), [v for v in versions if v != LOOP]
+    if not fenced:
+        return "none of them"
+    if LOOP in fenced and streams and fenced == set(versions):
+        return f"every client, {LOOP} too"
+    if len(streams) > 1 and fenced == set(streams):
+        return "every Kafka Streams version"
+    named = [f"Kafka Streams {' and '.join(v for v in streams if v in fenced)}"] if fenced & set(streams) else []
+    named += [LOOP] if LOOP in fenced else []
+    return ("" if fenced == set(versions) else "only ") + " and ".join(named)
+
+
+def sweep_choices(versions) -> tuple:
+    """The sweep question's choices for these clients, each distinct: nobody fenced, the Kafka Streams releases from
+    before 3.9.1 (by release number), every Kafka Streams version, every client."""
+    streams = [v for v in versions if v != LOOP]
+    before = {v for v in streams if parse_version(v) < (3, 9, 1)}
+    choices = []
+    for fenced in (set(), before, set(streams), set(versions)):
+        label = sweep_label(fenced, versions)
+        if (fenced or not choices) and label not in choices:
+            choices.append(label)
+    return tuple(choices)
+
 
 @dataclass(frozen=True)
 class Variant:

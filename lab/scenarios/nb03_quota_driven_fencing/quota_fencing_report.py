@@ -1,5 +1,5 @@
 """What a lesson of chapter 03 shows of a run (QuotaResult): the verdict and the per-app explanation of what fenced
-it, the tables of the main run and its mitigations (03a) and of the sweep (03b), the timeline and sweep figures and
+it, the tables of the main run and its variants (03a) and of the sweep (03b), the timeline and sweep figures and
 the recorded fields. A lesson's result holds its own runs only.
 """
 from __future__ import annotations
@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from ...experiment import TONES, Result
-from .quota_fencing_analysis import (BASELINES, FENCING_ANSWERS, LOOP, MITIGATIONS, STREAMS_CRASH_KINDS,
-                                     SWEEP_ANSWERS, Measured)
+from .quota_fencing_analysis import (BASELINES, FENCING_ANSWERS, LOOP, STREAMS_CRASH_KINDS, VARIANTS, Measured,
+                                     sweep_label)
 
 
 def fenced_at_top(rows: list[dict]) -> list[str]:
@@ -21,25 +21,19 @@ def fenced_at_top(rows: list[dict]) -> list[str]:
 
 # This run's answer to each lesson's Predict question, from what it recorded (None: it did not measure it).
 def fencing_answer(record: dict, p: dict) -> str | None:
-    """03a: whether the affected app was fenced."""
-    row = record.get("affected")
+    """03a: whether the app under study was fenced."""
+    row = record.get("app")
     return None if row is None else FENCING_ANSWERS[0] if row["crashes"] else FENCING_ANSWERS[1]
 
 
 def sweep_answer(record: dict, p: dict) -> str | None:
-    """03b: which client versions the sweep fenced at its highest ratio, against which lack the fix."""
+    """03b: which clients the sweep fenced at its highest ratio, named as its question's choices name them (a set
+    that is none of the choices gets a name of its own: a prediction cannot have matched it)."""
     rows = record.get("sweep") or []
     if not rows:
         return None
-    fenced = set(fenced_at_top(rows))
-    unfixed = {v for v, fix in record["fix_in_bytecode"].items() if not fix} & {r["client_version"] for r in rows}
-    if not fenced:
-        return SWEEP_ANSWERS[0]
-    if fenced == unfixed:
-        return SWEEP_ANSWERS[1]
-    if unfixed <= fenced and LOOP not in fenced:
-        return SWEEP_ANSWERS[2]
-    return SWEEP_ANSWERS[3]
+    versions = p.get("sweep_versions") or list(dict.fromkeys(r["client_version"] for r in rows))
+    return sweep_label(fenced_at_top(rows), versions)
 
 
 def _load(row: dict) -> str:
@@ -67,7 +61,7 @@ class QuotaResult(Result):
     def failed(self) -> bool:
         if self.main is None:   # the sweep alone: fenced where the fix should have prevented it
             return any(r["crashes"] for r in self.sweep_table().to_dict("records"))
-        return self.row("affected")["crashes"] > 0
+        return self.row("app")["crashes"] > 0
 
     def sweep_fenced(self) -> list[str]:
         """The client versions of the sweep fenced at its highest ratio."""
@@ -98,7 +92,8 @@ class QuotaResult(Result):
             why = (f"fenced by {r['mechanism']}" if r["crashes"] else "no throttle, nothing waited, nothing fenced"
                    if not r["throttle_max_ms"] else f"throttled up to {r['throttle_max_ms']:.0f} ms, the longest {wait}"
                    f", and no transaction outlived transaction.timeout.ms ({v.txn_timeout_ms / 1000:g} s): not fenced")
-            out.append(f"- **{v.name}** ({role}, {_load(r)}): {why}.")
+            who = "the app under study" if role == "app" else role.replace("_", " ")
+            out.append(f"- **{v.name}** ({who}, {_load(r)}): {why}.")
         return "\n".join(out)
 
     def fix_summary(self) -> str:
@@ -130,14 +125,14 @@ class QuotaResult(Result):
         if self.main is None:
             return {"fix_in_bytecode": self.fix_in_bytecode,
                     "sweep": self.sweep_table().to_dict("records")}
-        counts = self.main.during(self.roles["affected"].name, STREAMS_CRASH_KINDS + ("rebalance",))
-        base = {r: self.row(r) for r in ("affected", *BASELINES) if r in self.roles}
-        return {"affected_version": p["affected_version"], "fixed_version": p["fixed_version"],
-                "quota": p["quota"], "send_rate": p["send_rate"], "record_bytes": p["record_bytes"],
-                "duration_s": p["duration_s"], "load_ratio": round(self.roles["affected"].load_ratio, 3), **base,
-                "mitigations": {m: self.row(m) for m in MITIGATIONS if m in self.roles},
-                "affected_events": counts["kind"].value_counts().to_dict(),
-                "affected_coordinator_aborts": len(self.main.coordinator_aborts(self.roles["affected"].name)),
+        app = self.roles["app"]
+        counts = self.main.during(app.name, STREAMS_CRASH_KINDS + ("rebalance",))
+        base = {r: self.row(r) for r in ("app", *BASELINES) if r in self.roles}   # STREAMS_VERSION's and COMPARE's
+        return {"quota": p["quota"], "send_rate": p["send_rate"], "record_bytes": p["record_bytes"],
+                "duration_s": p["duration_s"], "load_ratio": round(app.load_ratio, 3), **base,
+                "variants": {m: self.row(m) for m in VARIANTS if m in self.roles},
+                "app_events": counts["kind"].value_counts().to_dict(),
+                "app_coordinator_aborts": len(self.main.coordinator_aborts(app.name)),
                 "aborted_output_records": self.aborted_output_records, "duplicates": self.main.duplicates,
                 "audit": self.main.verdict.as_dict(), "producer_client_ids": self.main.client_ids,
                 "quota_client_ids": self.main.quota_ids, "fix_in_bytecode": self.fix_in_bytecode,

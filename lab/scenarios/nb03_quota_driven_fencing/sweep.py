@@ -12,9 +12,9 @@ from .quota_fencing_report import QuotaResult, sweep_answer
 
 def run_lesson(lab: Run, p: dict) -> QuotaResult:
     chapter.own_broker(lab)
-    cells, n = chapter.sweep_cells(p), p["sweep_parallel"]
-    sweep = [chapter.measure(lab, cells[i:i + n], p["sweep_seconds"], audit=False) for i in range(0, len(cells), n)]
-    return QuotaResult("quota_fencing", p, lab.id, lab.timeline, sweep=sweep, fix_in_bytecode=chapter.fixes(cells),
+    points, n = chapter.sweep_points(p), p["sweep_parallel"]
+    sweep = [chapter.measure(lab, points[i:i + n], p["sweep_seconds"], audit=False) for i in range(0, len(points), n)]
+    return QuotaResult("sweep", p, lab.id, lab.timeline, sweep=sweep, fix_in_bytecode=chapter.fixes(points),
                        cluster=lab.cluster)
 
 

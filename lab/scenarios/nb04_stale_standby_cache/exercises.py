@@ -1,7 +1,8 @@
 """Lesson 04's exercises: which role histories go stale, and the stale value itself, judged on this run."""
 from __future__ import annotations
 
-from ...experiment.result import Exercise, called, expect, is_number
+from ...errors import LabError
+from ...experiment.result import Exercise, called, expect, whole
 from .stale_standby_report import AFTER_READ_S, StaleStandbyResult, Variant, is_affected
 
 
@@ -33,10 +34,14 @@ def goes_stale(roles):
 def _check_goes_stale(r: StaleStandbyResult, fn) -> None:
     """The learner's goes_stale(roles), on every role history this run read after: True wherever it read a stale
     value (measured), False wherever nothing went stale and no round trip preceded the read; a read after a round
-    trip that stayed right (the key unchanged meanwhile, or a fixed version or no cache) is judged by the mechanism."""
+    trip that stayed right (the key unchanged meanwhile, or a fixed version or no cache) is judged by the mechanism.
+    Then on the histories of MECHANISM (judged by the mechanism too), so that a rule this run cannot tell apart
+    from the right one (a run with no read after a round trip) does not pass."""
     v = r.main
     seen = reads_by_roles(v)
-    expect(bool(seen), "this run read nothing, so there is nothing to judge the function on: run the lesson first")
+    if not seen:
+        raise LabError("this run read nothing, so there is nothing to judge the function on: run the lesson again "
+                       "at its defaults.")
     for (instance, task, roles), (n, stale) in sorted(seen.items(), key=lambda kv: -kv[1][1]):   # the stale first
         call = f"goes_stale({list(roles)!r})"
         given = called(fn, call, list(roles))
@@ -54,6 +59,21 @@ def _check_goes_stale(r: StaleStandbyResult, fn) -> None:
             expect(not given, f"{call} = True, but instance {instance} read task {task} {n} time(s) after exactly "
                    "those roles in this run and nothing it read was stale: what must have happened to the task on "
                    "that instance, before, for its cache to hold an old value?")
+    for roles, truth in MECHANISM:
+        call = f"goes_stale({roles!r})"
+        given = called(fn, call, list(roles))
+        expect(isinstance(given, bool), f"{call} returned {given!r}: return True or False")
+        expect(given == truth, f"{call} = {given}, but on an affected version with the cache on a read after those "
+               f"roles {'can return' if truth else 'cannot return'} an old value from the cache (a history this run "
+               "did not read after): what did the cache see, role by role?")
+
+
+# Role histories every answer is judged on besides this run's: the recycling path, and the paths that look like it
+# but start with an empty cache (a promoted standby, a restarted instance, a task new to the instance).
+MECHANISM = [(["active", "standby", "active"], True), (["standby", "active", "standby", "active"], True),
+             (["active", "none", "active", "standby", "active"], True),
+             (["standby", "active"], False), (["active", "none", "active"], False),
+             (["active", "standby", "none", "standby", "active"], False), (["active"], False)]
 
 
 def _goes_stale_wrong(r: StaleStandbyResult):
@@ -71,32 +91,31 @@ def _stale_value(r: StaleStandbyResult):
     """The last value the stale instance wrote for the broken key before the read: its cache still held it."""
     stale = r.stale_rows()
     if not len(stale):
-        return "none"
+        return "no stale read in this run: nothing to find (run the lesson at its defaults)"
     read, out = stale.iloc[0], r.main.output
     own = out[(out.key == read.key) & (out.instance == read.instance) & (out.ts < read.ts)].sort_values("ts")
     return int(own.value.iloc[-1]) if len(own) else r.main.first_stale["found"]
 
 
 def _check_stale_value(r: StaleStandbyResult, answer) -> None:
+    """Judged only on a run with a stale read (needs_failure): the value its store returned there."""
     first = r.main.first_stale
+    if first is None or first["found"] is None:   # needs_failure keeps a clean run from here
+        raise LabError("this run read no stale value, so there is none to find: run the lesson at its defaults.")
     said_none = isinstance(answer, str) and answer.strip().lower() == "none"
-    if first is None:
-        expect(said_none, "this run had no stale read, so there is no stale value to predict: answer \"none\"")
-        return
     expect(not said_none, "this run did read a stale value: look for the red x on the timeline")
-    expect(is_number(answer) and float(answer).is_integer(),
-           "give the stale value as a whole number (a count the store returned)")
-    expect(answer == first["found"],
-           f"{answer} is not what the store returned: find the last value instance {first['instance']} itself "
-           f"wrote for {first['key']} before the read, not the last value written by anyone")
+    expect(whole(answer) is not None and whole(answer) >= 1,
+           "give the stale value as a whole number of at least 1 (a count the store returned)")
+    expect(whole(answer) == first["found"],
+           f"{answer} is not what the store returned when instance {first['instance']} read {first['key']}: "
+           "which of that key's writes could that instance's cache still hold?")
 
 
 def _stale_value_wrong(r: StaleStandbyResult):
-    """The value the read should have found (the key's last value, from any instance), or a value although nothing
-    went stale."""
-    first, out = r.main.first_stale, r.main.output
+    """The value the read should have found (the key's last value, from any instance)."""
+    first = r.main.first_stale
     if first is None:
-        return int(out["value"].iloc[-1]) if len(out) else 0
+        return 0   # nothing went stale: the check does not judge this run (needs_failure)
     return first["expected"] if first["expected"] is not None else (first["found"] or 0) + 1
 
 
@@ -111,6 +130,9 @@ EXERCISES = {
             "starts with an empty cache. So only the last three roles matter: active, standby, active. On a fixed "
             "version the recycling clears the cache and nothing goes stale, but the roles are the same.",
         wrong=_goes_stale_wrong,
+        closer="A read goes stale only when the instance's cache holds a value the store no longer has. Follow "
+               "one task on one instance, role by role: when does its cache fill, when do newer values reach the "
+               "store without passing the cache, and which role change would have emptied the cache?",
     ),
     2: Exercise(
         check=_check_stale_value,
@@ -118,7 +140,10 @@ EXERCISES = {
         why="The thread cache kept what the instance itself wrote for the key before the task left it; as a "
             "standby it received the newer values straight into the store, past the cache. So, in "
             "`result.main.output`, take the rows of the broken key written by that instance before the read: "
-            "the last one's `value` is what the store answers. With no stale read the answer is `\"none\"`.",
+            "the last one's `value` is what the store answers.",
         wrong=_stale_value_wrong,
+        closer="The cache filled while the task was active on the instance that read, and it never saw what "
+               "came later from elsewhere: look at the key's rows written by that instance itself before the read.",
+        needs_failure=True,
     ),
 }

@@ -1,6 +1,6 @@
-"""Lesson 04, a task comes back: PROGRAM's instance toggles played on real Kafka Streams JVMs
+"""Lesson 04, reads while tasks move between instances: PROGRAM's instance toggles played on real Kafka Streams JVMs
 (lab/java/StaleStandbyWorker.java: a per-key count, cached or not, with standbys and exactly-once) while the
-generator logs each key's true count, once per variant (the run, then, with MITIGATIONS, caching off and each
+generator logs each key's true count, once per variant (the run, then, with COMPARE, caching off and each
 version of COMPARE_VERSIONS). What it measured is in stale_standby_report; its exercises in exercises.
 The worker needs Kafka Streams 3.0.0 or later.
 """
@@ -60,11 +60,12 @@ PARAMS = [
     Param("streams_version", "3.3.1", "Kafka Streams version of the run (3.0.0 or later)",
           check=check_streams_version),
     Param("compare_versions", ["3.5.2", "4.3.1"], "other Kafka Streams versions, run with caching on beside it "
-          "when MITIGATIONS is on", check=lambda versions: [check_streams_version(v, "COMPARE_VERSIONS")
+          "when COMPARE is on", check=lambda versions: [check_streams_version(v, "COMPARE_VERSIONS")
                                                            for v in versions]),
-    Param("mitigations", False, "also run beside it: caching off, then each version of COMPARE_VERSIONS"),
+    Param("compare", False, "also run the program beside it: caching off, then each version of COMPARE_VERSIONS"),
     Param("caching", True, "the store's cache in the run"),
-    Param("program", "1 2 3", "instance toggles, one per step (the reproducer's: 1 2 3)", check=parse_program),
+    Param("program", "1 2 3", "instance toggles, one per step: each number starts that instance if it is stopped, "
+          "stops it if it runs (every instance starts stopped; the source's: 1 2 3)", check=parse_program),
     Param("step_seconds", 10.0, "time between toggles, from when the previous one took effect", lo=3, hi=300,
           unit="s"),
     Param("settle_seconds", 10.0, "inputs keep coming this long after the last toggle", lo=0, hi=600, unit="s"),
@@ -81,23 +82,39 @@ def needs(p: dict) -> dict:
 
 
 def variants(p: dict) -> list[tuple[str, str, bool]]:
-    """(label, Kafka Streams version, caching): the run, then, with MITIGATIONS, the others beside it."""
+    """(label, Kafka Streams version, caching): the run, then, with COMPARE, the others beside it."""
     rest = [("caching off", p["streams_version"], False)] if p["caching"] else []
     rest += [(f"version {v}", v, True) for v in p["compare_versions"]]
-    return [("main", p["streams_version"], p["caching"])] + (rest if p["mitigations"] else [])
+    return [("main", p["streams_version"], p["caching"])] + (rest if p["compare"] else [])
+
+
+def describe_program(program) -> str:
+    """What a program does, step by step, from every instance stopped: '1 2 1' -> 'instance 1 starts, then instance 2
+    starts, then instance 1 stops'."""
+    up: set[int] = set()
+    steps = []
+    for i in parse_program(program):
+        steps.append(f"instance {i} {'stops' if i in up else 'starts'}")
+        up ^= {i}
+    return ", then ".join(steps)
+
+
+def _standbys(n: int) -> str:
+    return "no standby replica" if n == 0 else f"{n} standby replica" + ("s" if n > 1 else "")
 
 
 def question(p: dict) -> tuple:
     """The Predict step: does the store serve a stale value during the program?"""
-    store = "a cache-enabled store" if p["caching"] else "a store without cache"
-    return (f"Kafka Streams {p['streams_version']}, {p['standby_replicas']} standby replica(s), {store}, instances "
-            f"toggled by the program '{p['program']}': does the store answer with a stale value?", STALE_ANSWERS)
+    store = "a store with its cache on" if p["caching"] else "a store without a cache"
+    return (f"Kafka Streams {p['streams_version']}, {_standbys(p['standby_replicas'])} per task, {store}; "
+            f"{describe_program(p['program'])}, while inputs keep coming. Does the store answer with a stale value?",
+            STALE_ANSWERS)
 
 
 def every_variant(lab: Run, p: dict) -> StaleStandbyResult:
     """Every variant of the program on one broker, one after the other."""
     measured = {label: _variant(lab, label, version, caching, p) for label, version, caching in variants(p)}
-    return StaleStandbyResult("stale_standby", p, lab.id, measured["main"].timeline, variants=measured,
+    return StaleStandbyResult("store_reads", p, lab.id, measured["main"].timeline, variants=measured,
                               bootstrap=lab.bootstrap)
 
 
@@ -161,9 +178,9 @@ def _variant(lab: Run, label: str, version: str, caching: bool, p: dict) -> "Var
                     rss.result(10))
 
 
-
-
 # The Mitigate step: the same program again, alone, with the learner's fix (caching off, or another version).
-lesson = Lesson("stale_standby", "A task comes back", params=PARAMS, rules=[_leaves_one_running], needs=needs,
-                body=every_variant, question=question, measured_answer=measured_answer, exercises=EXERCISES,
-                apps=(MAIN,), spark_audit=True, mitigate_base={"mitigations": False})
+# Its key names its runs and is printed while a run goes (a run's folder, its topics): it names the setting only.
+lesson = Lesson("store_reads", "Reads while tasks move between instances", params=PARAMS,
+                rules=[_leaves_one_running], needs=needs, body=every_variant, question=question,
+                measured_answer=measured_answer, exercises=EXERCISES, apps=(MAIN,), spark_audit=True,
+                mitigate_base={"compare": False})

@@ -206,7 +206,8 @@ class StaleStandbyResult(Result):
         return self.main.counts["stale_reads"] > 0
 
     @property
-    def mitigations(self) -> dict:
+    def compared(self) -> dict:
+        """The variants run beside the main one (COMPARE): caching off, other versions."""
         return {k: v for k, v in self.variants.items() if k != "main"}
 
     def verdict(self) -> str:
@@ -215,7 +216,7 @@ class StaleStandbyResult(Result):
                           f"stale read(s), {c['wrong_values']} wrong value(s) after {c['round_trips']} round trip(s), "
                           f"{c['outputs']} outputs of {c['produced']} inputs"]
                          + [f"{k}: {v.counts['stale_reads']} stale after {v.counts['round_trips']} round trip(s)"
-                            for k, v in self.mitigations.items()])
+                            for k, v in self.compared.items()])
 
     def explain(self) -> str:
         return "\n".join(f"- **{k}**: {v.why()}" for k, v in self.variants.items())
@@ -261,4 +262,4 @@ class StaleStandbyResult(Result):
         return {"streams_version": m.version, "compare_versions": self.params["compare_versions"],
                 "program": self.params["program"], "main": m.summary(), "main_counts": m.counts,
                 "first_stale": m.first_stale, "main_audit": m.audit.as_dict() if m.audit else None,
-                "mitigations": {k: v.summary() for k, v in self.mitigations.items()}}
+                "compared": {k: v.summary() for k, v in self.compared.items()}}

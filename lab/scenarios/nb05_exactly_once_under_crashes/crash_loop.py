@@ -19,11 +19,14 @@ from .topic_io import _produce_raw, drain
 
 def _watch(lab: Run, prog: JavaProgram, label: str, done, p: dict, timeout: float) -> dict:
     """Run `prog` until done(), or until it has been failing for LOOP_SECONDS: a dead app is restarted
-    from outside (the deployment); a thread that REPLACE_THREAD replaces keeps failing inside."""
+    from outside (the deployment); a thread that REPLACE_THREAD replaces keeps failing inside. `done`: whether
+    the watch ended because done() came true (every input out, but for what a handler dropped)."""
     first_failure, deaths, incarnation, end = None, [], prog.properties["lab.incarnation"], time.time() + timeout
+    finished = False
     while time.time() < end:
         lab.check()
         if done():
+            finished = True
             break
         if not prog.alive():
             deaths.append(time.time())
@@ -42,7 +45,7 @@ def _watch(lab: Run, prog: JavaProgram, label: str, done, p: dict, timeout: floa
         if first_failure and time.time() - first_failure >= p["loop_seconds"]:
             break
         time.sleep(0.3)
-    return {"deaths": deaths, "first_failure": first_failure, "incarnations": incarnation}
+    return {"deaths": deaths, "first_failure": first_failure, "incarnations": incarnation, "done": finished}
 
 
 def _failing_run(lab: Run, label: str, app_id: str, version: str, p: dict, phases: list,
@@ -102,9 +105,12 @@ def _failing_run(lab: Run, label: str, app_id: str, version: str, p: dict, phase
     uncaught = [r["ts"] for r in ev["uncaught"]]
     deaths = watched.get("deaths", [])
     failures = sorted(uncaught + [d for d in deaths if not any(abs(d - u) < 5 for u in uncaught)])
+    restarts = max(watched.get("incarnations", 1) - 1, 0)
     m.update({"version": last.version, "guarantee": guarantee, "uncaught": len(ev["uncaught"]),
-              "deaths": len(deaths),
-              "restarts": max(watched.get("incarnations", 1) - 1, 0),
+              "deaths": len(deaths), "restarts": restarts,
+              # restarted after a stop, the app got every input out and its last incarnation never failed
+              "carried_on": bool(restarts and watched.get("done") and not any(
+                  r.get("incarnation") == watched.get("incarnations") for r in ev["uncaught"])),
               "failures_per_min": loop_rate(failures), "dropped_records": ev["dropped_records"],
               "migrated": len(ev["migrated"]), "errors": sorted({r.get("error", "")[:160] for r in ev["uncaught"]}),
               "responses": sorted({r.get("response") for r in ev["uncaught"]}),

@@ -11,19 +11,20 @@ from __future__ import annotations
 from ...cluster import parse_version
 from ...config import KAFKA_VERSION
 from ...experiment import Param, Run
-from ...experiment.checks import check_streams_program
-from .report import FATES, OUTPUT_ANSWERS, asked_point
+from ...experiment import checks
+from .report import FATES, OUTPUT_ANSWERS, REFUSED_FATES, SCHEMA_FATES, asked_point
 from .streams_app import (CRASH_POINTS, GUARANTEES, HANDLERS, KIP_1034, MAIN, PRODUCTION_HANDLERS, SCHEMA_MODES,
-                          SOURCES)
+                          sources)
 
 OLDEST_SUPPORTED = (3, 0, 0)   # exactly_once_v2, the uncaught exception handler, the processor API
 KIP_1033 = (3, 9, 0)           # ProcessingExceptionHandler (processing.exception.handler)
 
 
 def check_streams_version(version: str, name: str = "STREAMS_VERSION") -> None:
-    """Resolve (and compile against) the Kafka Streams jars of `version` now, before anything starts."""
-    check_streams_program(version, name, MAIN, SOURCES, oldest=OLDEST_SUPPORTED,
-                          why="exactly_once_v2 and the uncaught exception handler")
+    """Resolve (and compile against) the Kafka Streams jars of `version` now, before anything starts: the app's
+    sources at that version (streams_app.sources), once it is a version at all."""
+    checks.check_version(version, name, lambda v: checks.build_streams_program(v, MAIN, sources(v)),
+                         oldest=OLDEST_SUPPORTED, why="exactly_once_v2 and the uncaught exception handler")
 
 
 def has_kip_1033(version: str) -> bool:
@@ -70,34 +71,37 @@ _ALL = (
           choices=GUARANTEES),
     Param("streams_version", KAFKA_VERSION, "Kafka Streams version of the crash runs", check=check_streams_version),
     Param("records", 200, "input records per run", lo=10, hi=100_000),
-    Param("crash_at", 80, "the app halts at its N-th record (read, processed or acknowledged), once it committed "
-          "and an output is in flight", lo=1, hi=100_000),
+    Param("crash_at", 80, "the app halts at its N-th record (read, processed or acknowledged), once it has "
+          "committed and sent an output since", lo=1, hi=100_000),
     Param("rate", 50.0, "input records per second", lo=1, hi=2000, unit="records/s"),
     Param("keys", 10, "distinct keys counted", lo=1, hi=10_000),
     Param("partitions", 2, "partitions of every topic (one task each)", lo=1, hi=12),
     Param("commit_interval_ms", 1500, "commit.interval.ms: how much work a commit covers", lo=100, hi=9000,
           unit="ms", why="below Streams' exactly-once transaction.timeout.ms (10 s)"),
     Param("handlers", ["shutdown_client", "replace_thread", "continue", "dead_letter", "deserialization"],
-          "exception-handler runs: a poison record (or a malformed input for deserialization)", choices=HANDLERS),
-    Param("handler_version", KAFKA_VERSION, "Kafka Streams version of the handler runs and of schema 'continue'",
-          check=lambda v: check_streams_version(v, "HANDLER_VERSION")),
-    Param("old_version", "3.8.1", "Kafka Streams version (before 3.9) of the other schema-change runs",
-          check=lambda v: check_streams_version(v, "OLD_VERSION")),
-    Param("production_handlers", ["fail", "continue", "route"],
-          "production-error runs: the broker refuses one output record, and the production exception handler "
-          "answers (fail: Kafka's default)", choices=PRODUCTION_HANDLERS),
+          "exception-handler runs, one each: a record the processor throws on (for deserialization: an input that "
+          "cannot be deserialized)", choices=HANDLERS),
+    Param("handler_version", KAFKA_VERSION, "Kafka Streams version of the handler and production-error runs, and "
+          "of the schema mode continue", check=lambda v: check_streams_version(v, "HANDLER_VERSION")),
+    Param("schema_streams_version", "3.8.1", "Kafka Streams version of the schema-change runs other than continue "
+          "(continue needs 3.9+ and runs on HANDLER_VERSION; 3.8.1 is the last release before that handler)",
+          check=lambda v: check_streams_version(v, "SCHEMA_STREAMS_VERSION")),
+    Param("production_handlers", ["default"],
+          "production-error runs, one each: the broker refuses one output record, and this production exception "
+          "handler answers (default: Kafka's own)", choices=PRODUCTION_HANDLERS),
     Param("production_guarantee", "at_least_once", "processing.guarantee of the production-error runs",
           choices=GUARANTEES),
-    Param("production_compare", ["continue"], "production-error runs made again under the other guarantee",
+    Param("other_guarantee_handlers", [], "production-error runs made again under the other guarantee",
           choices=PRODUCTION_HANDLERS),
     Param("refuse_bytes", 20_000, "bytes of padding in the output of the middle record", lo=0, hi=2_000_000,
           unit="bytes"),
     Param("output_max_bytes", 8192, "max.message.bytes of the output topic of the production-error runs",
           lo=1024, hi=8_388_608, unit="bytes"),
-    Param("schema_modes", ["shutdown_client", "replace_thread", "continue", "tolerant"],
+    Param("schema_modes", ["shutdown_client", "replace_thread", "continue"],
           "schema-change runs: how version 2 meets version 1's state", choices=SCHEMA_MODES),
-    Param("loop_seconds", 10.0, "how long a failing app is watched (and restarted) once it fails", lo=5, hi=300,
-          unit="s"),
+    Param("loop_seconds", 10.0, "how long the run keeps watching each app: it moves on once the app's output is "
+          "complete, or this long after an exception, whichever comes first (a deployment restarts the app "
+          "whenever it stops)", lo=5, hi=300, unit="s"),
 )
 PARAMS = {param.name: param for param in _ALL}
 # what every lesson of the chapter takes: the input, its keys and partitions, the commit interval
@@ -124,8 +128,8 @@ def question(p: dict) -> tuple:
 
 
 HOW_HANDLED = {
-    "shutdown_client": "Kafka's default uncaught exception handler (SHUTDOWN_CLIENT), with a restart from outside "
-                       "after each stop",
+    "shutdown_client": "Kafka's default uncaught exception handler (SHUTDOWN_CLIENT), and a deployment that restarts "
+                       "the app whenever it stops",
     "replace_thread": "the uncaught exception handler answering REPLACE_THREAD",
     "continue": "a ProcessingExceptionHandler answering CONTINUE (KIP-1033)",
     "dead_letter": "a ProcessingExceptionHandler answering CONTINUE with a dead-letter topic (KIP-1034)",
@@ -138,12 +142,13 @@ def handler_question(p: dict) -> tuple:
     """The handler lesson's Predict step: what becomes of the app and of the poison record."""
     handler = "shutdown_client" if "shutdown_client" in p["handlers"] else (p["handlers"] or ["shutdown_client"])[0]
     what = "a malformed input it cannot deserialize" if handler == "deserialization" else \
-        "a poison record: the processor throws on it, on every attempt"
+        "an input record whose value its processor cannot parse, so the processor throws"
     return f"The app meets {what}, under {HOW_HANDLED[handler]}. What happens?", FATES
 
 
 PRODUCTION_HOW = {
-    "fail": "Kafka's default production exception handler (FAIL), with a restart from outside after each stop",
+    "default": "Kafka's default production exception handler, and a deployment that restarts the app whenever it "
+               "stops",
     "continue": "a production exception handler answering CONTINUE for a record too large",
     "route": "a production exception handler that notes the refused record in a topic of its own, then answers "
              "CONTINUE",
@@ -152,10 +157,10 @@ PRODUCTION_HOW = {
 
 def production_question(p: dict) -> tuple:
     """The production-error lesson's Predict step: the broker refuses one output record."""
-    handler = "fail" if "fail" in p["production_handlers"] else (p["production_handlers"] or ["fail"])[0]
+    handler = "default" if "default" in p["production_handlers"] else (p["production_handlers"] or ["default"])[0]
     how = PRODUCTION_HOW[handler]
     return (f"Under {p['production_guarantee']}, one output record ({p['refuse_bytes']:,} bytes of padding) goes to a "
-            f"topic whose max.message.bytes is {p['output_max_bytes']:,}, under {how}. What happens?", FATES)
+            f"topic whose max.message.bytes is {p['output_max_bytes']:,}, under {how}. What happens?", REFUSED_FATES)
 
 
 def schema_question(p: dict) -> tuple:
@@ -163,7 +168,7 @@ def schema_question(p: dict) -> tuple:
     mode = "shutdown_client" if "shutdown_client" in p["schema_modes"] else \
         (p["schema_modes"] or ["shutdown_client"])[0]
     return ("Version 2 of the app expects a new format in its state store and is deployed with the same "
-            f"application.id while input keeps coming, under {HOW_HANDLED[mode]}. What happens?", FATES)
+            f"application.id while input keeps coming, under {HOW_HANDLED[mode]}. What happens?", SCHEMA_FATES)
 
 
 def _broker_log(lab: Run):

@@ -68,7 +68,7 @@ BATCH_HEADER = 61   # bytes of a record batch's header (format v2), before its r
 def _refused_value_bytes(result) -> int:
     """The refused output's value in bytes, as the app made it, from any production-error run."""
     if not result.refused:
-        raise LabError("this lesson was not run in this run (PRODUCTION_HANDLERS and PRODUCTION_COMPARE are empty): "
+        raise LabError("this lesson was not run in this run (PRODUCTION_HANDLERS and OTHER_GUARANTEE_HANDLERS are empty): "
                        "give some of them and run the lesson again")
     sizes = [f.m["output_bytes"] for f in result.refused.values() if f.m.get("output_bytes")]
     if not sizes:
@@ -90,7 +90,7 @@ def _check_smallest_limit(result, answer) -> None:
            "the record's own framing (a few bytes of lengths and deltas) and the batch's header (61 bytes)")
     expect(answer <= value + 1024, f"{answer:,.0f} bytes lets it through, but it is not near the smallest limit: "
            "what does one batch holding only this record weigh?")
-    print(f"Try it: FIX = {{'output_max_bytes': {int(answer)}}} in the Mitigate step runs Kafka's default "
+    print(f"Try it: `fixed = lesson.mitigate(result, output_max_bytes={int(answer)})` runs Kafka's default "
           "handler again with that limit.")
 
 
@@ -115,6 +115,9 @@ EXERCISES = {
             "without a crash. Exactly-once writes the outputs and the offsets in one transaction: the restart "
             "aborts the open one, and a `read_committed` reader never sees its outputs, at any point.",
         wrong=lambda r: _all_fine,
+        closer="For each crash point ask two things: had the app sent outputs since its last commit when it "
+               "halted, and can a read_committed reader still see those outputs after the restart? The second "
+               "depends on whether the guarantee commits the outputs and the input offsets together.",
     ),
     "handlers": Exercise(
         check=_check_keep_aside,
@@ -126,6 +129,9 @@ EXERCISES = {
             "4.2+) goes on and writes the record, with its exception, to a dead-letter topic, where someone can look "
             "at it and replay it. The handler table's `outcome` and `kept aside` columns show it measured.",
         wrong=lambda r: "continue",   # the app goes on: it looks like the fix, but the record is gone
+        closer="Two things must hold at once: the app neither stops nor loops on the record, and the record "
+               "ends up in a topic you can read later. Compare the `outcome` and `kept aside` columns of each "
+               "handler, and what each handler does with the record it gives up on.",
     ),
     "schema": Exercise(
         check=_check_carry_on,
@@ -137,6 +143,9 @@ EXERCISES = {
             "version 1's format (`tolerant`: it reads the old format and rewrites it in the new one) carries on "
             "from the old counts. The schema table's `migrated on read` column counts the keys it converted.",
         wrong=lambda r: next((m for m, f in r.schema.items() if not f.outcome.startswith("clean")), "continue"),
+        closer="The old bytes in the store fail the same way at every attempt, whichever handler is asked: a "
+               "handler only picks how to fail. What would have to change for the first read of an old key to "
+               "succeed?",
     ),
     "refused": Exercise(
         check=_check_smallest_limit,
@@ -148,5 +157,7 @@ EXERCISES = {
             "several records to try each alone; so the smallest limit that lets the record through is the value "
             "(the `output bytes` column) plus its key plus about 75 bytes. The solution rounds up a little.",
         wrong=_refused_value_bytes,   # the value alone: the batch around it is forgotten
+        closer="The limit applies to what the producer sends the broker: a record batch, here holding this one "
+               "record. Which parts of that batch are not the value, and roughly how many bytes does each add?",
     ),
 }

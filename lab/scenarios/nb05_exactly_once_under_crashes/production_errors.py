@@ -1,13 +1,16 @@
 """Lesson 05d, the production-error runs: the output of one record is larger than its topic's max.message.bytes, so
 the broker refuses it (RecordTooLargeException), and the production exception handler decides:
 
-    fail      Kafka's default handler: FAIL, the stream thread dies
-    continue  a handler that answers CONTINUE for a record too large (EosCrashApp.ContinueTooLarge)
-    route     the same CONTINUE, after a note of the refused record goes to a topic of its own (RouteTooLarge)
+    default   Kafka's default handler: FAIL, the stream thread dies
+    continue  a handler that drops a record too large: CONTINUE (ContinueTooLarge), Response.resume() from 4.2 on
+    route     the same, after a note of the refused record goes to a topic of its own (RouteTooLarge)
 
-each under PRODUCTION_GUARANTEE, and those of PRODUCTION_COMPARE again under the other guarantee.
+each under PRODUCTION_GUARANTEE, and those of OTHER_GUARANTEE_HANDLERS again under the other guarantee.
 
-The config key lost its "default." prefix in 4.0; the old one still works there, deprecated.
+The config key lost its "default." prefix in 4.0 (KIP-1056); the old one still works there, deprecated. From 4.2 on
+(KIP-1034) a handler answers with a Response (Response.resume(), .fail(), .retry()) from handleError(), and the
+ProductionExceptionHandlerResponse enum of handle() is deprecated: the app's handlers are EosCrashResponses' there,
+EosCrashApp's before.
 """
 from __future__ import annotations
 
@@ -22,9 +25,14 @@ from .crash_loop import _failing_run
 from . import eos_crashes as chapter
 from .exercises import EXERCISES
 from .report import EosCrashResult, Failing, fate_answer
-from .streams_app import GUARANTEES, SHORT, _slug
+from .streams_app import GUARANTEES, KIP_1034, MAIN, RESPONSES, SHORT, _slug
 
-HANDLER_CLASS = {"continue": "EosCrashApp$ContinueTooLarge", "route": "EosCrashApp$RouteTooLarge"}
+HANDLER_CLASS = {"continue": "ContinueTooLarge", "route": "RouteTooLarge"}   # nested in EosCrashApp / EosCrashResponses
+
+
+def handler_class(handler: str, version: str) -> str:
+    """The handler's class at Kafka Streams `version`: the Response form from 4.2 on, the enum form before."""
+    return f"{RESPONSES if parse_version(version) >= KIP_1034 else MAIN}${HANDLER_CLASS[handler]}"
 
 
 def production_key(version: str) -> str:
@@ -40,7 +48,7 @@ def production_props(handler: str, version: str, refuse_id: str, refuse_bytes: i
     """The app's configuration for one production-error run."""
     props = {"lab_refuse_id": refuse_id, "lab_refuse_bytes": refuse_bytes}
     if handler in HANDLER_CLASS:
-        props[production_key(version)] = HANDLER_CLASS[handler]
+        props[production_key(version)] = handler_class(handler, version)
     if handler == "route":
         props["lab_refused_topic"] = refused_topic(app_id)
     return props
@@ -57,7 +65,7 @@ def refused_row(m) -> dict:
 
 
 def production_label(handler: str, guarantee: str, p: dict) -> str:
-    """A run's name: the handler, and the guarantee when it is not the lesson's (PRODUCTION_COMPARE)."""
+    """A run's name: the handler, and the guarantee when it is not the lesson's (OTHER_GUARANTEE_HANDLERS)."""
     return handler if guarantee == p["production_guarantee"] else f"{handler} · {SHORT[guarantee]}"
 
 
@@ -81,19 +89,19 @@ def _production_run(lab: Run, handler: str, guarantee: str, p: dict) -> "Failing
 
 
 def run_lesson(lab: Run, p: dict) -> EosCrashResult:
-    """One app per production handler under PRODUCTION_GUARANTEE, then those of PRODUCTION_COMPARE under the other."""
+    """One app per production handler under PRODUCTION_GUARANTEE, then those of OTHER_GUARANTEE_HANDLERS under the other."""
     other = next(g for g in GUARANTEES if g != p["production_guarantee"])
     runs = [(h, p["production_guarantee"]) for h in p["production_handlers"]]
-    runs += [(h, other) for h in p["production_compare"]]
+    runs += [(h, other) for h in p["other_guarantee_handlers"]]
     refused = {production_label(h, g, p): _production_run(lab, h, g, p) for h, g in runs}
     return EosCrashResult("refused", p, lab.id, lab.timeline, refused=refused, bootstrap=lab.bootstrap,
                           broker_log=chapter._broker_log(lab))
 
 
 lesson = Lesson("refused", "A record the broker refuses", needs=chapter.needs, body=run_lesson,
-                params=chapter.params("production_handlers", "production_guarantee", "production_compare", "refuse_bytes", "output_max_bytes",
+                params=chapter.params("production_handlers", "production_guarantee", "other_guarantee_handlers", "refuse_bytes", "output_max_bytes",
                                       "handler_version", "loop_seconds"),
-                rules=[chapter._refused_fits_the_request, something_to_run("production_handlers", "production_compare")],
+                rules=[chapter._refused_fits_the_request, something_to_run("production_handlers", "other_guarantee_handlers")],
                 question=chapter.production_question, measured_answer=fate_answer("refused"),
                 exercises={1: EXERCISES["refused"]}, apps=(chapter.MAIN,), spark_audit=True,
-                mitigate_base={"production_handlers": ["fail"], "production_compare": []})
+                mitigate_base={"production_handlers": ["default"], "other_guarantee_handlers": []})

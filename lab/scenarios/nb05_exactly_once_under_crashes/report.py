@@ -102,6 +102,8 @@ class Failing:
         m = self.m
         if m["uncaught"] >= 2 and "REPLACE_THREAD" in m["responses"]:
             return "crash loop (threads replaced)"
+        if m["deaths"] == 1 and m.get("carried_on"):   # restarted, it got every input out without failing again
+            return CARRIED_ON
         if m["deaths"]:
             return "app stopped" + (" (restarted, died again)" if m["deaths"] > 1 else "")
         if m["lost"]:   # what is missing from the output may be in a dead-letter topic
@@ -116,6 +118,7 @@ class Failing:
                 "migrated", "errors", "wrappers", "watched_s", "guarantee", "output_bytes", "refused")
         return {"outcome": self.outcome, "poison": self.poison, "dead_letters": self.m.get("dead_letters"),
                 "poison_lost": self.poison is not None and self.poison in self.m.get("lost_all", ()),
+                "carried_on": self.m.get("carried_on"),
                 **{k: self.m[k] for k in keep},
                 **({"audit": self.audit.as_dict()} if self.audit is not None else {})}
 
@@ -123,16 +126,35 @@ class Failing:
 OUTPUT_ANSWERS = ("every input exactly once", "some inputs twice", "some inputs missing")   # the Predict question
 
 
-# What becomes of an app and its poison record (the handler and schema lessons' Predict questions), by Failing.outcome.
-FATES = ("it stops (and again after each restart)", "it loops: the same record fails again and again",
-         "it goes on without the record", "it goes on, and the record is kept aside",
-         "nothing is lost: every input comes out")
+# What becomes of an app and the record it cannot take (the Predict questions of 05b to 05d), by Failing.outcome. An
+# app that stops and is restarted into the same failure, and a thread replaced into it, are one answer: stuck. Each
+# lesson words its own choices; each tuple is in the same order: stuck, carried on after one restart, dropped, kept
+# aside, clean (every input's output came out).
+FATES = ("it is stuck: the same record fails again at every attempt (each new thread, each restart)",
+         "it stops once; restarted, it carries on past that record",
+         "it keeps going, without that record",
+         "it keeps going, and that record is kept aside where someone can find it",
+         "it keeps going: Kafka Streams retries that record until it goes through")
+SCHEMA_FATES = ("it is stuck: it fails at the first input whose key has old state, again at every attempt",
+                "it stops once; restarted, it carries on with every key",
+                "it keeps going, without the inputs of keys that have old state",
+                "it keeps going, but each key that has old state counts again from zero",
+                "it keeps going, and every key's count carries on from version 1's")
+REFUSED_FATES = ("it is stuck: the broker refuses the same record again at every restart",
+                 "it stops once; restarted, it carries on past that record",
+                 "it keeps going, without that record",
+                 "it keeps going, and that record is noted where someone can find it",
+                 "it keeps going: the producer retries that record until the broker takes it")
+CARRIED_ON = "app stopped once, then carried on after a restart"
 
 
-def fate(outcome: str) -> str:
-    """A Failing.outcome in the Predict question's words."""
-    for start, answer in (("app stopped", FATES[0]), ("crash loop", FATES[1]), ("records dropped", FATES[2]),
-                          ("clean: ", FATES[3]), ("clean", FATES[4])):
+def fate(outcome: str, choices: tuple = FATES, dropped: int = 0) -> str:
+    """A Failing.outcome in the Predict question's words (`choices`: one lesson's FATES). A clean run that dropped
+    records on purpose (the deserialization handler skipping a malformed input) kept going without that record."""
+    aside = choices[3] if choices is not SCHEMA_FATES else choices[2]
+    clean = choices[2] if dropped else choices[4]
+    for start, answer in (("crash loop", choices[0]), (CARRIED_ON, choices[1]), ("app stopped", choices[0]),
+                          ("records dropped", choices[2]), ("clean: ", aside), ("clean", clean)):
         if outcome.startswith(start):
             return answer
     raise ValueError(outcome)
@@ -140,8 +162,8 @@ def fate(outcome: str) -> str:
 
 def asked(runs: dict) -> str | None:
     """The run the handler, production-error and schema questions are about: Kafka's default (shutdown_client;
-    fail for a production error), if it ran."""
-    return next((k for k in ("shutdown_client", "fail") if k in runs), next(iter(runs), None))
+    default for a production error), if it ran."""
+    return next((k for k in ("shutdown_client", "default") if k in runs), next(iter(runs), None))
 
 
 def asked_point(points: list) -> str:
@@ -159,11 +181,17 @@ def output_answer(record: dict, p: dict) -> str | None:
         OUTPUT_ANSWERS[2] if run["lost"] else OUTPUT_ANSWERS[0]
 
 
+CHOICES = {"handlers": FATES, "schema": SCHEMA_FATES, "refused": REFUSED_FATES}
+
+
 def fate_answer(lesson: str):
     """05b, 05c, 05d: what became of the app of the asked run ("handlers", "schema" or "refused")."""
     def answer(record: dict, p: dict) -> str | None:
         runs = record[lesson]
-        return fate(runs[asked(runs)]["outcome"]) if runs else None
+        if not runs:
+            return None
+        run = runs[asked(runs)]
+        return fate(run["outcome"], CHOICES[lesson], run.get("dropped_records") or 0)
     return answer
 
 
@@ -313,7 +341,8 @@ class EosCrashResult(Result):
             jobs[c.label] = (c, dict(expect="clean" if clean else "anomalies", kinds=KINDS,
                                      aborted_reader="read_committed"))
         for f in self.failing():
-            jobs[f.label] = (f, dict(expect="clean" if f.outcome == "clean" else "anomalies",
+            clean = f.outcome in ("clean", CARRIED_ON) and not f.m.get("duplicates")
+            jobs[f.label] = (f, dict(expect="clean" if clean else "anomalies",
                                      kinds=["duplicate", "lost"], allow_empty=True))
         if not jobs:
             return {}

@@ -14,8 +14,9 @@ from .streams_app import CONTINUE_HANDLER, _slug
 
 
 def schema_version(mode: str, p: dict) -> str:
-    """'continue' needs KIP-1033 (HANDLER_VERSION); the others show the pre-3.9 behaviour (OLD_VERSION)."""
-    return p["handler_version"] if mode == "continue" else p["old_version"]
+    """'continue' needs KIP-1033 (HANDLER_VERSION, 3.9+); the others run on SCHEMA_STREAMS_VERSION (3.8.1 by
+    default: a release without a processing exception handler at all)."""
+    return p["handler_version"] if mode == "continue" else p["schema_streams_version"]
 
 
 def _schema_run(lab: Run, mode: str, p: dict) -> "Failing":
@@ -40,7 +41,7 @@ def run_lesson(lab: Run, p: dict) -> EosCrashResult:
 
 
 lesson = Lesson("schema", "A new state format", needs=chapter.needs, body=run_lesson,
-                params=chapter.params("schema_modes", "handler_version", "old_version", "loop_seconds"),
+                params=chapter.params("schema_modes", "handler_version", "schema_streams_version", "loop_seconds"),
                 rules=[chapter._kip_1033_needs_3_9, something_to_run("schema_modes")], question=chapter.schema_question,
                 measured_answer=fate_answer("schema"),
                 exercises={1: EXERCISES["schema"]}, apps=(chapter.MAIN,), spark_audit=True)

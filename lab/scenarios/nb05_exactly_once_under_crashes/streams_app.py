@@ -1,12 +1,14 @@
 """The Kafka Streams app every run of chapter 05 drives (lab/java/EosCrashApp.java): the crash points,
-guarantees, handlers and schema modes it knows, the Streams log lines the runs look for, one JVM's
-configuration (_app), starting an incarnation until it is RUNNING (_start) and the error when it fails (_fail).
+guarantees, handlers and schema modes it knows, the sources it is compiled from at a version (sources), the Streams
+log lines the runs look for, one JVM's configuration (_app), starting an incarnation until it is RUNNING (_start)
+and the error when it fails (_fail).
 """
 from __future__ import annotations
 
 import re
 import time
 
+from ...cluster import parse_version
 from ...errors import LabError
 from ...experiment import Run
 from ...experiment.evidence import STATE_WIPE, STATE_WIPE_ACTION
@@ -17,9 +19,12 @@ CRASH_POINTS = ("none", "before_read", "during_processing", "after_send_before_c
 GUARANTEES = ("exactly_once_v2", "at_least_once")
 HANDLERS = ("shutdown_client", "replace_thread", "continue", "dead_letter", "deserialization")
 # the production exception handler, when the broker refuses an output record (production_errors)
-PRODUCTION_HANDLERS = ("fail", "continue", "route")
+PRODUCTION_HANDLERS = ("default", "continue", "route")
 SCHEMA_MODES = ("shutdown_client", "replace_thread", "continue", "tolerant")
-KIP_1034 = (4, 2, 0)   # the dead-letter queue: errors.dead.letter.queue.topic.name
+KIP_1034 = (4, 2, 0)   # the dead-letter queue (errors.dead.letter.queue.topic.name), and the handlers' Response
+# The production exception handlers in the form of Kafka Streams 4.2+ (handleError() answering a Response), compiled
+# only against those versions: the older ones run EosCrashApp's, which answer the enum that 4.2 deprecated.
+RESPONSES = "EosCrashResponses"
 CONTINUE_HANDLER = "org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler"
 DESER_CONTINUE = "org.apache.kafka.streams.errors.LogAndContinueExceptionHandler"
 SHORT = {"exactly_once_v2": "EOS v2", "at_least_once": "ALOS"}
@@ -27,6 +32,11 @@ SHORT = {"exactly_once_v2": "EOS v2", "at_least_once": "ALOS"}
 WIPE_LINE = f"{STATE_WIPE}|{STATE_WIPE_ACTION}"
 # Streams' producer on (re)start: a new epoch for the same transactional.id fences the killed one.
 EPOCH_LINE = r"ProducerId set to \d+ with epoch \d+"
+
+
+def sources(version: str) -> list[str]:
+    """The app's sources at Kafka Streams `version`: EosCrashResponses.java too from 4.2 on."""
+    return SOURCES + ([f"{RESPONSES}.java"] if parse_version(version) >= KIP_1034 else [])
 
 
 def _slug(text: str) -> str:
@@ -46,7 +56,7 @@ def _app(lab: Run, name: str, version: str, app_id: str, topics: list, guarantee
              "lab.mode": "crash", "lab.handler": "shutdown_client", "lab.strict.input": "false",
              "lab.incarnation": 1}
     props.update({k.replace("_", ".") if k.startswith("lab_") else k: v for k, v in lab_props.items()})
-    return lab.program(JavaProgram(name, version, MAIN, SOURCES, heap="192m", properties=props))
+    return lab.program(JavaProgram(name, version, MAIN, sources(version), heap="192m", properties=props))
 
 
 def _start(lab: Run, prog: JavaProgram, incarnation: int, what: str, timeout: float = 90) -> float:

@@ -1,9 +1,10 @@
 """Lesson 06e, a store on a volume of fixed size (its `lesson`): a plain count
 (StateGrowthApp, kind kv) fed DISK_RECORDS keys it never saw, its RocksDB allowed DISK_LIMIT_KB of SST files per
 store instance (RocksDB's SstFileManager.setMaxAllowedSpaceUsage, set in the app's RocksDBConfigSetter): the
-store fills up, never the disk. Three phases on one state directory, as a deployment would run them:
+limit applies to the store, never to the machine's disk. Up to three phases on one state directory, as a deployment
+would run them:
 
-    full      the app until its store is full (or every key is in: the control)
+    full      the app until its thread dies or its store holds every key fed (then the run ends there)
     restart   the same app restarted with the same limit
     more      restarted with DISK_MORE_KB: the bigger volume
 
@@ -24,18 +25,25 @@ from ...experiment.result import Exercise, count, expect
 from ...experiment.streams_app import ERROR_STATES, stop_all
 from .state_app import feed, state_app
 
-FULL = "Max allowed space was reached"   # RocksDB's word (Status::SpaceLimit) once the SST files reach the limit
-ANSWERS = ("no: it stops when its store is full", "yes: RocksDB compacts its files to make room",
-           "yes: the store drops old keys to make room", "yes: they all fit within the limit")
+# RocksDB's word once a flush took the SST files past the limit: it keeps the file and sets a background
+# Status::SpaceLimit error, which fails the store's next writes
+FULL = "Max allowed space was reached"
+# Each a distinct belief: the limit stops the app; RocksDB's compaction shrinks live data; the store evicts like a
+# cache; the keys are small enough (an 8-byte key and a 16-byte value each, which the notebook states).
+ANSWERS = ("no: the app stops once its files reach the limit",
+           "yes: RocksDB's compaction shrinks its files to make room",
+           "yes: the oldest keys are evicted to make room, as in a cache",
+           "yes: every key fits within the limit")
 
 PARAMS = [
-    Param("disk_limit_kb", 1024, "the SST files RocksDB allows each store instance (SstFileManager)", lo=64,
-          hi=1_048_576, unit="KB"),
+    Param("disk_limit_kb", 1024, "the most disk space the store's SST files may take (RocksDB's SstFileManager)",
+          lo=64, hi=1_048_576, unit="KB"),
     Param("disk_records", 60_000, "input records, each with a key never seen before", lo=1_000, hi=2_000_000),
     Param("disk_rate", 2000.0, "input records per second", lo=10, hi=20_000, unit="records/s"),
-    Param("disk_more_kb", 8192, "the limit of the restart on a bigger volume", lo=64, hi=1_048_576, unit="KB"),
-    Param("disk_memtable_kb", 128, "RocksDB write buffer per store instance: a flush to an SST file each time "
-          "it fills (Kafka Streams' default: 16384 KB)", lo=64, hi=65_536, unit="KB"),
+    Param("disk_more_kb", 8192, "the limit of the lab's last restart of the app, more than DISK_LIMIT_KB (the "
+          "Run step says when one runs)", lo=64, hi=1_048_576, unit="KB"),
+    Param("disk_memtable_kb", 128, "RocksDB's write buffer (memtable) for the store: a flush to an SST file each "
+          "time it fills (Kafka Streams' default: 16384 KB)", lo=64, hi=65_536, unit="KB"),
 ]
 
 
@@ -215,9 +223,10 @@ class Outcome:
             lines.append(f"- **Never full**: {m['keys_end']:,} keys fit the limit.")
             return "\n".join(lines)
         lines.append(f"- **Full** at {m['keys_at_full']:,} keys, {m['died_after_s']} s after the start: a flush "
-                     f"needed a new SST file past the limit, RocksDB refused it (`{m['error']}`), the next write "
-                     "of the store failed with it, and the stream thread died; the app's uncaught exception handler "
-                     "answered SHUTDOWN_CLIENT and the client went to ERROR.")
+                     "took the SST files past the limit. RocksDB finished that flush and kept its file, then set a "
+                     f"background `SpaceLimit` error (`{m['error']}`) that fails the store's next writes: the next "
+                     "write of the store failed with it, and the stream thread died; the app's uncaught exception "
+                     "handler answered SHUTDOWN_CLIENT and the client went to ERROR.")
         if "restart" in self.phases:
             r = self.phases["restart"]
             lines.append("- **Restarted with the same limit**: "
@@ -283,7 +292,7 @@ def _check_limit_kb(result, answer) -> None:
     cluster = result.running_cluster()
     print(f"Exercise 1: running the lesson with DISK_LIMIT_KB = {given:,}, {p['disk_records']:,} new keys, "
           + ("on the notebook's cluster ..." if cluster else "on a broker of its own ..."))
-    again = result.lesson.run(cluster=cluster, disk_limit_kb=given,
+    again = result.lesson.run(cluster=cluster, remember=False, disk_limit_kb=given,
                               disk_more_kb=max(p["disk_more_kb"], 2 * given), disk_records=p["disk_records"],
                               disk_rate=p["disk_rate"], disk_memtable_kb=p["disk_memtable_kb"])
     m = again.outcome.measured()
@@ -310,6 +319,9 @@ EXERCISES = {
             "a second is how long it lasts. The changelog on the brokers grows beside it, and compaction keeps "
             "every key too. Watch the state directory's size, or give the store a TTL (lesson 06a).",
         wrong=lambda r: min(r.params["disk_limit_kb"], math.floor(_needed_kb(r)) - 1),   # the limit that filled
+        closer="Every key fed stays in the store, and each takes about the same bytes of SST files "
+               "(`sst_bytes_per_key`): the limit must hold all of them, in KB of 1,024 bytes, with room for the "
+               "bytes a key to vary from run to run.",
     ),
 }
 

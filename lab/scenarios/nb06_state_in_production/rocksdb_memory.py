@@ -1,8 +1,8 @@
 """Lesson 06c, RocksDB's memory as the partitions grow (its `lesson`; run_lesson -> Outcome):
 lab/java/RocksMemoryApp.java (MEMORY_STORES key-value stores, each filled and read back) runs once per partition count
-of MEMORY_PARTITIONS, its MEMORY_CONFIGS (Kafka's default RocksDB options, or one bounded shared cache) side by side,
-one JVM each; measure() turns each app's KIP-607 metrics, heap and psutil RSS into RocksDB's and native memory. The
-bounded stores all report one shared cache that already holds the memtables: it is counted once."""
+of MEMORY_PARTITIONS, its MEMORY_CONFIGS (Kafka's default RocksDB options, the question's run; or one cache of
+MEMORY_BUDGET_MB shared by every store, its Mitigate step's) side by side, one JVM each; measure() turns each app's KIP-607 metrics, heap and psutil RSS into RocksDB's and native memory. The
+shared config's stores all report one cache that already holds the memtables: it is counted once."""
 from __future__ import annotations
 
 import threading
@@ -22,17 +22,17 @@ from .rocksdb_memory_report import (BLOCK_CACHE_MB, CAP_SLACK, CONFIGS, DEFAULT_
 
 
 PARAMS = [
-    Param("memory_configs", list(CONFIGS), "default: Kafka's RocksDB options; bounded: one shared cache and "
-          "write buffer manager for every store", choices=CONFIGS),
-    Param("memory_partitions", [1, 4, 8], "input partitions, one run of each config per count: one store "
-          "instance per partition per store", lo=1, hi=64, unit="partitions"),
+    Param("memory_configs", ["default"], "the RocksDB configs, side by side: default, Kafka Streams' own options; "
+          "shared, one cache of MEMORY_BUDGET_MB and one write buffer manager for every store of the JVM",
+          choices=CONFIGS),
+    Param("memory_partitions", [1, 4, 8], "input partitions, one run of each config per count", lo=1, hi=64, unit="partitions"),
     Param("memory_stores", 2, "key-value stores in the topology", lo=1, hi=16),
-    Param("memory_mb_per_store", 40, "MB written to (and read back from) each store instance", lo=1, hi=1024,
-          unit="MB"),
-    Param("memory_bound_mb", 128, "the bounded config's cap: its shared block cache, half of it for memtables",
-          lo=32, hi=8192, unit="MB",
-          why="half of it goes to the memtables, which must hold at least one 16 MB write buffer, or every "
-              "write waits for a flush"),
+    Param("memory_mb_per_store", 40, "MB each input partition writes to (and reads back from) each store", lo=1,
+          hi=1024, unit="MB"),
+    Param("memory_budget_mb", 128, "the memory RocksDB may take in one app (the shared config makes it one cache "
+          "for every store, half of it for memtables)", lo=32, hi=8192, unit="MB",
+          why="the shared config gives half of it to the memtables, which must hold at least one 16 MB write "
+              "buffer, or every write waits for a flush"),
     Param("memory_settle_s", 3.0, "wait after the last store is filled, before the measurement (flushes end)",
           lo=0, hi=60, unit="s"),
 ]
@@ -45,7 +45,7 @@ def store_instances(p: dict, partitions: int) -> int:
 def worst_case_mb(p: dict, config: str, partitions: int) -> float:
     """What one app may take at most: heap + JVM + RocksDB's caps (table readers are not capped by default)."""
     readers = TABLE_READERS_SHARE * p["memory_mb_per_store"] * store_instances(p, partitions)
-    rocksdb = DEFAULT_CAP_MB * store_instances(p, partitions) if config == "default" else p["memory_bound_mb"]
+    rocksdb = DEFAULT_CAP_MB * store_instances(p, partitions) if config == "default" else p["memory_budget_mb"]
     return HEAP_MB + JVM_OVERHEAD_MB + rocksdb + readers
 
 
@@ -71,7 +71,7 @@ def _fits(p: dict) -> str | None:
     if total > MEMORY_BUDGET_MB:
         parts = " + ".join(f"{c} {n}x{p['memory_stores']}: "
                            + (f"{store_instances(p, n)} x {DEFAULT_CAP_MB}" if c == "default"
-                              else f"{p['memory_bound_mb']}") + " MB" for c, n in at_once)
+                              else f"{p['memory_budget_mb']}") + " MB" for c, n in at_once)
         return (f"At {partitions} partitions the {len(at_once)} apps running at once may take {total:,.0f} MB "
                 f"({parts} of RocksDB, {DEFAULT_CAP_MB} MB = {BLOCK_CACHE_MB} MB block cache + {WRITE_BUFFERS} x "
                 f"{WRITE_BUFFER_MB} MB write buffers per default store instance, plus {HEAP_MB} MB heap + "
@@ -87,7 +87,9 @@ def _fits(p: dict) -> str | None:
 
 RULES = [_lists, _fits]
 
-ASKED_CONFIG = {"default": "Kafka's default RocksDB options", "bounded": "one shared, bounded RocksDB cache"}
+ASKED_CONFIG = {"default": "Kafka Streams' default RocksDB options", "shared": "one RocksDB cache shared by every store"}
+# RocksMemoryApp's name of each config (lab.config): the shared one is its BoundedConfig
+JAVA_CONFIG = {"default": "default", "shared": "bounded"}
 
 
 def asked_config(p: dict) -> str:
@@ -96,22 +98,23 @@ def asked_config(p: dict) -> str:
 
 
 def within_answers(p: dict) -> tuple:
-    return (f"yes, within {p['memory_bound_mb']:g} MB", f"no, it grows past {p['memory_bound_mb']:g} MB")
+    return (f"yes, within {p['memory_budget_mb']:g} MB", f"no, it grows past {p['memory_budget_mb']:g} MB")
 
 
 def question(p: dict) -> tuple:
     high = max(p["memory_partitions"])
     return (f"An app with {p['memory_stores']} key-value stores runs with {ASKED_CONFIG[asked_config(p)]} on "
-            f"{high} input partitions, each store instance filled with {p['memory_mb_per_store']} MB. Does its "
-            f"RocksDB memory stay within {p['memory_bound_mb']:g} MB?", within_answers(p))
+            f"{high} input partitions; each partition writes {p['memory_mb_per_store']} MB to each store and reads "
+            f"it back. Does the memory RocksDB takes in the app stay within {p['memory_budget_mb']:g} MB?",
+            within_answers(p))
 
 
 def measured_answer(record: dict, p: dict):
-    """At the most partitions, by RocksDB's own metrics (the bounded cache may overshoot by CAP_SLACK)."""
+    """At the most partitions, by RocksDB's own metrics (the shared cache may overshoot by CAP_SLACK)."""
     row = record["memory_rows"].get(f"{asked_config(p)}-p{max(p['memory_partitions'])}")
     if row is None:
         return None
-    return within_answers(p)[row["rocksdb_mb"] > p["memory_bound_mb"] * (1 + CAP_SLACK)]
+    return within_answers(p)[row["rocksdb_mb"] > p["memory_budget_mb"] * (1 + CAP_SLACK)]
 
 
 def needs(p: dict) -> dict:
@@ -126,9 +129,9 @@ def _app(lab, config: str, partitions: int, topic: str, p: dict) -> StreamsApp:
                       ["RocksMemoryApp.java", "Lab.java", "LabStreams.java"], {
         "state.dir": lab.folder / app_id, "num.stream.threads": 1,
         "statestore.cache.max.bytes": 0, "poll.ms": 10,
-        "lab.app": name, "lab.input.topic": topic, "lab.config": config,
+        "lab.app": name, "lab.input.topic": topic, "lab.config": JAVA_CONFIG[config],
         "lab.stores": p["memory_stores"], "lab.mb.per.store": p["memory_mb_per_store"],
-        "lab.value.bytes": VALUE_BYTES, "lab.bound.mb": p["memory_bound_mb"]},
+        "lab.value.bytes": VALUE_BYTES, "lab.bound.mb": p["memory_budget_mb"]},
         report="memory", heap=f"{HEAP_MB}m",
         # the whole heap committed and touched from the start: RSS - heap is then the native memory
         jvm_options=[f"-Xms{HEAP_MB}m", "-XX:+AlwaysPreTouch"])
@@ -143,9 +146,9 @@ def run_lesson(lab, p: dict) -> "Outcome":
     for r in rows:
         lab.event(f"memory-{r['config']}-p{r['partitions']}", "measured",
                   detail=f"RocksDB {r['rocksdb_mb']:.0f} MB, RSS {r['rss_mb']:.0f} MB",
-                  tone="failure" if r["config"] == "default" and r["rocksdb_mb"] > p["memory_bound_mb"]
+                  tone="failure" if r["config"] == "default" and r["rocksdb_mb"] > p["memory_budget_mb"]
                   else "control")
-    return Outcome(rows, p["memory_bound_mb"], p["memory_stores"], p["memory_mb_per_store"])
+    return Outcome(rows, p["memory_budget_mb"], p["memory_stores"], p["memory_mb_per_store"])
 
 
 def _round(lab, p: dict, partitions: int) -> list[dict]:
@@ -235,18 +238,18 @@ def measure(p: dict, config: str, partitions: int, report: dict, baseline: dict 
     mb = 2 ** 20
     memtables = sum(values("size-all-mem-tables")) / mb
     caches = values("block-cache-usage")
-    # bounded: every store reports the one shared cache; default: each store its own
-    cache = (max(caches, default=0) if config == "bounded" else sum(caches)) / mb
-    capacity = (max(values("block-cache-capacity"), default=0) if config == "bounded"
+    # shared: every store reports the one shared cache; default: each store its own
+    cache = (max(caches, default=0) if config == "shared" else sum(caches)) / mb
+    capacity = (max(values("block-cache-capacity"), default=0) if config == "shared"
                 else sum(values("block-cache-capacity"))) / mb
     readers = sum(values("estimate-table-readers-mem")) / mb
-    # bounded: the WriteBufferManager charges the memtables to the shared cache, so they are in `cache` already
+    # shared: the WriteBufferManager charges the memtables to the shared cache, so they are in `cache` already
     rocksdb = cache + readers + (memtables if config == "default" else 0)
     memory = report["memory"]
     native = rss_python_mb - memory["heap_committed_mb"]
     base_native = baseline["memory"]["rss_mb"] - baseline["memory"]["heap_committed_mb"] if baseline else None
     instances = store_instances(p, partitions)
-    cap = DEFAULT_CAP_MB * instances if config == "default" else p["memory_bound_mb"]
+    cap = DEFAULT_CAP_MB * instances if config == "default" else p["memory_budget_mb"]
     return {"config": config, "partitions": partitions, "stores": p["memory_stores"], "store_instances": instances,
             "mb_per_store": p["memory_mb_per_store"],
             "stores_reporting": len(caches), "keys": int(sum(values("estimate-num-keys"))),
@@ -288,6 +291,11 @@ def _partitions_in_budget(result) -> int:
 
 def _check_partitions_in_budget(result, answer) -> None:
     given, right = count(answer, "partitions"), _partitions_in_budget(result)
+    expect(given >= 1, "an app takes on at least one partition: how many fit the budget?")
+    if right < 1:
+        raise LabError(f"at this run's memory per store instance not even one partition's "
+                       f"{result.params['memory_stores']} store instances fit {BUDGET_MB:,} MB: run the lesson with a "
+                       "smaller MEMORY_MB_PER_STORE")
     if abs(given - right) <= max(1, 0.1 * right):
         return
     per_instance, stores = _default_per_instance_mb(result), result.params["memory_stores"]
@@ -307,9 +315,12 @@ EXERCISES = {
             "divided by (`MEMORY_STORES` x that) is the most partitions the app can take on; one more and it goes "
             "past. Measured at this lesson's fill (`MEMORY_MB_PER_STORE`): more data per store, or reads that keep "
             "coming, move each instance towards the 98 MB of cache and write buffers Kafka gives it, and index and "
-            "filter blocks come on top of that. The bounded config shares one cache instead, "
-            "so its memory stays near `MEMORY_BOUND_MB` however many partitions.",
+            "filter blocks come on top of that. The shared config puts every instance in one cache "
+            "instead, so its memory stays near `MEMORY_BUDGET_MB` however many partitions.",
         wrong=lambda r: int(BUDGET_MB // _default_per_instance_mb(r)),   # one store per partition, not MEMORY_STORES
+        closer="A partition is a task, and each task opens its own instance of every store of the topology; with "
+               "Kafka's default options each instance has its own cache and write buffers, so the memory adds up "
+               "per instance, not per partition.",
     ),
 }
 

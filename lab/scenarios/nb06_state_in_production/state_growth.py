@@ -26,19 +26,21 @@ INPUT_RETENTION_DAYS = 7      # the input topic's retention.ms (broker default),
 BYTES_PER_RECORD_INPUT, BYTES_PER_RECORD_KIND = 120, 400
 
 PARAMS = [
-    Param("growth_kinds", list(KINDS), "kv: a plain count (no TTL); window: a windowed count with a retention; "
-          "ttl: a timestamped store whose punctuator deletes old keys; side by side", choices=KINDS),
+    Param("growth_kinds", ["kv"], "the stores, side by side: kv, a plain count(); window, a windowed count kept for "
+          "GROWTH_RETENTION_S; ttl, a timestamped store whose punctuator deletes the keys not updated for "
+          "GROWTH_TTL_S", choices=KINDS),
     Param("growth_records", 40_000, "input records, each with a key never seen before", lo=1_000, hi=500_000),
     Param("growth_rate", 800.0, "input records per second (wall time)", lo=10, hi=20_000, unit="records/s"),
     Param("growth_step_ms", 100, "event time between two input records (their timestamps)", lo=1, hi=60_000,
           unit="ms"),
-    Param("growth_window_s", 60, "the windowed count's window size (tumbling)", lo=1, hi=86_400, unit="s"),
-    Param("growth_retention_s", 300, "the windowed store's retention (Materialized.withRetention), event time",
-          lo=1, hi=7 * 86_400, unit="s"),
-    Param("growth_memtable_kb", 128, "RocksDB write buffer (memtable) per store instance: entries reach the disk "
-          "each time one fills (Kafka Streams' default: 16384 KB)", lo=64, hi=65_536, unit="KB",
-          why="RocksDB rounds smaller buffers up; 64 MB x 3 per instance is already more than the apps' memory"),
-    Param("growth_ttl_s", 300, "the ttl store deletes keys not updated for this long (stream time)", lo=1,
+    Param("growth_window_s", 60, "the windowed count's window size (windows side by side, not overlapping)", lo=1,
+          hi=86_400, unit="s"),
+    Param("growth_retention_s", 300, "how long the windowed store keeps a window (Materialized.withRetention), in "
+          "event time", lo=1, hi=7 * 86_400, unit="s"),
+    Param("growth_memtable_kb", 128, "RocksDB's write buffer (memtable) for each store: its entries go to disk "
+          "each time it fills (Kafka Streams' default: 16384 KB)", lo=64, hi=65_536, unit="KB",
+          why="RocksDB rounds smaller buffers up; 64 MB x 3 per store is already more than the apps' memory"),
+    Param("growth_ttl_s", 300, "the ttl store deletes the keys not updated for this long (stream time)", lo=1,
           hi=7 * 86_400, unit="s", why="the punctuator runs every TTL / 5, and Kafka's minimum interval is 1 ms"),
 ]
 
@@ -76,13 +78,16 @@ RULES = [_kinds, _retention_covers_window, _span_within_input_retention, _fits_o
 
 
 def asked_kind(p: dict) -> str:
-    """The store the Predict question is about: the plain count (no TTL) if it runs."""
+    """The store the Predict question is about: the plain count if it runs (the lesson's own run has it alone; the
+    other kinds are its Mitigate step's)."""
     return "kv" if "kv" in p["growth_kinds"] else p["growth_kinds"][0]
 
 
 def question(p: dict) -> tuple:
+    """A count judged exactly: the misconceptions (a store that forgets, or keeps only what a cache or a memtable
+    holds) are far from it, and an interactive query counts the store's keys exactly."""
     return (f"The `{asked_kind(p)}` store gets a key it never saw before with every record, {p['growth_records']:,} "
-            f"records {p['growth_step_ms']} ms apart in event time. How many keys does it hold at the end?", None)
+            f"records {p['growth_step_ms']} ms apart in event time. How many keys does it hold at the end?", None, 0)
 
 
 def measured_answer(record: dict, p: dict):
@@ -271,7 +276,7 @@ def _check_longest_ttl(result, answer) -> None:
     cluster = result.running_cluster()
     print(f"Exercise 1: running the ttl store with GROWTH_TTL_S = {given}, {records:,} new keys {step} ms apart, "
           + ("on the notebook's cluster ..." if cluster else "on a broker of its own ..."))
-    again = result.lesson.run(cluster=cluster, growth_kinds=["ttl"], growth_ttl_s=given,
+    again = result.lesson.run(cluster=cluster, remember=False, growth_kinds=["ttl"], growth_ttl_s=given,
                               growth_records=records, growth_rate=p["growth_rate"], growth_step_ms=step,
                               growth_memtable_kb=p["growth_memtable_kb"])
     growth = again.outcome
@@ -296,6 +301,9 @@ EXERCISES = {
             "one or none at 1,000 records/s). TTL / step alone is the count just after a sweep, and the store goes "
             "a fifth past it before the next.",
         wrong=_ttl_without_the_sweep,
+        closer="The store is at its fullest just before the punctuator runs: it then holds the keys younger than the "
+               "TTL and every key that came since the previous sweep. How often does the punctuator run, in stream "
+               "time, for a given TTL?",
     ),
 }
 

@@ -113,7 +113,7 @@ class Outcome:
                 f"older than {p['growth_ttl_s']} s): at most {r['keys_max']:,} entries, {r['keys_end']:,} at the "
                 f"end (bound about {r['expected_bound']:,}); {r['sweeps']} sweeps deleted "
                 f"{_n(r['tombstones_written'])} keys"
-                + (f", e.g. {(example['stream_time'] - self.first_ms) / 1000:,.0f} s into the event time: "
+                + (f", for one {(example['stream_time'] - self.first_ms) / 1000:,.0f} s into the event time: "
                    f"`deleted {example['deleted']}, kept {example['kept']}`" if example else "")
                 + f". Its changelog holds {_n(r['changelog_records'])} records ({_mb(r['changelog_bytes'])}), a put "
                 "and a tombstone per expired key"
@@ -122,7 +122,8 @@ class Outcome:
                 "keys are live: compaction removes the deleted keys' values, and their tombstones after "
                 "delete.retention.ms (1 day by default).")
         lines.append("KIP-258 gave stores record timestamps, but no TTL: the changelog is the source of truth, so an "
-                     "expiry has to be a delete (a tombstone) that the changelog sees too, as the ttl app does.")
+                     "expiry has to be a delete (a tombstone) that the changelog sees too"
+                     + (", as the ttl app does." if "ttl" in rows else "."))
         return "\n".join(lines)
 
     def figure(self):
@@ -149,7 +150,7 @@ class Outcome:
         fig.update_xaxes(title_text="seconds since the run began", row=2, col=1)
         fig.update_yaxes(title_text="entries", row=1, col=1)
         fig.update_yaxes(title_text="bytes", row=2, col=1)
-        fig.update_layout(title="New keys, three stores: which ones forget", template="plotly_white", height=560)
+        fig.update_layout(title="New keys: what each store holds", template="plotly_white", height=560)
         return fig
 
 

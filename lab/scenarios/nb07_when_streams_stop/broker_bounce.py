@@ -33,29 +33,30 @@ RECOVERY_S = 15            # watched after the brokers come back: their restart 
 RESTART_S = 10             # "listener": the extra restart that puts the listener back
 
 PARAMS = [
-    Param("bounce_apps", ["2.7.2", f"{KAFKA_VERSION}/shutdown_client", f"{KAFKA_VERSION}/replace_thread"],
-          "Kafka Streams apps side by side: a version, and from 2.8 on the KIP-671 handler after a '/' "
-          f"({' or '.join(HANDLERS)}; none given: shutdown_client, Kafka's default)"),
-    Param("bounce_brokers", "listener", "leader: the broker leading the apps' output partitions goes down; "
-          "all: the whole cluster; listener: the leader restarts without the apps' listener (LISTENER_NOT_FOUND)",
+    Param("bounce_apps", ["2.7.2", KAFKA_VERSION],
+          "the Kafka Streams apps, side by side: one release each, 2.1.0 or later (the lesson's Mitigate step "
+          f"explains the 'release/handler' form, handler {' or '.join(HANDLERS)}, for releases from 2.8 on)"),
+    Param("bounce_brokers", "listener", "the bounce: leader: the broker leading the apps' output partitions stops, "
+          "then starts; all: the whole cluster stops, then starts; listener: that broker restarts at once without "
+          "the apps' listener, then again with it",
           choices=("leader", "all", "listener")),
-    Param("bounce_down_s", 30.0, "how long the broker(s) stay down, or without the listener (0: no bounce)", lo=0,
+    Param("bounce_down_s", 30.0, "how long the bounce lasts: the broker(s) down, or without the apps' listener "
+          "(0: no bounce)", lo=0,
           hi=300, unit="s"),
-    Param("bounce_replication", 1, "replication factor of the apps' output topics (1: no leader while it is "
-          "down; 3: leadership moves to a follower)", lo=1, hi=3, why="the embedded cluster has 3 brokers"),
-    Param("bounce_acks", "default", "the apps' producer acks: default is the client's own (1 before 3.0, all since, "
-          "KIP-679); all waits for every in-sync replica", choices=("default", "all", "1")),
+    Param("bounce_replication", 1, "replication factor of the apps' output topics", lo=1, hi=3,
+          why="the embedded cluster has 3 brokers"),
+    Param("bounce_acks", "default", "the apps' producer acks: default (the client release's own default), all, "
+          "or 1", choices=("default", "all", "1")),
     Param("bounce_delivery_timeout_ms", 10_000, "the apps' producer delivery.timeout.ms", lo=REQUEST_TIMEOUT_MS,
           hi=600_000, unit="ms", why=f"the producer needs delivery.timeout.ms >= request.timeout.ms "
           f"({REQUEST_TIMEOUT_MS} here) + linger.ms (0)"),
-    Param("bounce_task_timeout_ms", 20_000,
-          "task.timeout.ms (a config since 2.7; from 2.8 how long a task may keep timing out)",
-          lo=0, hi=600_000, unit="ms"),
+    Param("bounce_task_timeout_ms", 20_000, "the apps' task.timeout.ms (Kafka Streams 2.8 and later: 2.7 uses it "
+          "only for global state stores, and these apps have none)", lo=0, hi=600_000, unit="ms"),
     Param("bounce_rate", 50.0, "input records per second", lo=1, hi=2000, unit="records/s"),
     Param("bounce_partitions", 2, "partitions of the input and of each output topic", lo=1, hi=12),
     Param("bounce_threads", 1, "stream threads per app", lo=1, hi=4),
-    Param("bounce_watch_s", 60.0, "how long the apps are watched from the broker stop on (ends early once "
-          "every app has died or recovered)", lo=5, hi=600, unit="s"),
+    Param("bounce_watch_s", 60.0, "how long the apps are watched from the bounce on (ends early once every app "
+          "has either stopped processing for good or processed again after the bounce)", lo=5, hi=600, unit="s"),
 ]
 
 
@@ -97,7 +98,8 @@ def _versions_exist(p: dict) -> str | None:
 
 RULES = [_apps_are_valid, _bounce_fits_the_watch, _versions_exist]
 
-SURVIVES = ("it dies", "it rides it out")
+# "dies": its stream threads stop (the client ends in ERROR), though its process stays up
+SURVIVES = ("its stream threads stop and it stops processing for good", "it resumes processing after the bounce")
 WHAT_GOES_DOWN = {"leader": "the broker leading its output partitions is down",
                   "all": "the whole cluster is down",
                   "listener": "the broker leading its output partitions restarts without the app's listener"}
@@ -258,6 +260,10 @@ EXERCISES = {
             "too, nothing is sent and nothing expires (measured here with 15 s down). The table's `died` "
             "and `died_after_s` show each app.",
         wrong=lambda result: _every_expired_send_kills,
+        closer="Two things decide. First, whether the app's sends find a leader they can reach during the bounce "
+               "(think of replicas, and of what the app has to send when every broker is down). Second, what that "
+               "release's stream thread does when a send gives up after delivery.timeout.ms: releases before 2.8 "
+               "and from 2.8 on differ there.",
     ),
 }
 

@@ -34,10 +34,10 @@ RULES = [_fits]
 
 
 def question(p: dict) -> tuple:
-    """Predict: how many of the most instances work, on the fewest partitions."""
+    """Predict: how many of the most instances work, on the fewest partitions (a count: judged exactly)."""
     n, parts = max(p["par_instances"]), min(p["par_partitions"])
-    return (f"{n} instances of one Kafka Streams app (one thread each) read a topic of {parts} partition(s). "
-            "How many of the instances process records?", None)
+    return (f"{n} instances of one Kafka Streams app (one thread each) read a topic of {parts} "
+            f"partition{'s' * (parts != 1)}. How many of the instances process records?", None, 0)
 
 
 def measured_answer(record: dict, p: dict):
@@ -163,7 +163,7 @@ def _check_fewest_partitions(result, answer) -> None:
     cluster = result.running_cluster()
     print(f"Exercise 1: running the lesson on {given} partitions with {given} instances, at {p['par_work_ms']:g} ms a "
           "record, on " + ("the notebook's cluster ..." if cluster else "a broker of its own ..."))
-    again = result.lesson.run(cluster=cluster, par_partitions=[given], par_instances=[given],
+    again = result.lesson.run(cluster=cluster, remember=False, par_partitions=[given], par_instances=[given],
                               par_work_ms=p["par_work_ms"], par_window_s=p["par_window_s"])
     row = again.outcome.rows[0]
     print(f"Measured: {row['records_per_s']:g} records/s with {row['busy_instances']} busy instance(s), against "
@@ -186,6 +186,9 @@ EXERCISES = {
             "PAR_WORK_MS` (its polls and commits take time too), so three partitions leave some headroom but not "
             "much. Adding partitions to a live topic moves a stateful app's keys: plan them ahead.",
         wrong=lambda r: _fewest_partitions(r) - 1,   # two and a half rounded down
+        closer="Extra instances only help while each has something of its own to work on. Ask how the app's work "
+               "is divided between its threads, and how many records a second one thread can take at PAR_WORK_MS a "
+               "record.",
     ),
 }
 

@@ -1,5 +1,5 @@
-"""Lesson 07a, slow work between two polls (observed, audited by Spark, explained in the clients' words): consumers
-of one topic, each in its own group, per client and fix (poll_loop_consumers starts them); what each read and
+"""Lesson 07a, work between two polls (observed, audited by Spark, explained in the clients' words): consumers
+of one topic, each in its own group, per client and variant (poll_loop_consumers starts them); what each read and
 committed is a lab.history History, and the Spark audit's non_monotonic check counts the re-reads.
 """
 from __future__ import annotations
@@ -14,28 +14,30 @@ from ...experiment.lesson import Lesson
 from ...experiment.result import Exercise, count, expect, judge_rule, setting
 from ...generator import generate
 from ...history import History
-from .poll_loop_consumers import (CLIENTS, FIXES, MIN_SESSION_MS, START, Variant, _commit_failures, _dropped,
+from .poll_loop_consumers import (CLIENTS, MIN_SESSION_MS, START, VARIANTS, Variant, _commit_failures, _dropped,
                                   _reads, _settled, applies, batch_ms, expected_to_loop, interval_ms)
 
 PARAMS = [
     Param("poll_clients", list(CLIENTS), "the consumers the lesson compares: the Java client, librdkafka "
           "(confluent-kafka), a Kafka Streams app with one slow record", choices=CLIENTS),
-    Param("poll_fixes", list(FIXES), "none: the slow batch as is; the others: a fix each, side by side",
-          choices=FIXES),
+    Param("poll_variants", ["baseline"], "how each consumer runs, side by side: baseline (as the other parameters "
+          "set it), max_poll_records_1 (one record per poll), longer_interval (max.poll.interval.ms = "
+          "POLL_LONGER_INTERVAL_MS), pause_resume (partitions paused while a worker thread processes; not for Kafka "
+          "Streams). The lesson's Run step runs the baseline, its Mitigate step the others", choices=VARIANTS),
     Param("poll_interval_ms", 6000, "max.poll.interval.ms", lo=MIN_SESSION_MS, hi=600_000, unit="ms",
           why="librdkafka needs session.timeout.ms <= max.poll.interval.ms, and the broker's minimum session is 6 s"),
-    Param("poll_batch", 500, "max.poll.records: records handed over per poll", lo=1, hi=10_000),
+    Param("poll_batch", 500, "max.poll.records: the most records one poll hands over", lo=1, hi=10_000),
     Param("poll_work_ms", 20, "processing time per record", lo=0, hi=10_000, unit="ms"),
     Param("poll_records", 600, "records in the topic", lo=1, hi=100_000),
     Param("poll_slow_record_ms", 9000, "Kafka Streams: the time its one slow record takes", lo=0, hi=600_000,
           unit="ms"),
     Param("poll_slow_offset", 100, "Kafka Streams: the offset of the slow record", lo=0, hi=100_000),
-    Param("poll_longer_interval_ms", 30_000, "max.poll.interval.ms of the longer_interval fix", lo=MIN_SESSION_MS,
+    Param("poll_longer_interval_ms", 30_000, "max.poll.interval.ms of the longer_interval variant", lo=MIN_SESSION_MS,
           hi=600_000, unit="ms"),
-    Param("poll_watch_s", 30.0, "how long the consumers are watched (ends early once every one has settled)",
-          lo=5, hi=600, unit="s"),
-    Param("poll_loops", 2, "a looping consumer has settled once it has read the same records this many times "
-          "again, and said it was dropped", lo=1, hi=10),
+    Param("poll_watch_s", 30.0, "how long the consumers are watched at most (the watch ends sooner as POLL_REPEATS "
+          "says)", lo=5, hi=600, unit="s"),
+    Param("poll_repeats", 2, "the watch ends sooner once each consumer has either read the whole topic, or read one "
+          "offset this many times more than once", lo=1, hi=10),
 ]
 
 
@@ -51,16 +53,18 @@ LOOP_ANSWERS = ("yes, it keeps reading the same batch", "no, it moves on")
 
 
 def asked_variant(p: dict) -> str:
-    """The variant the Predict question is about: the Java consumer, without a fix if it runs."""
-    return "java/" + ("none" if "none" in p["poll_fixes"] else p["poll_fixes"][0])
+    """The variant the Predict question is about: the Java consumer's baseline if it runs."""
+    return "java/" + ("baseline" if "baseline" in p["poll_variants"] else p["poll_variants"][0])
 
 
 def question(p: dict) -> tuple:
-    fix = asked_variant(p).split("/")[1]
-    interval = p["poll_longer_interval_ms"] if fix == "longer_interval" else p["poll_interval_ms"]
-    return (f"The Java consumer (fix: {fix}) gets up to {p['poll_batch']} records per poll, {p['poll_work_ms']} ms of "
-            f"work each, with max.poll.interval.ms = {interval:,}. Does it keep reading the same batch again?",
-            LOOP_ANSWERS)
+    variant = asked_variant(p).split("/")[1]
+    batch = 1 if variant == "max_poll_records_1" else p["poll_batch"]
+    how = " (it pauses its partitions and keeps polling while a worker thread processes)" \
+        if variant == "pause_resume" else ""
+    return (f"The Java consumer ({variant}) gets up to {batch} record{'s' * (batch != 1)} per poll, "
+            f"{p['poll_work_ms']} ms of work each, with max.poll.interval.ms = {interval_ms(p, variant):,} ms{how}. "
+            "Does it keep reading the same batch again?", LOOP_ANSWERS)
 
 
 def measured_answer(record: dict, p: dict):
@@ -79,15 +83,15 @@ def run_lesson(lab, p: dict) -> "Outcome":
         generate(lab.bootstrap, topic, p["poll_records"], History(lab.folder / "poll-input", lab.id))
     variants = [Variant(c, f, f"poll-{c}-{f}-{uuid.uuid4().hex[:4]}",
                         History(lab.folder / "poll-history" / f"{c}-{f}", lab.id))
-                for c in p["poll_clients"] for f in p["poll_fixes"] if applies(c, f)]
+                for c in p["poll_clients"] for f in p["poll_variants"] if applies(c, f)]
     for v in variants:
         START[v.client](lab, v, topic, p)
-        lab.event(v.name, "start", detail=f"{batch_ms(p, v.fix, v.client) / 1000:.1f} s of work per poll, interval "
-                                          f"{interval_ms(p, v.fix) / 1000:.0f} s")
+        lab.event(v.name, "start", detail=f"{batch_ms(p, v.variant, v.client) / 1000:.1f} s of work per poll, "
+                                          f"interval {interval_ms(p, v.variant) / 1000:.0f} s")
     try:
-        lab.countdown(f"consumers at work (ends once each has read everything or looped {p['poll_loops']} time(s))",
-                      seconds=p["poll_watch_s"],
-                      done=lambda: all(_settled(v, p["poll_records"], p["poll_loops"]) for v in variants))
+        lab.countdown(f"consumers at work (ends once each has read everything or looped {p['poll_repeats']} "
+                      "time(s))", seconds=p["poll_watch_s"],
+                      done=lambda: all(_settled(v, p["poll_records"], p["poll_repeats"]) for v in variants))
     finally:
         stop_together([v.child for v in variants])
     return Outcome.measure(lab, p, variants, topic)
@@ -108,7 +112,8 @@ class Outcome:
         from ...experiment.streaming import audit_many
         committed = group_offsets(lab.cluster.admin(), {v.name: v.group for v in variants}, topic)
         audits = audit_many({v.name: dict(history=v.history, kinds=["non_monotonic"], allow_empty=True,
-                                          expect="anomalies" if v.fix == "none" else "clean")
+                                          expect="anomalies" if expected_to_loop(p, v.variant, v.client)
+                                          else "clean")
                              for v in variants if _reads(v)})
         rows, reads, evidence = [], {}, {}
         for v in variants:
@@ -123,8 +128,9 @@ class Outcome:
                           detail=f.get("exception") or f.get("code") or "")
             audit = audits.get(v.name)
             rows.append({
-                "client": v.client, "fix": v.fix, "batch_ms": batch_ms(p, v.fix, v.client),
-                "interval_ms": interval_ms(p, v.fix), "expected_to_loop": expected_to_loop(p, v.fix, v.client),
+                "client": v.client, "variant": v.variant, "batch_ms": batch_ms(p, v.variant, v.client),
+                "interval_ms": interval_ms(p, v.variant),
+                "expected_to_loop": expected_to_loop(p, v.variant, v.client),
                 "records": p["poll_records"],
                 "reads": len(read), "distinct_offsets": len(per_offset),
                 "max_reads_per_offset": max(per_offset.values(), default=0),
@@ -141,7 +147,7 @@ class Outcome:
         return any(r["looped"] for r in self.rows)
 
     def by_variant(self) -> dict:
-        return {f"{r['client']}/{r['fix']}": r for r in self.rows}
+        return {f"{r['client']}/{r['variant']}": r for r in self.rows}
 
     def as_record(self) -> dict:
         return {"poll_loop": self.by_variant(), "poll_loop_evidence": self.evidence}
@@ -176,7 +182,7 @@ class Outcome:
                     lines.append(f"  The client said: `{self.evidence[k][:300]}`")
             else:
                 how = ("poll() went on while a worker thread processed the paused partitions"
-                       if r["fix"] == "pause_resume" else "each poll's work fits the interval")
+                       if r["variant"] == "pause_resume" else "each poll's work fits the interval")
                 lines.append(f"- **{k}**: {arithmetic}: {how}. {r['reads']} reads of {r['distinct_offsets']} "
                              f"offsets, committed {r['committed_offset']} of {r['records']}, "
                              f"{r['commit_failures']} failed commit(s).")
@@ -197,19 +203,20 @@ class Outcome:
 
 # ------------------------------------------------------------------ the exercises
 
-def loops(client, fix, p):
+def loops(client, variant, p):
     # the work between two polls (Streams: its one slow record) against the interval; pause_resume keeps polling
-    if fix == "pause_resume":
+    if variant == "pause_resume":
         return False
     work = p["poll_slow_record_ms"] if client == "streams" else \
-        (1 if fix == "max_poll_records_1" else p["poll_batch"]) * p["poll_work_ms"]
-    return work > (p["poll_longer_interval_ms"] if fix == "longer_interval" else p["poll_interval_ms"])
+        (1 if variant == "max_poll_records_1" else p["poll_batch"]) * p["poll_work_ms"]
+    return work > (p["poll_longer_interval_ms"] if variant == "longer_interval" else p["poll_interval_ms"])
 
 
-def _only_the_batch(client, fix, p):
-    """A tempting wrong answer: every fix works for every client (max.poll.records=1 taken for a fix of Streams)."""
-    return fix == "none" and (p["poll_slow_record_ms"] if client == "streams" else
-                              p["poll_batch"] * p["poll_work_ms"]) > p["poll_interval_ms"]
+def _only_the_batch(client, variant, p):
+    """A tempting wrong answer: every variant but the baseline keeps every client moving (max.poll.records=1 taken
+    for a cure of Streams' slow record)."""
+    return variant == "baseline" and (p["poll_slow_record_ms"] if client == "streams" else
+                                      p["poll_batch"] * p["poll_work_ms"]) > p["poll_interval_ms"]
 
 
 # Exercise 1's other settings: each moves one side of the arithmetic (the interval, the batch, the slow record)
@@ -219,21 +226,22 @@ OTHER_SETTINGS = ({"poll_interval_ms": 60_000}, {"poll_batch": 10}, {"poll_slow_
 
 def _check_loops(result, fn) -> None:
     p = result.params
-    cases = [(f"{r['client']!r}, {r['fix']!r}, p", (r["client"], r["fix"], dict(p)), r["looped"], None)
+    cases = [(f"{r['client']!r}, {r['variant']!r}, p", (r["client"], r["variant"], dict(p)), r["looped"], None)
              for r in result.outcome.rows]
     for change in OTHER_SETTINGS:   # the same arithmetic at other settings
         q = {**p, **change}
-        cases += [(f"{client!r}, {fix!r}, p", (client, fix, q), expected_to_loop(q, fix, client), setting(change))
-                  for client in CLIENTS for fix in FIXES if applies(client, fix)]
+        cases += [(f"{client!r}, {variant!r}, p", (client, variant, q), expected_to_loop(q, variant, client),
+                   setting(change))
+                  for client in CLIENTS for variant in VARIANTS if applies(client, variant)]
     judge_rule(fn, "loops", cases, (("looped", "read on"), ("loops", "reads on")),
                "compare the work between two of its polls with its max.poll.interval.ms (for Kafka Streams, its one "
-               "slow record), and ask what each fix changes")
+               "slow record), and ask what each variant changes")
 
 
 def _interval_bounds(result) -> tuple[float, int, int]:
-    """Exercise 2: the Java consumer's work between two polls without a fix, and the intervals that count as just
+    """Exercise 2: the Java consumer's work between two polls in the baseline, and the intervals that count as just
     enough for it: above that work (the broker's minimum session as the floor), at most half as long again."""
-    work = batch_ms(result.params, "none")
+    work = batch_ms(result.params, "baseline")
     return work, max(MIN_SESSION_MS, int(work) + 1), max(MIN_SESSION_MS, int(1.5 * work))
 
 
@@ -251,8 +259,8 @@ def _interval_too_short(result) -> int:
 
 
 def _check_interval(result, answer) -> None:
-    """An experiment: the lesson runs again with the learner's interval, the Java consumer alone without a fix, and
-    what it measured decides."""
+    """An experiment: the lesson runs again with the learner's interval, the Java consumer alone in its baseline,
+    and what it measured decides."""
     work, low, high = _interval_bounds(result)
     given = count(answer, "milliseconds")
     expect(given >= MIN_SESSION_MS, f"max.poll.interval.ms = {given} is below {MIN_SESSION_MS} ms, the broker's "
@@ -263,10 +271,11 @@ def _check_interval(result, answer) -> None:
     p, cluster = result.params, result.running_cluster()
     print(f"Exercise 2: running the lesson with max.poll.interval.ms = {given}, the Java consumer alone, on "
           + ("the notebook's cluster ..." if cluster else "a broker of its own ..."))
-    again = result.lesson.run(cluster=cluster, poll_clients=["java"], poll_fixes=["none"], poll_interval_ms=given,
+    again = result.lesson.run(cluster=cluster, remember=False, poll_clients=["java"], poll_variants=["baseline"],
+                              poll_interval_ms=given,
                               **{k: p[k] for k in ("poll_batch", "poll_work_ms", "poll_records", "poll_watch_s",
-                                                   "poll_loops")})
-    row = again.outcome.by_variant()["java/none"]
+                                                   "poll_repeats")})
+    row = again.outcome.by_variant()["java/baseline"]
     print(f"Measured: {row['reads']} reads of {row['distinct_offsets']} offsets, {row['commit_failures']} failed "
           f"commit(s), committed offset {row['committed_offset']} of {row['records']}.")
     expect(not row["looped"], f"with max.poll.interval.ms = {given} the Java consumer still looped (an offset read "
@@ -285,21 +294,30 @@ EXERCISES = {
             "longer interval moves the bound; pause/resume keeps calling poll() while a worker processes, so no "
             "work counts against it. The table's `batch_ms` and `interval_ms` show the two sides for each variant.",
         wrong=lambda result: _only_the_batch,
+        closer="For each variant, find how long the consumer goes without calling poll() and the "
+               "max.poll.interval.ms it runs with. Which variants shorten the first, which lengthen the second, and "
+               "which keep calling poll() while the work goes on? For Kafka Streams, the longest gap is its one slow "
+               "record.",
     ),
     2: Exercise(
         check=_check_interval,
         solution=_just_enough_interval,
-        why="Without a fix, the Java consumer works `POLL_BATCH x POLL_WORK_MS` between two polls. The interval must "
-            "be longer than that, with a margin for the fetch and the commit and for a slower moment of the machine: "
-            "a quarter more, rounded up to a whole second, is the answer here. Much more than that also works, but "
-            "a consumer that really hangs then keeps its partitions that long before the group moves on. Fewer "
-            "records per poll (`max.poll.records`) shrink the work instead of stretching the interval.",
+        why="In the baseline, the Java consumer works `POLL_BATCH x POLL_WORK_MS` between two polls. The interval "
+            "must be longer than that, with a margin for the fetch and the commit and for a slower moment of the "
+            "machine: a quarter more, rounded up to a whole second, is the answer here. Much more than that also "
+            "works, but a consumer that really hangs then keeps its partitions that long before the group moves on. "
+            "Fewer records per poll (`max.poll.records`) shrink the work instead of stretching the interval.",
         wrong=_interval_too_short,
+        closer="Between two polls the consumer works through every record of one batch. The interval has to be "
+               "longer than that work by a margin for the fetch, the commit and a slow moment of the machine: a "
+               "fraction of the work, not a multiple of it.",
     ),
 }
 
-# The Mitigate step runs the consumers without a fix again, with the learner's setting: the setting is the fix.
-lesson = Lesson("poll_loop", "Slow work between two polls", params=PARAMS, rules=RULES, needs=needs,
+# The Run step runs the consumers in their baseline (poll_variants' default); the Mitigate step runs them again with
+# the learner's values over the parameters: the other variants (the notebook's written fix), or a baseline with a
+# longer interval or a smaller batch.
+lesson = Lesson("poll_loop", "Work between two polls", params=PARAMS, rules=RULES, needs=needs,
                 body=run_lesson, question=question, measured_answer=measured_answer, exercises=EXERCISES,
                 apps=("PollLoopConsumer", "SlowRecordApp", "lab.apps.consumer_app"), spark_audit=True,
-                mitigate_base={"poll_fixes": ["none"]})
+                mitigate_base={"poll_variants": ["baseline"]})

@@ -1,7 +1,7 @@
 """Lesson 07a's consumers and their arithmetic: the Java client (lab/java/PollLoopConsumer.java), librdkafka
 (lab/apps/consumer_app.py) and Kafka Streams (lab/java/SlowRecordApp.java), each started for one variant (client x
-fix), and what it read, committed and said about being dropped. Whether a variant should loop follows from its
-numbers (expected_to_loop), not from its name; pause_resume does not apply to Kafka Streams.
+way of running it), and what it read, committed and said about being dropped. Whether a variant should loop follows
+from its numbers (expected_to_loop), not from its name; pause_resume does not apply to Kafka Streams.
 """
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ from ...history import History
 from ...programs import JavaProgram
 
 CLIENTS = ("java", "librdkafka", "streams")
-FIXES = ("none", "max_poll_records_1", "longer_interval", "pause_resume")
+# How each consumer runs: as the parameters set it (baseline), one record per poll, a longer max.poll.interval.ms,
+# or its partitions paused while a worker thread processes (pause_resume).
+VARIANTS = ("baseline", "max_poll_records_1", "longer_interval", "pause_resume")
 # The clients' own words, quoted as evidence.
 JAVA_TIMEOUT = r"consumer poll timeout has expired"
 RDKAFKA_MAXPOLL = r"MAXPOLL\|.*maximum poll interval"
@@ -22,30 +24,30 @@ STREAMS_FENCED = r"Detected that the thread is being fenced"
 DROPPED_LINE = {"java": JAVA_TIMEOUT, "librdkafka": RDKAFKA_MAXPOLL, "streams": STREAMS_FENCED}
 MIN_SESSION_MS = 6000   # the broker's group.min.session.timeout.ms: librdkafka needs session <= interval
 
-def applies(client: str, fix: str) -> bool:
-    return not (client == "streams" and fix == "pause_resume")   # Streams polls for you: no pause while working
+def applies(client: str, variant: str) -> bool:
+    return not (client == "streams" and variant == "pause_resume")   # Streams polls for you: no pause while working
 
 
-def batch_ms(p: dict, fix: str, client: str = "java") -> float:
-    """How long the work between two polls takes under `fix` (Streams: its one slow record)."""
+def batch_ms(p: dict, variant: str, client: str = "java") -> float:
+    """How long the work between two polls takes in `variant` (Streams: its one slow record)."""
     if client == "streams":
         return p["poll_slow_record_ms"]
-    return (1 if fix == "max_poll_records_1" else p["poll_batch"]) * p["poll_work_ms"]
+    return (1 if variant == "max_poll_records_1" else p["poll_batch"]) * p["poll_work_ms"]
 
 
-def interval_ms(p: dict, fix: str) -> int:
-    return p["poll_longer_interval_ms"] if fix == "longer_interval" else p["poll_interval_ms"]
+def interval_ms(p: dict, variant: str) -> int:
+    return p["poll_longer_interval_ms"] if variant == "longer_interval" else p["poll_interval_ms"]
 
 
-def expected_to_loop(p: dict, fix: str, client: str = "java") -> bool:
+def expected_to_loop(p: dict, variant: str, client: str = "java") -> bool:
     """The arithmetic of the lesson: a poll's work beyond the interval, unless poll() goes on meanwhile."""
-    return fix != "pause_resume" and batch_ms(p, fix, client) > interval_ms(p, fix)
+    return variant != "pause_resume" and batch_ms(p, variant, client) > interval_ms(p, variant)
 
 
 @dataclass
 class Variant:
     client: str
-    fix: str
+    variant: str
     group: str
     history: History
     child: object = None          # lab.processes.Child
@@ -53,20 +55,20 @@ class Variant:
 
     @property
     def name(self) -> str:
-        return f"{self.client}/{self.fix}"
+        return f"{self.client}/{self.variant}"
 
 
 def _start_java(lab, v: Variant, topic: str, p: dict) -> None:
     program = lab.program(JavaProgram(
-        f"poll-{v.client}-{v.fix}", KAFKA_VERSION, "PollLoopConsumer", ["PollLoopConsumer.java", "Lab.java"],
+        f"poll-{v.client}-{v.variant}", KAFKA_VERSION, "PollLoopConsumer", ["PollLoopConsumer.java", "Lab.java"],
         streams=False,
         properties={"bootstrap.servers": lab.bootstrap, "group.id": v.group, "auto.offset.reset": "earliest",
                     "enable.auto.commit": "false", "group.protocol": "classic",
-                    "max.poll.interval.ms": interval_ms(p, v.fix),
-                    "max.poll.records": 1 if v.fix == "max_poll_records_1" else p["poll_batch"],
+                    "max.poll.interval.ms": interval_ms(p, v.variant),
+                    "max.poll.records": 1 if v.variant == "max_poll_records_1" else p["poll_batch"],
                     "lab.topic": topic, "lab.app": v.name, "lab.history": v.history.folder,
                     "lab.run.id": v.history.run_id, "lab.work.ms": p["poll_work_ms"],
-                    "lab.pause": str(v.fix == "pause_resume").lower()},
+                    "lab.pause": str(v.variant == "pause_resume").lower()},
         heap="128m"))
     v.child, v.log = program.start(), program.log_path
 
@@ -74,24 +76,24 @@ def _start_java(lab, v: Variant, topic: str, p: dict) -> None:
 def _start_librdkafka(lab, v: Variant, topic: str, p: dict) -> None:
     args = ["--bootstrap", lab.bootstrap, "--topic", topic, "--group", v.group, "--app", v.name,
             "--history", v.history.folder, "--run-id", v.history.run_id, "--work-ms", p["poll_work_ms"],
-            "--batch", 1 if v.fix == "max_poll_records_1" else p["poll_batch"],
-            "--max-poll-interval-ms", interval_ms(p, v.fix)]
-    v.child = lab.spawn_python(f"poll-{v.client}-{v.fix}", "lab.apps.consumer_app",
-                               args + (["--pause"] if v.fix == "pause_resume" else []))
+            "--batch", 1 if v.variant == "max_poll_records_1" else p["poll_batch"],
+            "--max-poll-interval-ms", interval_ms(p, v.variant)]
+    v.child = lab.spawn_python(f"poll-{v.client}-{v.variant}", "lab.apps.consumer_app",
+                               args + (["--pause"] if v.variant == "pause_resume" else []))
     v.log = v.child.log_path
 
 
 def _start_streams(lab, v: Variant, topic: str, p: dict) -> None:
-    output = lab.topics(f"{topic}-out-{v.fix}", partitions=1)[0]
+    output = lab.topics(f"{topic}-out-{v.variant}", partitions=1)[0]
     program = lab.program(JavaProgram(
-        f"poll-{v.client}-{v.fix}", KAFKA_VERSION, "SlowRecordApp", ["SlowRecordApp.java", "Lab.java", "LabStreams.java"],
-        heap="192m",
+        f"poll-{v.client}-{v.variant}", KAFKA_VERSION, "SlowRecordApp",
+        ["SlowRecordApp.java", "Lab.java", "LabStreams.java"], heap="192m",
         properties={"bootstrap.servers": lab.bootstrap, "application.id": v.group,
                     "processing.guarantee": "at_least_once", "commit.interval.ms": 1000,
                     "num.stream.threads": 1, "state.dir": lab.folder / v.group,
                     "consumer.auto.offset.reset": "earliest", "producer.linger.ms": 5,
-                    "consumer.max.poll.interval.ms": interval_ms(p, v.fix),
-                    "consumer.max.poll.records": 1 if v.fix == "max_poll_records_1" else p["poll_batch"],
+                    "consumer.max.poll.interval.ms": interval_ms(p, v.variant),
+                    "consumer.max.poll.records": 1 if v.variant == "max_poll_records_1" else p["poll_batch"],
                     "lab.input.topic": topic, "lab.output.topic": output, "lab.app": v.name,
                     "lab.history": v.history.folder, "lab.run.id": v.history.run_id, "lab.work.ms": 0,
                     "lab.slow.ms": p["poll_slow_record_ms"], "lab.slow.offset": p["poll_slow_offset"]}))

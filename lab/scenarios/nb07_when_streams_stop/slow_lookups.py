@@ -1,6 +1,6 @@
 """Lesson 07c, a lookup per record: a local HTTP service (lab/apps/lookup_service.py) answers after LOOKUP_LATENCY_MS;
-input arrives at LOOKUP_RATE on LOOKUP_THREADS partitions and one lab/java/ThroughputApp.java per mode (plain, cache,
-batch, threads) reads it while its lag is sampled. A mode keeps up when its lag grows by no more than a quarter of the
+input arrives at LOOKUP_RATE on LOOKUP_THREADS partitions and one lab/java/ThroughputApp.java per mode (direct,
+cache, batch, threads) reads it while its lag is sampled. A mode keeps up when its lag grows by no more than a quarter of the
 window's input."""
 from __future__ import annotations
 
@@ -18,17 +18,20 @@ from ...experiment.lesson import Lesson
 from ...experiment.result import Exercise, judge_rule, setting
 from .throughput import StreamsApp, start_and_settle, stop_apps
 
-MODES = ("plain", "cache", "batch", "threads")
+MODES = ("direct", "cache", "batch", "threads")   # direct: one call per record, on one thread (the app's "plain")
 
 PARAMS = [
-    Param("lookup_modes", list(MODES), "plain: one call per record; the others: a fix each, side by side",
-          choices=MODES),
+    Param("lookup_modes", ["direct"], "how the app calls the service, one app per mode, side by side: direct (one "
+          "call per record, one thread), cache (one call per new key), batch (one call per LOOKUP_BATCH records), "
+          "threads (one call per record, on LOOKUP_THREADS threads). The lesson's Run step runs direct, its Mitigate "
+          "step the others", choices=MODES),
     Param("lookup_latency_ms", 50, "the service's latency per call", lo=1, hi=5000, unit="ms"),
     Param("lookup_rate", 50.0, "input records per second", lo=1, hi=2000, unit="records/s"),
-    Param("lookup_keys", 20, "distinct keys (what the cache can hold on to)", lo=1, hi=100_000),
+    Param("lookup_keys", 20, "distinct keys in the input", lo=1, hi=100_000),
     Param("lookup_batch", 50, "records per call in batch mode", lo=2, hi=10_000),
-    Param("lookup_threads", 4, "threads of the threads mode, and the input's partitions", lo=1, hi=8),
-    Param("lookup_window_s", 15.0, "the measured window, once every app has settled", lo=5, hi=300, unit="s"),
+    Param("lookup_threads", 4, "the input's partitions, and the threads of the threads mode (one per partition)",
+          lo=1, hi=8),
+    Param("lookup_window_s", 15.0, "the measured window, once every app is running", lo=5, hi=300, unit="s"),
 ]
 
 
@@ -39,13 +42,15 @@ def _fits(p: dict) -> str | None:
 RULES = [_fits]
 
 KEEPS_UP = ("yes, it keeps up", "no, its lag keeps growing")
-HOW = {"plain": "one call per record, on one thread", "cache": "one call per key, the answer cached",
+# ThroughputApp's own name for each mode: threads is one call per record on each of its threads
+APP_MODE = {"direct": "plain", "threads": "plain"}
+HOW = {"direct": "one call per record, on one thread", "cache": "one call per key, the answer cached",
        "batch": "one call per batch of records", "threads": "one call per record, on several threads"}
 
 
 def asked_mode(p: dict) -> str:
     """The mode the Predict question is about: one call per record if it runs."""
-    return "plain" if "plain" in p["lookup_modes"] else p["lookup_modes"][0]
+    return "direct" if "direct" in p["lookup_modes"] else p["lookup_modes"][0]
 
 
 def question(p: dict) -> tuple:
@@ -66,7 +71,7 @@ def needs(p: dict) -> dict:
 def capacity(p: dict, mode: str) -> float | None:
     """Records per second the arithmetic allows a mode; None for the cache (once warm, no call at all)."""
     per_thread = 1000 / p["lookup_latency_ms"]
-    return {"plain": per_thread, "threads": per_thread * p["lookup_threads"],
+    return {"direct": per_thread, "threads": per_thread * p["lookup_threads"],
             "batch": per_thread * p["lookup_batch"]}.get(mode)
 
 
@@ -80,7 +85,7 @@ def run_lesson(lab, p: dict) -> "Outcome":
         try:
             apps = {mode: StreamsApp(lab, f"lookup-{mode}", topic, instances=1,
                                      threads=partitions if mode == "threads" else 1, lookup_url=service.url,
-                                     lookup_mode="plain" if mode == "threads" else mode,
+                                     lookup_mode=APP_MODE.get(mode, mode),
                                      batch_size=p["lookup_batch"], lookup_latency_ms=p["lookup_latency_ms"])
                     for mode in p["lookup_modes"]}
             start_and_settle(lab, apps.values(), partitions, "the lookup apps to settle")
@@ -146,10 +151,10 @@ class Outcome:
     def explain(self) -> str:
         lines = [f"Each call waits {self.latency_ms:g} ms: one thread makes at most {1000 / self.latency_ms:.0f} "
                  "calls per second."]
-        plain = next((r for r in self.rows if r["mode"] == "plain"), None)
-        if plain:
-            busy = plain["input_per_s"] * self.latency_ms / 1000   # seconds of waiting per second of input
-            lines.append(f"With one call per record at {plain['input_per_s']:g} records/s, the thread waits "
+        direct = next((r for r in self.rows if r["mode"] == "direct"), None)
+        if direct:
+            busy = direct["input_per_s"] * self.latency_ms / 1000   # seconds of waiting per second of input
+            lines.append(f"With one call per record at {direct['input_per_s']:g} records/s, the thread waits "
                          f"{busy:.2f} s per second of input: "
                          + ("within its second, so the lookups are fine here." if busy <= 1 else
                             "more than it has, so the lag can only grow."))
@@ -174,7 +179,7 @@ class Outcome:
 def keeps_up(mode, p):
     # one call at a time per thread: 1000 / latency records a second, times the threads, or times a batch per call
     per_thread = 1000 / p["lookup_latency_ms"]
-    capacity = per_thread * {"plain": 1, "threads": p["lookup_threads"], "batch": p["lookup_batch"]}[mode]
+    capacity = per_thread * {"direct": 1, "threads": p["lookup_threads"], "batch": p["lookup_batch"]}[mode]
     return p["lookup_rate"] <= capacity
 
 
@@ -184,7 +189,7 @@ def _one_call_bounds_all(mode, p):
     return p["lookup_rate"] <= 1000 / p["lookup_latency_ms"]
 
 
-JUDGED_MODES = ("plain", "threads", "batch")   # the cache's budget is its keys' first calls: not this arithmetic
+JUDGED_MODES = ("direct", "threads", "batch")   # the cache's budget is its keys' first calls: not this arithmetic
 
 
 def _clear(p: dict, mode: str) -> bool | None:
@@ -226,8 +231,12 @@ EXERCISES = {
             "it, the lag grows for ever. The lookup table's `capacity_per_s` is that budget, and `keeps_up` what "
             "the run measured. Near the budget a run can go either way, so the check leaves that zone out.",
         wrong=lambda result: _one_call_bounds_all,
+        closer="Count what one thread can finish in a second when every call makes it wait LOOKUP_LATENCY_MS. Then "
+               "ask what each mode multiplies that by (calls waiting at once, records answered per call), and "
+               "compare with the records arriving each second.",
     ),
 }
 
+# The Run step runs the direct app (lookup_modes' default); the Mitigate step runs the learner's modes instead.
 lesson = Lesson("lookups", "A lookup per record", params=PARAMS, rules=RULES, needs=needs, body=run_lesson,
                 question=question, measured_answer=measured_answer, exercises=EXERCISES, apps=("ThroughputApp",))

@@ -1,8 +1,8 @@
-"""Lesson 08, diagnose your cluster: the chosen RISKS are built into a broker of the lab's own (with JMX, for the
+"""Lesson 08, diagnose your cluster: the chosen SETUPS are built into a broker of the lab's own (with JMX, for the
 client versions), the read-only lab.doctor.diagnose() reads it and, with VERIFY, the run waits for the predicted times,
 restarts the group's consumer and uses the idle transactional producer again to prove each prediction. Its outcome
 is a DiagnoseResult (diagnose_report), its exercises are in exercises; your_cluster() diagnoses the learner's own
-cluster, read-only. Risks are only ever built into the lab's broker: a cluster of yours is only read.
+cluster, read-only. Set-ups are only ever built into the lab's broker: a cluster of yours is only read.
 """
 from __future__ import annotations
 
@@ -20,18 +20,24 @@ from ...programs import clients_classpath, idle_producer
 from .diagnose_report import DiagnoseResult, predictions
 from .exercises import EXERCISES
 
-RISKS = ("expiring_offsets", "idle_transactional_id", "quota_on_streams_producer", "old_client")
+# What the run can build, named for what it does rather than for the risk (the diagnosis's own rule names, like
+# offsets-expire, come after the run): a consumer group whose only consumer commits and leaves (consumer_leaves), a
+# transactional producer that commits, then sends nothing (producer_idles), a produce quota on a Kafka Streams
+# producer's client id (streams_producer_quota), an old kafka-clients release for that producer (old_client).
+SETUPS = ("consumer_leaves", "producer_idles", "streams_producer_quota", "old_client")
 SWEEP_MS = 2000            # offsets.retention.check.interval.ms: the coordinator sweeps this often
 TXN_SWEEP_MS = 1000        # transaction.remove.expired.transaction.cleanup.interval.ms
 QUOTA = 35000              # producer_byte_rate of "Quotas and Kafka Streams EOS"
 TRICKLE = 10               # records produced before the restart, so both runs have something new to read
 SHORTEST_EXPIRY_S = 60     # Kafka's minimum offsets.retention.minutes: the wait without a prediction
-EMBEDDED_ONLY = ("This lesson builds risks (short retentions, a quota) into the lab's own broker only, never into "
-                 "your cluster: diagnose yours read-only with your_cluster(bootstrap) or `python -m lab doctor`.")
+EMBEDDED_ONLY = ("This lesson builds its set-ups (short retentions, a quota) into the lab's own broker only, never "
+                 "into your cluster: diagnose yours read-only with your_cluster(bootstrap) or `python -m lab doctor`.")
 
 PARAMETERS = [
-    Param("risks", list(RISKS), "the risks built into the lab's broker (any of the four, or none)",
-          choices=RISKS),
+    Param("setups", list(SETUPS), "what the run builds into the lab's broker (any of the four, or none): a group "
+          "whose only consumer commits and leaves, a transactional producer that commits and then sends nothing, a "
+          "produce quota on a Streams producer's client id, that producer on kafka-clients OLD_CLIENT",
+          choices=SETUPS),
     Param("retention_minutes", 1, "offsets.retention.minutes (default 10080 = 7 d)", lo=1, hi=10080, unit="min",
           why="Kafka's minimum is 1; a verified run waits about one retention"),
     Param("expiration_ms", 30000, "transactional.id.expiration.ms (default 604800000 = 7 d)", lo=1000,
@@ -40,7 +46,8 @@ PARAMETERS = [
     Param("messages", 50, "records the group consumes and commits first", lo=1, hi=100000),
     Param("old_client", "3.3.1", "kafka-clients version of the old Java client (the transactional producer)",
           check=clients_classpath),
-    Param("verify", True, "wait for the predicted times and prove each prediction (False: diagnosis only)"),
+    Param("verify", True, "after the diagnosis: wait, restart the group's consumer, send one more transaction and "
+          "compare with what the diagnosis said (False: the diagnosis only)"),
 ]
 
 
@@ -60,19 +67,19 @@ def measured_answer(record: dict, p: dict) -> int | None:
 
 
 def question(p: dict) -> tuple:
-    """The Predict step: a number (the verification measures it)."""
+    """The Predict step: a count (the verification measures it), judged exactly."""
     return (f"The group `billing` consumes and commits {p['messages']} records"
-            + (", then leaves and stays away past offsets.retention.minutes" if "expiring_offsets" in p["risks"] else
+            + (", then leaves and stays away past offsets.retention.minutes" if "consumer_leaves" in p["setups"] else
                ", and a member stays in it until it restarts")
-            + ". How many records will it read again when it restarts with auto.offset.reset=earliest?", None)
+            + ". How many records will it read again when it restarts with auto.offset.reset=earliest?", None, 0)
 
 
 def diagnose_and_verify(lab: Run, p: dict) -> DiagnoseResult:
-    """The lesson's body: build the chosen risks, diagnose the cluster read-only, then (VERIFY) wait and prove each
-    prediction."""
-    if not lab.cluster.owns_broker:   # KAFKA_LAB_BOOTSTRAP: never build risks into someone's cluster
+    """The lesson's body: build the chosen set-ups, diagnose the cluster read-only, then (VERIFY) wait and prove
+    each prediction."""
+    if not lab.cluster.owns_broker:   # KAFKA_LAB_BOOTSTRAP: never build set-ups into someone's cluster
         raise LabError(EMBEDDED_ONLY)
-    if p["verify"]:   # the verification audits the consumer's history: Spark warms up while the risks are built
+    if p["verify"]:   # the verification audits the consumer's history: Spark warms up while the set-ups are built
         from ...audit import warm_up
         warm_up()
     return _Experiment(lab, p).go()
@@ -85,15 +92,15 @@ class _Experiment:
         self.txn_id = f"invoicer-{tag}"
         self.quota_client = f"{self.app}-StreamThread-1-producer"
         self.history = History(run.folder / "consumer", run.id)
-        self.risky = {r: r in p["risks"] for r in RISKS}
-        self.client_version = p["old_client"] if self.risky["old_client"] else KAFKA_VERSION
+        self.built = {r: r in p["setups"] for r in SETUPS}
+        self.client_version = p["old_client"] if self.built["old_client"] else KAFKA_VERSION
         self.admin, self.consumer, self.inc, self.times = run.cluster.admin(), None, 0, {}
 
     def go(self) -> DiagnoseResult:
         run, p = self.run, self.p
         run.topics(self.topic, partitions=2)
         run.topics(self.txn_id)
-        run.phase(f"building: {', '.join(p['risks']) or 'nothing risky'}")
+        run.phase(f"building: {', '.join(p['setups']) or 'the healthy set-up'}")
         producer = self.start_producer()
         self.produce("before", p["messages"])
         self.start_consumer()
@@ -101,23 +108,23 @@ class _Experiment:
         run.wait(lambda: producer.lab_lines(kind="committed"), 120, "the transactional producer's first commit",
                  child=producer.process)
         self.committed_before = committed_offsets(self.commits())
-        if self.risky["quota_on_streams_producer"]:
+        if self.built["streams_producer_quota"]:
             run.cluster.set_quota(self.quota_client, producer_byte_rate=QUOTA)
             run.event("quota", "quota set", tone="fault", detail=f"producer_byte_rate={QUOTA} on {self.quota_client}")
-        if self.risky["expiring_offsets"]:
+        if self.built["consumer_leaves"]:
             self.consumer.stop()
             self.times["left"] = time.time()
             run.event("consumer group", "left the group", tone="fault", detail=f"{self.group}: committed "
                       f"{self.committed_before}, then stopped (SIGTERM: leave the group)")
-        if self.risky["idle_transactional_id"]:
+        if self.built["producer_idles"]:
             self.idle.touch()
             run.wait(lambda: producer.lab_lines(kind="idle"), 30, "the producer to go idle", child=producer.process)
             run.event("transactional id", "idle", tone="fault", detail=f"{self.txn_id}: last transaction committed")
             # lab.doctor counts an id as idle once silent for a tenth of the expiration (at most a minute)
             last = max(e["ts"] for e in producer.lab_lines(kind="committed"))
             run.countdown("the transactional id sits idle", until=last + min(60, p["expiration_ms"] / 10000) + 1)
-        state = "idle" if self.risky["idle_transactional_id"] else "busy"
-        run.event("client", f"kafka-clients {self.client_version}", tone="fault" if self.risky["old_client"] else
+        state = "idle" if self.built["producer_idles"] else "busy"
+        run.event("client", f"kafka-clients {self.client_version}", tone="fault" if self.built["old_client"] else
                   "info", detail=f"the transactional producer ({state})")
         diagnosis = self.diagnose()
         verified = self.verify(producer, diagnosis) if p["verify"] else {}
@@ -195,7 +202,7 @@ class _Experiment:
                           detail=f"{rule}: predicted at {w / 1000 - run.t0:.1f} s")
         else:
             until = now + SHORTEST_EXPIRY_S + sweeps
-        if self.risky["expiring_offsets"]:   # a classic group's clock starts when it empties, after its last commit
+        if self.built["consumer_leaves"]:   # a classic group's clock starts when it empties, after its last commit
             until = max(until, self.times["left"] + self.p["retention_minutes"] * 60 + sweeps)
         run.phase(f"verifying: waiting {until - now:.0f} s for the predicted times")
         gone = {}
@@ -273,9 +280,10 @@ def your_cluster(bootstrap: str | None = None, *, command_config: str | None = N
     return d
 
 
-# The Mitigate step (lesson.mitigate): the same broker, the same short retentions, and the risks the learner's fix
-# leaves (FIX = {"risks": []}: a member stays in the group, the producer sends two transactions a second, no quota, a
-# current client).
+# The Mitigate step (lesson.mitigate): the same broker, the same short retentions, and the set-ups the learner's fix
+# leaves (`lesson.mitigate(result, setups=[])`: a member stays in the group, the producer sends two transactions a
+# second, no quota, a current client).
 lesson = Lesson("diagnose", "Diagnose your cluster", params=PARAMETERS, needs=needs, body=diagnose_and_verify,
                 question=question, measured_answer=measured_answer, exercises=EXERCISES,
                 apps=("lab.apps.consumer_app", "IdleTransactionalProducer"))
+lesson.your_cluster = your_cluster   # the notebook's last step: `lesson.your_cluster(bootstrap)`, read-only

@@ -1,10 +1,10 @@
-"""Notebook 08's exercises: predict the re-reads from what the doctor read (1), then count them in the consumer's
-history (2). Each check judges the learner's answer on the lesson's result (a LessonResult around a DiagnoseResult).
+"""Notebook 08's exercises: predict the re-reads from what the doctor read (1), then count them in a consumer's
+history (2), both functions, judged on this run (a LessonResult around a DiagnoseResult) and on cases whose answer
+is known: an answer copied from this run's numbers does not pass.
 """
 from __future__ import annotations
 
-from ...errors import LabError
-from ...experiment.result import Exercise, called, count, expect, whole
+from ...experiment.result import Exercise, called, expect, whole
 
 
 def rereads_after_expiry(committed, log_start):
@@ -32,29 +32,54 @@ def _check_rereads_after_expiry(result, fn) -> None:
                                       "lies before the committed offset")
 
 
-def _rereads(result) -> int:
-    """Exercise 2, from the consumer's history: (partition, offset) pairs incarnation 1 read that 0 had read."""
-    reads = result.reads() if result.history is not None else None
-    if reads is None or not len(reads):
-        return 0
+def count_rereads(reads):
+    # a re-read: a (partition, offset) the restarted consumer (incarnation 1) read that incarnation 0 had read
     first = set(zip(reads[reads.incarnation == 0].partition, reads[reads.incarnation == 0].offset))
     again = reads[reads.incarnation == 1]
     return sum((p, o) in first for p, o in zip(again.partition, again.offset))
 
 
-def _check_rereads(result, answer) -> None:
-    observed = result.observed_rereads()
-    if observed is None:
-        raise LabError("The verification was not run in this run (VERIFY = False): run the notebook with VERIFY = "
-                       "True first.")
-    expect(count(answer) == observed, "count the (partition, offset) pairs incarnation 1 read that incarnation 0 had "
-                                      "read and committed")
+def _every_read_after_restart(reads):
+    """A tempting wrong answer: every record the restarted consumer read, the new ones included."""
+    return int((reads.incarnation == 1).sum())
 
 
-def _read_after_restart(result) -> int:
-    """Every record the restarted consumer read, the new ones included."""
+def _reads_frame(rows: list[tuple]):
+    """A history like result.reads(): one row per record read, (incarnation, partition, offset)."""
+    import pandas as pd
+    return pd.DataFrame([{"run_id": "example", "kind": "read", "ts": float(i), "incarnation": inc,
+                          "partition": part, "offset": off, "id": f"r-{part}-{off}"}
+                         for i, (inc, part, off) in enumerate(rows)])
+
+
+# Exercise 2's other histories, each (what it is, rows, re-reads)
+OTHER_HISTORIES = (
+    ("a history where incarnation 0 read offsets 0 to 4 of partition 0 and 0 to 2 of partition 1, and incarnation 1 "
+     "read 0 to 6 of partition 0 and 3 to 4 of partition 1",
+     [(0, 0, o) for o in range(5)] + [(0, 1, o) for o in range(3)] + [(1, 0, o) for o in range(7)]
+     + [(1, 1, o) for o in (3, 4)], 5),
+    ("a history where incarnation 0 read offsets 0 to 3 of partition 0 and incarnation 1 offsets 0 to 3 of "
+     "partition 1", [(0, 0, o) for o in range(4)] + [(1, 1, o) for o in range(4)], 0),
+)
+
+
+def _this_runs_reads(result):
     reads = result.reads() if result.history is not None else None
-    return 0 if reads is None or not len(reads) else int((reads.incarnation == 1).sum())
+    return reads if reads is not None and len(reads) and "incarnation" in reads else None
+
+
+def _check_count_rereads(result, fn) -> None:
+    """Judged on this run's history (when it has one) and on histories whose count is known."""
+    cases = []
+    mine = _this_runs_reads(result)
+    if mine is not None:
+        cases.append(("this run's history", mine, count_rereads(mine)))
+    cases += [(what, _reads_frame(rows), truth) for what, rows, truth in OTHER_HISTORIES]
+    for what, reads, truth in cases:
+        given = called(fn, "count_rereads(reads)", reads.copy())
+        expect(whole(given) is not None, f"for {what} it returned {given!r}: return a whole number of records")
+        expect(whole(given) == truth, f"for {what} it returned {given}, but {truth} of incarnation 1's reads are "
+                                      "records incarnation 0 had read: count only those, not the new ones")
 
 
 EXERCISES = {
@@ -66,11 +91,19 @@ EXERCISES = {
             "had committed before reading anything new: `committed - log_start` per partition, never below 0. "
             "Offset 0 is only the log start on a topic that retention has not touched yet; on a real cluster it "
             "rarely is, so counting from 0 overestimates. The doctor computes this from the same two things it "
-            "reads, and the verification counts it in the consumer's history (exercise 2)."),
+            "reads, and the verification counts it in the consumer's history (exercise 2).",
+        closer="Work partition by partition, then add them up. On each partition the restarted consumer starts at "
+               "the first offset the log still holds and reads again up to the committed offset; where the log "
+               "already starts past the committed offset, there is nothing left to read again."),
     2: Exercise(
-        check=_check_rereads, solution=lambda result: int(_rereads(result)), wrong=_read_after_restart,
+        check=_check_count_rereads, solution=lambda result: count_rereads,
+        wrong=lambda result: _every_read_after_restart,
         why="The restarted consumer (incarnation 1) read from where its group's committed offsets told it to: from "
             "the log start when they had expired, from where it left off when they had not. A record it read that "
             "incarnation 0 had read too, the same `(partition, offset)`, is a re-read; the records produced while it "
-            "was down are new, not re-read. Compare the count with the diagnosis's prediction in `result.table()`."),
+            "was down are new, not re-read. This run's count is `count_rereads(result.reads())`; compare it with "
+            "the diagnosis's prediction in `result.table()`.",
+        closer="A record is a partition and an offset together: offset 3 of partition 0 and offset 3 of partition 1 "
+               "are two records. Collect the records incarnation 0 read, then count the rows of incarnation 1 that "
+               "are among them."),
 }

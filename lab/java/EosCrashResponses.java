@@ -1,0 +1,47 @@
+import java.util.Map;
+
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.streams.errors.ErrorHandlerContext;
+import org.apache.kafka.streams.errors.ProductionExceptionHandler;
+
+/**
+ * EosCrashApp's production exception handlers in the form Kafka Streams 4.2 brought with its dead-letter queue
+ * (KIP-1034): handleError() answers with a ProductionExceptionHandler.Response (Response.resume(), Response.fail(),
+ * Response.retry(), each optionally with dead-letter records), and the ProductionExceptionHandlerResponse enum that
+ * handle() returns is deprecated. This file needs those types: the lab compiles it only against Kafka Streams 4.2 and
+ * later (lab/scenarios/nb05_exactly_once_under_crashes/streams_app.py, sources()), and configures these classes
+ * there; older versions run EosCrashApp.ContinueTooLarge and RouteTooLarge. Both forms make one decision with the
+ * same evidence line (EosCrashApp.ContinueTooLarge.drops), which names the answer RESUME here.
+ */
+public class EosCrashResponses {
+    /** Response.resume() for an output record the broker refuses as too large, Response.fail() for anything else. */
+    public static class ContinueTooLarge implements ProductionExceptionHandler {
+        final EosCrashApp.ContinueTooLarge decision;
+
+        public ContinueTooLarge() {
+            this(new EosCrashApp.ContinueTooLarge());
+        }
+
+        ContinueTooLarge(EosCrashApp.ContinueTooLarge decision) {
+            this.decision = decision;
+        }
+
+        @Override
+        public Response handleError(ErrorHandlerContext context, ProducerRecord<byte[], byte[]> record,
+                                    Exception exception) {
+            return decision.drops(record, exception, "RESUME") ? Response.resume() : Response.fail();
+        }
+
+        @Override
+        public void configure(Map<String, ?> configs) {
+            decision.configure(configs);
+        }
+    }
+
+    /** The same, after a note of the refused record goes to a topic of its own (EosCrashApp.RouteTooLarge). */
+    public static class RouteTooLarge extends ContinueTooLarge {
+        public RouteTooLarge() {
+            super(new EosCrashApp.RouteTooLarge());
+        }
+    }
+}
