@@ -50,8 +50,7 @@ PARAMS = [
     Param("bounce_delivery_timeout_ms", 10_000, "the apps' producer delivery.timeout.ms", lo=REQUEST_TIMEOUT_MS,
           hi=600_000, unit="ms", why=f"the producer needs delivery.timeout.ms >= request.timeout.ms "
           f"({REQUEST_TIMEOUT_MS} here) + linger.ms (0)"),
-    Param("bounce_task_timeout_ms", 20_000, "the apps' task.timeout.ms (Kafka Streams 2.8 and later: 2.7 uses it "
-          "only for global state stores, and these apps have none)", lo=0, hi=600_000, unit="ms"),
+    Param("bounce_task_timeout_ms", 20_000, "the apps' task.timeout.ms", lo=0, hi=600_000, unit="ms"),
     Param("bounce_rate", 50.0, "input records per second", lo=1, hi=2000, unit="records/s"),
     Param("bounce_partitions", 2, "partitions of the input and of each output topic", lo=1, hi=12),
     Param("bounce_threads", 1, "stream threads per app", lo=1, hi=4),

@@ -20,7 +20,7 @@ from .throughput import StreamsApp, start_and_settle, stop_apps
 PARAMS = [
     Param("par_partitions", [2, 4], "partition counts of the input topic, one round each", lo=1, hi=12),
     Param("par_instances", [1, 2, 4], "instances per app: one app each, side by side", lo=1, hi=8),
-    Param("par_work_ms", 10, "work per record (1000 / it = records per second per thread)", lo=1, hi=1000,
+    Param("par_work_ms", 10, "work per record", lo=1, hi=1000,
           unit="ms"),
     Param("par_window_s", 10.0, "the measured window, once every app has settled", lo=3, hi=120, unit="s"),
 ]
