@@ -25,7 +25,7 @@ PYTHON := $(firstword $(foreach p,python3.13 python3.12 python3.11 python3,$(she
 endif
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
-# KIT=DIR: every package from the kit's wheels, never from the network (lab/kit.py)
+# KIT=DIR: every package from the kit's wheels, never from the network (lab/commands/kit.py)
 PIP_FROM = $(if $(KIT),--no-index --find-links $(abspath $(KIT))/wheels)
 
 .PHONY: lab test install reinstall jars fetch-all check prune tools doctor bench kit site clean-notebooks
@@ -33,7 +33,7 @@ PIP_FROM = $(if $(KIT),--no-index --find-links $(abspath $(KIT))/wheels)
 $(VENV)/.installed: pyproject.toml
 	@test -n "$(PYTHON)" || { echo "No Python 3.11 to 3.13 found: install one (python.org, Homebrew, apt, pyenv) or give PYTHON=..."; exit 1; }
 	@$(PYTHON) -c 'import sys; v = sys.version_info[:2]; sys.exit(0 if (3, 11) <= v <= (3, 13) else f"$(PYTHON) is Python {v[0]}.{v[1]}: the lab needs 3.11 to 3.13 (give PYTHON=...)")'
-	$(if $(KIT),$(PYTHON) lab/kit.py verify $(KIT))
+	$(if $(KIT),$(PYTHON) lab/commands/kit.py verify $(KIT))
 	$(if $(wildcard $(VENV)/bin/python),,$(PYTHON) -m venv $(VENV))
 	$(PY) -m pip install --quiet $(PIP_FROM) --upgrade pip
 	$(PY) -m pip install --quiet $(PIP_FROM) -e '.[dev]'
@@ -90,7 +90,7 @@ kit: jars
 	$(PY) -m pip install --quiet 'uv==0.13.9'
 	$(PY) -m lab kit $(KIT_DIR) --platform $(KIT_PLATFORMS) --site $(SITE_DIR)
 
-# The course as a static site (lab/site.py): each notebook run at its defaults, one at a time, then rendered to
+# The course as a static site (lab/commands/site.py): each notebook run at its defaults, one at a time, then rendered to
 # HTML with nbconvert; open $(SITE_DIR)/index.html. The whole course takes about 26 minutes.
 SITE_DIR ?= site
 site: jars

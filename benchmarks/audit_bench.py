@@ -1,14 +1,14 @@
 """How long the Spark audit takes on 1,000,000 input records plus their output (issue 3: target <= 60 s).
 
-Builds a synthetic run once (history JSON-lines written with lab.history, output as parquet shaped
-like lab.spark.read_topic's frame, with a few anomalies of every kind injected), starts the Spark
+Builds a synthetic run once (history JSON-lines written with lab.record.history, output as parquet shaped
+like lab.audit.spark.read_topic's frame, with a few anomalies of every kind injected), starts the Spark
 session, then times audit() alone: median of --repeats runs. Prints one markdown row for
 benchmarks/RESULTS.md.
 
     python benchmarks/audit_bench.py [--records 1000000] [--repeats 3] [--c1]
         [--master spark://host:7077 | --standalone CORES]   # on a cluster instead of local[2]
 
---standalone starts a master and one worker with CORES cores on 127.0.0.1 (lab.spark_standalone).
+--standalone starts a master and one worker with CORES cores on 127.0.0.1 (lab.audit.spark_standalone).
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lab.audit import audit  # noqa: E402
 from lab.config import SPARK_FULL_JIT_ENV, SPARK_MASTER_ENV, WORK_DIR  # noqa: E402
-from lab.history import History  # noqa: E402
+from lab.record.history import History  # noqa: E402
 
 KEYS, PARTITIONS, T0 = 1000, 4, 1_700_000_000.0
 DUPLICATES, LOST, ABORTED, REREAD = 100, 100, 1000, 500
@@ -105,8 +105,8 @@ def main() -> None:
     size = sum(f.stat().st_size for f in history.folder.glob("*.jsonl"))
     print(f"history written in {time.monotonic() - t:.1f} s ({size / 1e6:.0f} MB)", flush=True)
 
-    from lab.spark import spark_session, stop_spark
-    from lab.spark_standalone import StandaloneSpark
+    from lab.audit.spark import spark_session, stop_spark
+    from lab.audit.spark_standalone import StandaloneSpark
     cluster = None
     if args.standalone:
         cluster = StandaloneSpark(folder / "spark", cores=args.standalone, memory="2g").start()

@@ -36,7 +36,7 @@ def main() -> None:
                     "it: the runs can then be split over several invocations (each holds the machine for less time)")
     args = ap.parse_args()
     from lab.cluster import kafka_cluster
-    from lab.experiment.memory import largest
+    from lab.toolbox.memory import largest
     from lab.scenarios.nb05_exactly_once_under_crashes import crash_points, exception_handlers, schema_change
 
     # each lesson's spec checks every value, and the versions, before anything starts

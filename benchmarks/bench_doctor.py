@@ -25,7 +25,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import NewTopic  # noqa: E402
 
 from lab.cluster import KafkaCluster  # noqa: E402
-from lab.ports import free_port  # noqa: E402
+from lab.runtime.ports import free_port  # noqa: E402
 from lab.doctor import diagnose  # noqa: E402
 
 THREADS = 8

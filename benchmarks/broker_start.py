@@ -1,4 +1,4 @@
-"""A broker's start with and without a class archive (lab.class_archives): wall time from start() to ready, and the
+"""A broker's start with and without a class archive (lab.runtime.class_archives): wall time from start() to ready, and the
 broker JVM's CPU seconds by then. The archive is made first, in a folder of its own (the lab's stays untouched).
 
     .venv/bin/python benchmarks/broker_start.py [--runs 3]
@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from lab import class_archives  # noqa: E402
+from lab.runtime import class_archives  # noqa: E402
 from lab.cluster import kafka_cluster  # noqa: E402
 
 

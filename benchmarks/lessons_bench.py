@@ -1,4 +1,4 @@
-"""What bench_06 and bench_07 share: a lesson (lab.experiment.lesson) run N times on one cluster with its
+"""What bench_06 and bench_07 share: a lesson (lab.toolbox.lesson) run N times on one cluster with its
 notebook test's parameters (or the defaults), each run timed, with its peak memory.
 
     results = run_times(poll_loop.lesson, lesson_values(nb07a), "bench-07a", runs=5, which="test")
@@ -21,7 +21,7 @@ def lesson_values(expectations) -> dict:
 
 
 def run_times(lesson, values: dict, name: str, runs: int, which: str) -> list:
-    """`lesson` (lab.experiment.lesson.Lesson) run `runs` times at `values` on one cluster; prints a line per run,
+    """`lesson` (lab.toolbox.lesson.Lesson) run `runs` times at `values` on one cluster; prints a line per run,
     then the runs' table."""
     from lab.cluster import kafka_cluster
     params = lesson.spec.validate(**values)

@@ -69,7 +69,7 @@ def cluster_ready(nodes):
 
 
 def spark_start():
-    from lab.spark import spark_session, stop_spark
+    from lab.audit.spark import spark_session, stop_spark
     t = time.perf_counter()
     spark_session()
     took = time.perf_counter() - t

@@ -18,8 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lab.audit import audit  # noqa: E402
 from lab.config import SPARK_FULL_JIT_ENV  # noqa: E402
-from lab.history import History  # noqa: E402
-from lab.spark import spark_session, stop_spark  # noqa: E402
+from lab.record.history import History  # noqa: E402
+from lab.audit.spark import spark_session, stop_spark  # noqa: E402
 
 
 def small_history(folder: str, run_id: str, records: int = 200) -> History:

@@ -1,6 +1,6 @@
-"""Kafka Failure Lab. Refuses at import a platform it cannot run on (lab.platforms)."""
+"""Kafka Failure Lab. Refuses at import a platform it cannot run on (lab.runtime.platforms)."""
 from .errors import LabError
-from .platforms import platform_problem
+from .runtime.platforms import platform_problem
 
 _problem = platform_problem()
 if _problem:

@@ -27,8 +27,10 @@ CLIENT_PROPERTIES_ENV = "KAFKA_LAB_CLIENT_PROPERTIES"
 SPARK_MASTER_ENV = "KAFKA_LAB_SPARK_MASTER"
 SPARK_REMOTE_ENV = "SPARK_REMOTE"
 # Set to 1 for an audit of millions of records: the Spark driver then compiles its hot code with C2 too (see
-# lab.spark._classic_session).
+# lab.audit.spark._classic_session).
 SPARK_FULL_JIT_ENV = "KAFKA_LAB_SPARK_FULL_JIT"
 
 CACHE_DIR = Path(os.environ.get("KAFKA_LAB_CACHE", Path.home() / ".cache" / "kafka-failure-lab"))
 WORK_DIR = Path(os.environ.get("KAFKA_LAB_WORK", Path.home() / ".cache" / "kafka-failure-lab" / "work"))
+# The package itself: its Java sources (java/), the pinned jar sets (jars.lock), the site's template (site_template/).
+LAB_DIR = Path(__file__).resolve().parent

@@ -12,9 +12,9 @@ from __future__ import annotations
 from IPython.display import Markdown, display
 
 from .cluster import kafka_cluster
-from .experiment.panel import panel
-from .experiment.predict import predict
-from .recorded import record
+from .toolbox.panel import panel
+from .toolbox.predict import predict
+from .record.recorded import record
 from .scenarios import COURSE, course_table, notebook
 
 __all__ = ["display", "Markdown", "record", "panel", "predict", "kafka_cluster", "setup", "COURSE", "course_table"]
@@ -24,14 +24,14 @@ def setup(number: str | None = None, verbose: bool | None = None):
     `number` ("07a"), or the versions line when no number is given.
 
     verbose=True (or KAFKA_LAB_VERBOSE=1) sends Spark's and librdkafka's logs to the cells again
-    (lab.logs), for debugging.
+    (lab.record.logs), for debugging.
     """
     import confluent_kafka
     import plotly.io as pio
     import pyspark
 
     from .config import KAFKA_VERSION
-    from .logs import set_verbose
+    from .record.logs import set_verbose
     if verbose is not None:
         set_verbose(verbose)
     pio.renderers.default = "plotly_mimetype+notebook"

@@ -160,8 +160,8 @@ def no_jvm_left_behind():
     token = uuid.uuid4().hex
     os.environ[SUITE_MARK] = token  # inherited by every child: brokers, apps, papermill kernels, Spark
     yield
-    from lab.processes import stop_all
-    from lab.spark import stop_spark
+    from lab.runtime.processes import stop_all
+    from lab.audit.spark import stop_spark
     stop_spark()
     stop_all()
     left = jvms_of_this_suite(token)

@@ -8,7 +8,7 @@ import pytest
 
 from lab.audit import KINDS, audit
 from lab.errors import LabError
-from lab.history import History
+from lab.record.history import History
 
 T0 = 1_700_000_000.0
 OUTPUT_SCHEMA = "key STRING, value STRING, `partition` INT, `offset` LONG, timestamp TIMESTAMP"
@@ -16,14 +16,14 @@ OUTPUT_SCHEMA = "key STRING, value STRING, `partition` INT, `offset` LONG, times
 
 @pytest.fixture(scope="module")
 def spark():
-    from lab.spark import spark_session
+    from lab.audit.spark import spark_session
     session = spark_session()
     yield session
     stop_spark_jvm()
 
 
 def stop_spark_jvm():
-    from lab.spark import stop_spark
+    from lab.audit.spark import stop_spark
     stop_spark()  # the session and its py4j JVM
 
 
@@ -61,7 +61,7 @@ class Run:
         return h
 
     def frames(self, spark):
-        """(committed view, uncommitted view) of the output topic, shaped like lab.spark.read_topic."""
+        """(committed view, uncommitted view) of the output topic, shaped like lab.audit.spark.read_topic."""
         import datetime as dt
 
         def rows(records):
@@ -220,8 +220,8 @@ def test_bad_input_is_a_clear_message(spark, tmp_path):
 def test_a_small_audit_runs_on_a_twin_session_with_small_data_settings(spark, tmp_path, monkeypatch):
     """A few hundred rows: a twin session (same SparkContext, its own SQL settings) for small data; the lab's
     session keeps its settings for a learner's large audits, and the verdict is the same either way."""
-    import lab.spark
-    from lab.spark import SMALL_DATA_CONF, SMALL_DATA_ROWS, sized_session
+    import lab.audit.spark
+    from lab.audit.spark import SMALL_DATA_CONF, SMALL_DATA_ROWS, sized_session
     twin = sized_session(spark, 10)
     assert twin is not spark and twin.sparkContext is spark.sparkContext and sized_session(spark, 10) is twin
     assert sized_session(spark, SMALL_DATA_ROWS + 1) is spark
@@ -232,7 +232,7 @@ def test_a_small_audit_runs_on_a_twin_session_with_small_data_settings(spark, tm
     run = Run()
     expected = reset_to_earliest(run)
     small = audit(run.history(tmp_path / "small"), spark=spark)
-    monkeypatch.setattr(lab.spark, "SMALL_DATA_ROWS", -1)           # the same history, as if it were large
+    monkeypatch.setattr(lab.audit.spark, "SMALL_DATA_ROWS", -1)           # the same history, as if it were large
     large = audit(run.history(tmp_path / "large"), spark=spark)
     assert small.counts == large.counts and small.counts["reprocessed_after_reset"] == expected, small.counts
 
@@ -268,7 +268,7 @@ def cluster():
 
 def test_real_topic_with_duplicate_and_aborted_transaction(spark, cluster, tmp_path):
     from confluent_kafka.admin import NewTopic
-    from lab.generator import generate
+    from lab.record.generator import generate
     topic = f"audit-{uuid.uuid4().hex[:6]}"
     admin = cluster.admin()  # keep a reference: a collected client cancels its futures
     admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(30)
@@ -314,7 +314,7 @@ def test_a_hold_keeps_the_rest_of_the_input_until_the_reader_is_ready(cluster, t
     import time
 
     from confluent_kafka.admin import NewTopic
-    from lab.generator import generate
+    from lab.record.generator import generate
     topic = f"held-{uuid.uuid4().hex[:6]}"
     admin = cluster.admin()
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
@@ -350,7 +350,7 @@ def _create_times(bootstrap: str, topic: str, n: int) -> list[int]:
 
 def test_the_spark_driver_runs_c1_alone_unless_a_large_audit_asks_for_the_full_jit(monkeypatch):
     from lab.config import SPARK_FULL_JIT_ENV
-    from lab.spark import _jit_option
+    from lab.audit.spark import _jit_option
     monkeypatch.delenv(SPARK_FULL_JIT_ENV, raising=False)
     assert _jit_option() == "-XX:TieredStopAtLevel=1 "
     monkeypatch.setenv(SPARK_FULL_JIT_ENV, "1")

@@ -6,7 +6,7 @@ import pytest
 
 from lab.config import KAFKA_VERSION
 from lab.errors import LabError
-from lab.experiment import Spec
+from lab.toolbox import Spec
 from lab.scenarios.nb07_when_streams_stop import broker_bounce as bb
 
 SPEC = Spec(*bb.PARAMS, rules=[r for r in bb.RULES if r is not bb._versions_exist])   # no javac here
@@ -151,7 +151,7 @@ def test_the_run_asked_about_names_no_handler_and_the_mitigate_step_adds_them():
 
 
 def refused(checked, hint: str) -> None:
-    """A wrong answer: a cross and expect()'s hint (lab.experiment.result.Checked), not an exception."""
+    """A wrong answer: a cross and expect()'s hint (lab.toolbox.result.Checked), not an exception."""
     assert not checked and re.search(hint, checked.said), checked
 
 

@@ -10,7 +10,7 @@ The browser is Debian's `chromium` package (`make test` installs it with apt whe
 own browser download is not used). Without chromium, or without the playwright package, the test is
 skipped and says why. Run it alone with `pytest -m browser -s`.
 
-The panel contract (lab/experiment/panel.py): a VBox with class `lab-panel`; buttons "Run" (`lab-panel-run`)
+The panel contract (lab/toolbox/panel.py): a VBox with class `lab-panel`; buttons "Run" (`lab-panel-run`)
 and "Stop" (`lab-panel-stop`, disabled when idle); a status (`lab-panel-status`) that reads `running…` during
 a run and starts with `done:`, `stopped` or `failed:` when it ends; a progress area (`lab-panel-progress`).
 """
@@ -29,8 +29,8 @@ from pathlib import Path
 
 import pytest
 
-from lab.__main__ import jupyter_command
-from lab.ports import free_port
+from lab.commands.main import jupyter_command
+from lab.runtime.ports import free_port
 from tests.expectations import nb00
 from tests.test_notebooks import with_fix
 
@@ -75,7 +75,7 @@ def browser():
 
 
 class Lab:
-    """A JupyterLab server started with lab.__main__.jupyter_command, as `make lab` starts it."""
+    """A JupyterLab server started with lab.commands.main.jupyter_command, as `make lab` starts it."""
 
     def __init__(self, root: Path, work: Path):
         self.root, self.port, self.token = root, free_port(), uuid.uuid4().hex

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import pytest
 
 from lab.errors import LabError
-from lab.experiment import Spec
+from lab.toolbox import Spec
 from lab.scenarios.nb06_state_in_production import changelog_api
 from lab.scenarios.nb06_state_in_production.changelog_api import LATE, LIVE, NEW, DownstreamReader, Outcome
 

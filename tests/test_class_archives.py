@@ -1,4 +1,4 @@
-"""Class archives (lab.class_archives): a classpath's first JVM lists its classes, a later start dumps them, every
+"""Class archives (lab.runtime.class_archives): a classpath's first JVM lists its classes, a later start dumps them, every
 start after that maps the archive; a failed dump is never used. On the real broker classpath, with real JVMs."""
 import os
 import subprocess
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from lab import class_archives, processes
+from lab.runtime import class_archives, processes
 from lab.cluster import kafka_classpath
 from lab.config import KAFKA_VERSION
-from lab.jvm import java_executable
+from lab.runtime.jvm import java_executable
 
 
 @pytest.fixture

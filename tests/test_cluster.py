@@ -17,11 +17,11 @@ from confluent_kafka.admin import NewTopic
 
 from lab.cluster import ExternalCluster, KafkaCluster, ZooKeeperKafkaCluster, kafka_cluster
 from lab.cluster.kraft import BASE_BROKER_CONFIG, known_broker_configs
-from lab.ports import free_port
-from lab.cluster.versions import is_zookeeper_version, parse_version
+from lab.runtime.ports import free_port
+from lab.runtime.versions import is_zookeeper_version, parse_version
 from lab.config import BOOTSTRAP_ENV, COMPOSE_CLUSTER_ID, KAFKA_VERSION, WRITABLE_CLUSTER_ENV
 from lab.errors import LabError
-from lab.processes import wait_until
+from lab.runtime.processes import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -106,7 +106,7 @@ def test_three_nodes_elect_a_new_leader_after_kill_9():
 
 
 def test_spark_reads_committed_and_uncommitted(one_node):
-    from lab.spark import read_topic
+    from lab.audit.spark import read_topic
     p = Producer({"bootstrap.servers": one_node.bootstrap, "transactional.id": "spark-test"})
     p.init_transactions()
     p.begin_transaction()
@@ -125,7 +125,7 @@ def test_spark_reads_committed_and_uncommitted(one_node):
 def test_the_topic_reader_reads_committed_or_not_to_the_end_or_until_done(one_node):
     import json
     from types import SimpleNamespace
-    from lab.experiment.consume import TopicReader, read_committed, read_to_end
+    from lab.toolbox.consume import TopicReader, read_committed, read_to_end
     p = Producer({"bootstrap.servers": one_node.bootstrap, "transactional.id": "reader-test"})
     p.init_transactions()
     for ids, commit in (([1, 2], True), ([3], False), ([4], True)):

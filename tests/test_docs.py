@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lab import preflight
+from lab.commands import preflight
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ["README.md", "docs/setup.md", "docs/teaching.md", "docs/doctor.md"]

@@ -174,8 +174,8 @@ def test_notebook_08s_exercises_judge_from_the_run_and_refuse_the_tempting_answe
     """The result of notebook 08, on a history written here: two offsets re-read (risky) or none, one new record;
     the doctor read the group at 250 and 300, the topic's log starting at 100 and 0."""
     from lab.doctor.report import Diagnosis
-    from lab.experiment import Timeline
-    from lab.history import History
+    from lab.toolbox import Timeline
+    from lab.record.history import History
     from lab.scenarios.nb08_diagnose_your_cluster.diagnose import lesson
     from lab.scenarios.nb08_diagnose_your_cluster.diagnose_report import DiagnoseResult
     history = History(tmp_path, "r")
@@ -224,7 +224,7 @@ def test_no_bootstrap_is_a_usage_error_even_with_the_lessons_variable_set(monkey
 # ------------------------------------------------------------------------------------------- real Kafka (JVM)
 
 def test_unreachable_bootstrap_and_unknown_properties_key_exit_2_and_bad_arguments_4(tmp_path):
-    from lab.ports import free_port
+    from lab.runtime.ports import free_port
     cli = [sys.executable, "-m", "lab", "doctor", "--bootstrap", f"127.0.0.1:{free_port()}", "--timeout", "3",
            "--quiet"]
     run = subprocess.run(cli, check=False, capture_output=True, text=True, timeout=120)
@@ -246,8 +246,8 @@ def test_diagnosis_of_a_risky_cluster_finds_every_risk_and_writes_nothing(tmp_pa
     from confluent_kafka.admin import NewTopic
 
     from lab.cluster import KafkaCluster
-    from lab.ports import free_port
-    from lab.programs import JavaProgram
+    from lab.runtime.ports import free_port
+    from lab.runtime.programs import JavaProgram
     config = {"offsets.retention.minutes": "1", "offsets.retention.check.interval.ms": "600000",
               "transactional.id.expiration.ms": "30000", "producer.id.expiration.ms": "30000",
               "transaction.remove.expired.transaction.cleanup.interval.ms": "600000"}
@@ -329,7 +329,7 @@ def gate_and_monitor(kc):
 
     import jsonschema
 
-    from lab.ports import free_port
+    from lab.runtime.ports import free_port
     from tests.test_doctor_gate import sarif_schema
     cli = [sys.executable, "-m", "lab", "doctor", "--bootstrap", kc.bootstrap, "--jmx", kc.jmx, "--quiet"]
     gate = subprocess.run([*cli, "--fail-on", "high", "--format", "sarif"], capture_output=True, text=True,
@@ -382,7 +382,7 @@ def read_only_snapshot(kc, admin, TopicPartition):
     topics = sorted(admin.list_topics(timeout=10).topics)
     groups = sorted(g.group_id for g in admin.list_consumer_groups(request_timeout=10).result().valid)
     committed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("billing")])["billing"].result()
-    from lab.experiment.admin import topic_offsets
+    from lab.toolbox.admin import topic_offsets
     return (topics, groups, sorted((tp.topic, tp.partition, tp.offset) for tp in committed.topic_partitions),
             topic_offsets(admin, "orders", 2), topic_offsets(admin, "invoicer", 1))
 

@@ -4,8 +4,8 @@ import re
 import pytest
 
 from lab.errors import LabError
-from lab.experiment import checks
-from lab.experiment import Timeline
+from lab.toolbox import checks
+from lab.toolbox import Timeline
 from lab.scenarios.nb05_exactly_once_under_crashes import analysis, crash_points, exception_handlers, production_errors
 from lab.scenarios.nb05_exactly_once_under_crashes import schema_change, streams_app
 from lab.scenarios.nb05_exactly_once_under_crashes.report import (CARRIED_ON, FATES, REFUSED_FATES, SCHEMA_FATES, Crash, EosCrashResult, Failing,
@@ -290,7 +290,7 @@ def test_the_mechanism_evidence_says_when_there_is_none():
 
 def marked(point, guarantee, markers, **m):
     """A crash run with the broker's markers counted the way run() counts them."""
-    from lab.experiment.markers import around
+    from lab.toolbox.markers import around
     c = crash(point, guarantee, producer_ids=[126], downtime_s=None, **m)
     c.markers = markers
     c.m.update(around(markers, {126}, c.m["crash"]["ts"] if c.m["crashed"] else None))

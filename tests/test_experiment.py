@@ -1,4 +1,4 @@
-"""The experiment toolbox (lab.experiment): pure parts without a broker, then Run against a real one."""
+"""The experiment toolbox (lab.toolbox): pure parts without a broker, then Run against a real one."""
 import calendar
 import os
 import shutil
@@ -13,11 +13,12 @@ import psutil
 import pytest
 
 from lab.errors import LabError
-from lab.experiment import (TONES, Exercise, Param, Result, Run, RunStopped, Spec, Task, Timeline, evidence, grep,
-                            java_events, lab_lines, log_time)
-from lab.experiment import run as run_module
-from lab.experiment.result import expect
-from lab.processes import wait_until
+from lab.toolbox import (TONES, Exercise, Param, Result, Run, RunStopped, Spec, Task, Timeline, grep, java_events,
+                            lab_lines, log_time)
+from lab.record import evidence
+from lab.toolbox import run as run_module
+from lab.toolbox.result import expect
+from lab.runtime.processes import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -178,7 +179,7 @@ def test_java_events_classifies_lines_most_specific_first(tmp_path):
 
 
 def test_java_program_reads_its_log_through_evidence(tmp_path):
-    from lab.programs import JavaProgram
+    from lab.runtime.programs import JavaProgram
     program = JavaProgram("app", "3.9.1", "Main", [], folder=tmp_path)
     program.log_path.write_text(LOG + '[2026-11-23 12:03:26,000] INFO [main] LAB {"kind": "stale", "ts": 1} (W)\n')
     assert [e["kind"] for e in program.events()][:2] == ["state transition", "thread died"]
@@ -406,7 +407,7 @@ def test_prune_takes_a_folder_that_another_process_pruned_meanwhile(tmp_path, mo
 
 def test_prune_command(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(run_module, "WORK_DIR", tmp_path)
-    from lab import __main__ as cli
+    from lab.commands import main as cli
     monkeypatch.setattr(sys, "argv", ["python -m lab", "prune", "--keep", "3"])
     cli.main()
     assert "0 folder(s) removed" in capsys.readouterr().out
@@ -421,7 +422,7 @@ def _scenarios():
 
 def _params_block() -> str:
     """docs/parameters.md's generated block, between its markers."""
-    from lab.__main__ import PARAMS_DOC, PARAMS_END, PARAMS_START
+    from lab.commands.main import PARAMS_DOC, PARAMS_END, PARAMS_START
     text = PARAMS_DOC.read_text()
     assert PARAMS_START in text and PARAMS_END in text, "docs/parameters.md has lost its params markers"
     return text.split(PARAMS_START, 1)[1].split(PARAMS_END, 1)[0]
@@ -432,27 +433,27 @@ def test_parameters_table_matches_the_spec(entry):
     spec = entry.lesson.spec if entry.lesson else getattr(entry.module(), "SPEC", None)
     if spec is None:
         pytest.skip(f"{entry.package}.{entry.scenario} has no SPEC")
-    from lab.__main__ import params_markdown
+    from lab.commands.main import params_markdown
     assert params_markdown({entry.scenario: spec}) in _params_block(), (
         f"docs/parameters.md's table for {entry.scenario} differs from its SPEC: "
         "run `.venv/bin/python -m lab params --write`")
 
 
 def test_parameters_block_is_every_spec_in_course_order():
-    from lab.__main__ import params_markdown, scenario_specs
+    from lab.commands.main import params_markdown, scenario_specs
     assert _params_block() == f"\n\n{params_markdown(scenario_specs())}\n\n", (
         "docs/parameters.md's params block is not what `.venv/bin/python -m lab params --write` writes: run it")
 
 
 def test_readme_course_table_is_the_registry():
-    from lab.__main__ import COURSE_END, COURSE_START, readme_course_table
+    from lab.commands.main import COURSE_END, COURSE_START, readme_course_table
     readme = (ROOT / "README.md").read_text()
     assert f"{COURSE_START}\n\n{readme_course_table()}\n\n{COURSE_END}" in readme, (
         "README's course table differs from lab.scenarios.COURSE: run `.venv/bin/python -m lab params --write`")
 
 
 def test_params_write_rewrites_the_parameters_doc_and_the_readme_course_block(tmp_path, monkeypatch, capsys):
-    from lab import __main__ as cli
+    from lab.commands import main as cli
     doc, readme = tmp_path / "docs" / "parameters.md", tmp_path / "README.md"
     doc.parent.mkdir()
     doc.write_text(f"# Parameters\n\n{cli.PARAMS_START}\nstale\n{cli.PARAMS_END}\n")
@@ -514,7 +515,7 @@ def test_run_starts_its_own_when_the_given_cluster_does_not_fit_or_is_stopped(bo
 # ---------------------------------------------------------------- predict
 
 def test_a_prediction_given_as_a_parameter_is_checked_at_once_and_compared_with_the_measurement(capsys):
-    from lab.experiment.predict import predict
+    from lab.toolbox.predict import predict
     with pytest.raises(LabError, match="not one of the answers"):
         predict("Which way?", ["up", "down"], given="sideways")
     with pytest.raises(LabError, match="not a number"):
@@ -530,7 +531,7 @@ def test_a_prediction_given_as_a_parameter_is_checked_at_once_and_compared_with_
 
 
 def test_a_prediction_left_to_the_widget_reads_it_when_compared_and_none_says_so():
-    from lab.experiment.predict import predict
+    from lab.toolbox.predict import predict
     unanswered = predict("Which way?", ["up", "down"])
     assert unanswered.widget is not None and unanswered.answer is None
     assert unanswered.against("up") == "No prediction made; this run measured: up."
@@ -543,10 +544,10 @@ def test_a_prediction_left_to_the_widget_reads_it_when_compared_and_none_says_so
 
 
 def test_a_lesson_asks_its_question_checks_its_parameters_and_wraps_its_outcome(capsys):
-    """lab.experiment.lesson.Lesson: its question with its choices (a given answer checked), its parameters refused
+    """lab.toolbox.lesson.Lesson: its question with its choices (a given answer checked), its parameters refused
     before anything starts, and a result that shows, records and checks through its outcome and its exercises."""
-    from lab.experiment.lesson import Lesson, LessonResult
-    from lab.experiment.result import Exercise, expect
+    from lab.toolbox.lesson import Lesson, LessonResult
+    from lab.toolbox.result import Exercise, expect
 
     class Outcome:
         failed, audits = True, {"x": "verdict"}
@@ -587,9 +588,9 @@ def test_the_prediction_is_taken_when_the_run_starts_and_the_exercises_judge_tha
     """An answer changed in the widget after the run started does not count; the run prints it beside what it
     measured; lesson.check judges the run the learner predicted (not a fix's, a panel's or an exercise's run), and
     says so, without a traceback, before any run."""
-    from lab.experiment import lesson as lesson_module
-    from lab.experiment.lesson import Lesson
-    from lab.experiment.predict import Prediction
+    from lab.toolbox import lesson as lesson_module
+    from lab.toolbox.lesson import Lesson
+    from lab.toolbox.predict import Prediction
 
     class Outcome:
         failed = True
@@ -651,8 +652,8 @@ def test_a_lesson_that_reads_jmx_gets_a_broker_with_it_and_never_an_external_one
     own, never there); Lesson.run borrows no cluster without JMX, and the broker its run starts is made with it."""
     from lab.cluster import kafka_cluster
     from lab.config import BOOTSTRAP_ENV
-    from lab.experiment import lesson as lesson_module
-    from lab.experiment.lesson import Lesson
+    from lab.toolbox import lesson as lesson_module
+    from lab.toolbox.lesson import Lesson
     monkeypatch.delenv(BOOTSTRAP_ENV, raising=False)
     assert kafka_cluster(jmx=True, name="jmx").jmx_port and kafka_cluster(name="plain").jmx_port is None
     with pytest.raises(LabError, match="KRaft"):
@@ -689,7 +690,7 @@ def test_a_lesson_that_reads_jmx_gets_a_broker_with_it_and_never_an_external_one
 
 
 def test_the_prediction_line_is_shown_once_in_a_cell(capsys):
-    from lab.experiment.predict import predict
+    from lab.toolbox.predict import predict
     line = predict("Which way?", ["up", "down"], given="up", show=False).against("up")
     assert line == "You said: up. This run measured: up. As you predicted." and capsys.readouterr().out == line + "\n"
     line._ipython_display_()   # what Jupyter calls for a cell's value: nothing more to show
@@ -697,7 +698,7 @@ def test_the_prediction_line_is_shown_once_in_a_cell(capsys):
 
 
 def test_an_exercise_tried_in_the_other_run_only_is_recorded_as_skipped_and_only_it():
-    from lab.experiment.result import Exercise, expect
+    from lab.toolbox.result import Exercise, expect
     from tests.expectations import exercises, try_exercises
 
     class Tiny(Result):
@@ -718,7 +719,7 @@ def test_an_exercise_tried_in_the_other_run_only_is_recorded_as_skipped_and_only
 
 
 def test_the_mitigate_step_reruns_the_failure_with_the_fix_and_refuses_a_fix_that_changes_nothing():
-    from lab.experiment.mitigate import Mitigate
+    from lab.toolbox.mitigate import Mitigate
 
     @dataclass
     class Fake(Result):

@@ -1,12 +1,12 @@
-"""Which Java the lab runs (lab.jvm): the rules with fake runtimes, then the real bundled one (ECJ, Spark's shim)."""
+"""Which Java the lab runs (lab.runtime.jvm): the rules with fake runtimes, then the real bundled one (ECJ, Spark's shim)."""
 import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from lab import jvm
-from lab.programs import compile_java
+from lab.runtime import jvm
+from lab.runtime.programs import compile_java
 from lab.errors import LabError
 
 

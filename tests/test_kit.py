@@ -1,4 +1,4 @@
-"""The offline kit (lab.kit): its targets, its checksums, its jars, and the Makefile's install from it.
+"""The offline kit (lab.commands.kit): its targets, its checksums, its jars, and the Makefile's install from it.
 
 The whole path, a kit built here and installed from a fresh clone with the network cut, then notebook 00, runs in
 CI (.ci/run's third part), not in this module: it takes minutes.
@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from lab import kit, maven
+from lab.commands import kit
+from lab.runtime import maven
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -74,13 +75,13 @@ def test_a_built_site_travels_in_the_kit_checked_like_the_rest(tmp_path):
 
 
 def test_verify_runs_before_the_labs_environment_exists(tmp_path):
-    """`python lab/kit.py verify DIR`, as the Makefile runs it: the standard library only, any working folder."""
+    """`python lab/commands/kit.py verify DIR`, as the Makefile runs it: the standard library only, any working folder."""
     good = _fake_kit(tmp_path / "kit")
-    run = subprocess.run([sys.executable, "-I", str(ROOT / "lab" / "kit.py"), "verify", str(good)],
+    run = subprocess.run([sys.executable, "-I", str(ROOT / "lab" / "commands" / "kit.py"), "verify", str(good)],
                          capture_output=True, text=True, cwd=tmp_path)
     assert run.returncode == 0 and "2 files match SHA256SUMS" in run.stdout, run.stderr
     (good / "maven" / "org" / "example" / "x" / "1.0" / "x-1.0.jar").write_bytes(b"JAR")
-    run = subprocess.run([sys.executable, "-I", str(ROOT / "lab" / "kit.py"), "verify", str(good)],
+    run = subprocess.run([sys.executable, "-I", str(ROOT / "lab" / "commands" / "kit.py"), "verify", str(good)],
                          capture_output=True, text=True, cwd=tmp_path)
     assert run.returncode == 1 and "x-1.0.jar is damaged" in run.stderr, run.stderr
 
@@ -108,7 +109,7 @@ def test_make_installs_from_the_kit_and_never_from_the_network(tmp_path):
                          capture_output=True, text=True, cwd=ROOT)
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
-    assert any("lab/kit.py verify /media/usb/kit" in line for line in lines), run.stdout
+    assert any("lab/commands/kit.py verify /media/usb/kit" in line for line in lines), run.stdout
     installs = [line for line in lines if "pip install" in line]
     assert installs and all("--no-index --find-links /media/usb/kit/wheels" in line for line in installs), installs
     assert any(line.endswith("-m lab fetch --kit /media/usb/kit") for line in lines), run.stdout
@@ -118,10 +119,10 @@ def test_the_lab_travels_in_the_kit_without_its_environments(tmp_path):
     """A folder that is not a git checkout goes in as it is, less its environments and caches."""
     import tarfile
     root = tmp_path / "lab"
-    for name in ("Makefile", "lab/kit.py", ".venv/bin/python", ".venv-3.11/x", "lab/__pycache__/kit.pyc", "site/a.html"):
+    for name in ("Makefile", "lab/commands/kit.py", ".venv/bin/python", ".venv-3.11/x", "lab/__pycache__/kit.pyc", "site/a.html"):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text("x")
     kit._source(root, tmp_path / kit.SOURCE)
     names = set(tarfile.open(tmp_path / kit.SOURCE).getnames())
-    assert {"kafka-failure-lab/Makefile", "kafka-failure-lab/lab/kit.py"} <= names
+    assert {"kafka-failure-lab/Makefile", "kafka-failure-lab/lab/commands/kit.py"} <= names
     assert not [n for n in names if ".venv" in n or "__pycache__" in n or "/site" in n], sorted(names)

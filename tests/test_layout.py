@@ -5,7 +5,7 @@ import json
 import re
 from pathlib import Path
 
-from lab.experiment.lesson import Lesson
+from lab.toolbox.lesson import Lesson
 from lab.scenarios import COURSE, course_table, notebook
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,7 +87,7 @@ INTERNAL = re.compile(r"\bseeds?\b|papermill|failures\.md|\bCI\b|\bissue \d+|\bp
 def _learner_text():
     """(where, text) of every notebook cell a learner reads, every parameter description the panels show and every
     exercise's solution (what `result.solution(n)` shows)."""
-    from lab.experiment import Result
+    from lab.toolbox import Result
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
         for i, cell in enumerate(json.loads(path.read_text())["cells"]):
             yield f"{path.name} cell {i}", "".join(cell["source"])

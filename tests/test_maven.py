@@ -1,4 +1,4 @@
-"""Jars from Maven Central without Maven (lab.maven): the lockfile, the Maven-layout cache, offline use."""
+"""Jars from Maven Central without Maven (lab.runtime.maven): the lockfile, the Maven-layout cache, offline use."""
 import json
 import os
 import shutil
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from lab import maven
+from lab.runtime import maven
 from lab.errors import LabError
 
 CLIENTS = ["org.apache.kafka:kafka-clients:3.9.1"]
@@ -62,7 +62,7 @@ def test_a_missing_jar_is_fetched_alone_and_a_changed_one_is_refused(cache, monk
 def test_the_committed_lock_pins_the_default_lab():
     """Every set `make lab` fetches is in lab/jars.lock, so a fresh machine gets exactly those jars."""
     from lab.cluster.kraft import KAFKA_VERSION
-    from lab.programs import ECJ
+    from lab.runtime.programs import ECJ
     lock = json.loads(maven.LOCK.read_text())
     for wanted in ([ECJ], ["org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.0"],
                    [f"org.apache.kafka:kafka_2.13:{KAFKA_VERSION}"]):
@@ -84,7 +84,7 @@ def test_cached_jars_need_no_network(cache, monkeypatch):
     """The real code in a process without a network (unshare -n): the cached set works, a new one says why not."""
     monkeypatch.setattr(maven, "LOCK", cache / "committed.lock")
     maven.classpath(CLIENTS)
-    code = (f"from lab import maven; from pathlib import Path; "
+    code = (f"from lab.runtime import maven; from pathlib import Path; "
             f"maven.REPOSITORY = Path({str(cache / 'maven')!r}); maven.LOCAL_LOCK = Path({str(cache / 'jars.lock')!r}); "
             f"maven.LOCK = Path({str(cache / 'committed.lock')!r}); maven.CACHE_DIR = Path({str(cache)!r}); "
             f"print(len(maven.classpath({CLIENTS!r})))\n"

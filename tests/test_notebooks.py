@@ -33,7 +33,7 @@ import pytest
 
 from lab.notebook import COURSE
 from lab.scenarios import mitigate_call, notebook as notebook_entry
-from lab.recorded import read_results
+from lab.record.recorded import read_results
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "notebooks"
@@ -43,7 +43,7 @@ STOP_AFTER_S = 3   # the panel's Stop is clicked this long after its Run
 # Spark's console log line, the JVM's own warnings, librdkafka's `%4|1700000000.123|GETPID|…`
 NOISE = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (WARN|INFO|ERROR) |^WARNING: |Using Spark's default log4j"
                    r"|^%\d\|\d+\.\d+\|")
-# A lesson notebook (lab.experiment.lesson): one lesson's steps, in order. The setup check has nothing to fix (no
+# A lesson notebook (lab.toolbox.lesson): one lesson's steps, in order. The setup check has nothing to fix (no
 # Mitigate); the doctor's notebook diagnoses your own cluster after its exercises.
 LESSON_NOTEBOOK_SECTIONS = ["## Setup", "## Parameters", "## The setting", "## Predict", "## Run", "## Observe",
                             "## Explain", "## Mitigate", "## Exercises", "## Try it yourself", "## Key points"]
@@ -85,7 +85,7 @@ def with_panel_clicks(notebook: Path, panel_values: dict, into: Path) -> Path:
     """A copy of the notebook with cells that click its panel: before its last cell stops the
     notebook's cluster (the panel borrows it), and a Stop after that (the panel starts its own)."""
     nb = nbformat.read(notebook, as_version=4)
-    click = ("from lab.experiment.panel import last_panel  # added by tests/test_notebooks.py\n"
+    click = ("from lab.toolbox.panel import last_panel  # added by tests/test_notebooks.py\n"
              f"record(panel_cluster_up=last_panel().click({panel_values!r}))")
     after = f"record(panel_stop=last_panel().click({panel_values!r}, stop_after={STOP_AFTER_S}))"
     stops = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.strip() == "cluster.stop()"]
@@ -246,7 +246,7 @@ def test_solutions_stay_hidden_until_the_learner_asks(name: str):
 
 
 def _mitigates(name: str) -> bool:
-    """Whether the notebook's lesson has a Mitigate step that the learner runs (lab.experiment.mitigate)."""
+    """Whether the notebook's lesson has a Mitigate step that the learner runs (lab.toolbox.mitigate)."""
     return any(re.search(r"^fixed = \w+\.mitigate\(", "".join(c["source"]), re.M) for c in _cells(name))
 
 

@@ -5,7 +5,7 @@ import time
 import pytest
 
 from lab.errors import LabError
-from lab.experiment import Timeline, lab_lines
+from lab.toolbox import Timeline, lab_lines
 from lab.scenarios.nb01_offset_expiry_reprocessing import offset_expiry as oe, offset_expiry_report as report
 
 APP_LOG = """earliest-0 starting
@@ -52,7 +52,7 @@ def test_spec_accepts_a_downtime_shorter_than_the_retention_and_refuses_what_kaf
 
 
 def refused(checked, hint: str = "^Not quite: ") -> None:
-    """A wrong answer: a cross and expect()'s hint (lab.experiment.result.Checked), not an exception."""
+    """A wrong answer: a cross and expect()'s hint (lab.toolbox.result.Checked), not an exception."""
     assert not checked and re.search(hint, checked.said), checked
 
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import pytest
 
 from lab.errors import LabError
-from lab.experiment import Param, Result, Run, Spec
-from lab.experiment.panel import Panel
+from lab.toolbox import Param, Result, Run, Spec
+from lab.toolbox.panel import Panel
 
 SPEC = Spec(Param("seconds", 1.0, "how long the run waits", lo=0.1, hi=120, unit="s"),
             Param("fail", False, "raise a LabError after the wait"),

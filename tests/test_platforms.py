@@ -1,13 +1,13 @@
-"""The platform rules (lab.platforms): native Windows refused, the RocksDB an old Kafka Streams gets on arm64; and,
+"""The platform rules (lab.runtime.platforms): native Windows refused, the RocksDB an old Kafka Streams gets on arm64; and,
 live, an old Kafka Streams app whose stores run on the pinned RocksDB (on this machine's native library)."""
 import re
 
 import pytest
 
 from lab.errors import LabError
-from lab.platforms import platform_problem, rocksdb_for
-from lab.processes import spawn_java, wait_until
-from lab.programs import compile_sources, streams_classpath
+from lab.runtime.platforms import platform_problem, rocksdb_for
+from lab.runtime.processes import spawn_java, wait_until
+from lab.runtime.programs import compile_sources, streams_classpath
 
 
 @pytest.mark.parametrize("system", ["win32", "cygwin"])
@@ -149,7 +149,7 @@ def test_an_old_kafka_streams_stores_work_on_the_pinned_rocksdb(tmp_path, versio
 
 def test_a_stateless_old_streams_app_runs_on_apple_silicon_and_one_with_stores_is_refused():
     """Notebook 07's bounce app (2.7.2, no state store) never loads RocksDB: nothing to pin or refuse."""
-    from lab.programs import streams_classpath
+    from lab.runtime.programs import streams_classpath
     jars = {p.name for p in streams_classpath("2.7.2", stores=False, machine="arm64", system="darwin")}
     assert "kafka-streams-2.7.2.jar" in jars and "rocksdbjni-5.18.4.jar" in jars
     with pytest.raises(LabError, match="macOS arm64"):

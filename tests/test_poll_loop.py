@@ -15,7 +15,7 @@ SMALL = dict(poll_batch=400, poll_work_ms=20, poll_records=450, poll_interval_ms
 
 
 def refused(checked, hint: str) -> None:
-    """A wrong answer: a cross and expect()'s hint (lab.experiment.result.Checked), not an exception."""
+    """A wrong answer: a cross and expect()'s hint (lab.toolbox.result.Checked), not an exception."""
     assert not checked and re.search(hint, checked.said), checked
 
 

@@ -1,10 +1,11 @@
-"""The pre-flight (`python -m lab check`, lab.preflight): each check's verdict and what it tells to do."""
+"""The pre-flight (`python -m lab check`, lab.commands.preflight): each check's verdict and what it tells to do."""
 import subprocess
 import sys
 from collections import namedtuple
 from pathlib import Path
 
-from lab import maven, preflight
+from lab.commands import preflight
+from lab.runtime import maven
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -35,7 +36,7 @@ def test_no_java_fails_and_the_broker_is_not_tried(monkeypatch):
 
     def no_java():
         raise LabError("No Java found: run make reinstall")
-    monkeypatch.setattr("lab.jvm.current", no_java)
+    monkeypatch.setattr("lab.runtime.jvm.current", no_java)
     monkeypatch.setattr(preflight, "broker", lambda: (_ for _ in ()).throw(AssertionError("broker tried")))
     monkeypatch.setattr(preflight, "CHECKS", (preflight.java, preflight.broker))
     lines = []

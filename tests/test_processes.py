@@ -1,4 +1,4 @@
-"""Children that never outlive the lab (lab.processes, lab.reaper), without a broker: tiny Python children."""
+"""Children that never outlive the lab (lab.runtime.processes, lab.runtime.reaper), without a broker: tiny Python children."""
 import os
 import signal
 import subprocess
@@ -11,9 +11,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from lab import processes
-from lab.experiment import run as run_module
-from lab.processes import Child, Stopped, children_of_thread, stop_thread, wait_until
+from lab.runtime import processes
+from lab.toolbox import run as run_module
+from lab.runtime.processes import Child, Stopped, children_of_thread, stop_thread, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 SLEEP = [sys.executable, "-c", "import time; time.sleep(600)"]
@@ -41,7 +41,7 @@ def start_helper(log: Path, **popen) -> tuple[subprocess.Popen, int, int]:
     script = textwrap.dedent(f"""
         import sys, time
         sys.path.insert(0, {str(ROOT)!r})
-        from lab import processes
+        from lab.runtime import processes
         child = processes.Child("sleeper", {SLEEP!r}, {str(log)!r})
         print(child.pid, processes.ensure_reaper().pid, flush=True)
         time.sleep(600)
@@ -165,7 +165,7 @@ def test_named_by_live_processes_finds_a_folder_on_a_live_childs_command_line(tm
 def test_a_child_that_fails_says_its_command_and_its_last_log_lines(tmp_path):
     """A broker that fails to start says why: its command (classpath shortened) and the end of its log."""
     from lab.errors import LabError
-    from lab.processes import Child, wait_until
+    from lab.runtime.processes import Child, wait_until
     script = "import sys; print('\\n'.join(f'line {i}' for i in range(30))); sys.exit(3)"
     child = Child("broken", [sys.executable, "-c", script, "-cp", os.pathsep.join(["a.jar", "b.jar", "c.jar"])],
                   tmp_path / "broken.log")
@@ -181,7 +181,7 @@ def test_a_child_that_fails_says_its_command_and_its_last_log_lines(tmp_path):
 
 def test_a_broker_that_fails_names_the_first_error_before_its_shutdown_lines(tmp_path):
     """A broker logs why it stops (a port taken, a bad config), then many lines of its shutdown: the cause is said."""
-    from lab.processes import Child
+    from lab.runtime.processes import Child
     lines = ["INFO starting", "ERROR [KafkaServer id=1] Fatal error during startup. (kafka.server.KafkaServer)",
              "org.apache.kafka.common.KafkaException: Socket server failed to bind to 127.0.0.1:20001: Address "
              "already in use.", *[f"INFO shutting down {i}" for i in range(40)]]
@@ -196,7 +196,7 @@ def test_a_broker_that_fails_names_the_first_error_before_its_shutdown_lines(tmp
 
 def test_free_ports_are_distinct_free_and_outside_the_systems_ephemeral_range():
     import socket
-    from lab.ports import PORT_RANGE, free_ports
+    from lab.runtime.ports import PORT_RANGE, free_ports
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
     taken.listen()

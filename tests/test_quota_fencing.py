@@ -13,15 +13,15 @@ import pandas as pd
 import pytest
 
 from lab.errors import LabError
-from lab.experiment import checks
-from lab.experiment import Param, Spec
+from lab.toolbox import checks
+from lab.toolbox import Param, Spec
 from lab.scenarios.nb03_quota_driven_fencing import fencing, sweep as sweep_lesson
 from lab.scenarios.nb03_quota_driven_fencing import quota_fencing as qf
 from lab.scenarios.nb03_quota_driven_fencing import quota_fencing_analysis as qa
 from lab.scenarios.nb03_quota_driven_fencing.quota_fencing_report import QuotaResult, fencing_answer, sweep_answer
 
 FENCING, SWEEP = fencing.lesson, sweep_lesson.lesson
-from lab.programs import clients_classpath
+from lab.runtime.programs import clients_classpath
 from tests.expectations import try_exercises
 
 T0 = datetime(2026, 11, 23, 12, 0, 0, tzinfo=timezone.utc).timestamp()

@@ -3,7 +3,7 @@ outcome of measured rows (synthetic here: the live run is the notebook's test)."
 import pytest
 
 from lab.errors import LabError
-from lab.experiment import Spec
+from lab.toolbox import Spec
 from lab.scenarios.nb06_state_in_production import rocksdb_memory as memory
 
 SPEC = Spec(*memory.PARAMS, rules=memory.RULES)

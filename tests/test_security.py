@@ -9,16 +9,16 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from lab.cluster import ExternalCluster, KafkaCluster, kafka_cluster
 from lab.cluster.kraft_node import Node
 from lab.cluster.kraft_security import make_ca, make_certificates
-from lab.ports import free_port
+from lab.runtime.ports import free_port
 from lab.config import BOOTSTRAP_ENV, CLIENT_PROPERTIES_ENV, KAFKA_VERSION, WRITABLE_CLUSTER_ENV
 from lab.connection import (command_config, explain_failure, java_properties, kafka_config, parse_properties,
                             redacted, security_properties, spark_kafka_options)
 from lab.errors import LabError
-from lab.experiment.consume import read_to_end
-from lab.generator import generate
-from lab.history import History
-from lab.processes import wait_until
-from lab.programs import JavaProgram
+from lab.toolbox.consume import read_to_end
+from lab.record.generator import generate
+from lab.record.history import History
+from lab.runtime.processes import wait_until
+from lab.runtime.programs import JavaProgram
 
 GOOD, WRONG, STRANGER = "pw-lab-7Qx", "pw-wrong-3Kd", "pw-stranger-9Zr"   # each must never reach a message
 
@@ -214,7 +214,7 @@ def test_the_external_cluster_check_passes_with_the_file(as_lab, monkeypatch):
 
 
 def test_spark_reads_the_secured_topic(as_lab):
-    from lab.spark import read_topic
+    from lab.audit.spark import read_topic
     rows = read_topic(as_lab.bootstrap, "secured").collect()
     assert len(rows) == 30 and {r.key for r in rows} == {"k0", "k1", "k2"}
 

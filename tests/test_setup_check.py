@@ -5,8 +5,8 @@ import re
 import pandas as pd
 import pytest
 
-from lab.experiment import Timeline
-from lab.experiment.lesson import Lesson
+from lab.toolbox import Timeline
+from lab.toolbox.lesson import Lesson
 from lab.scenarios.nb00_setup_check import setup_check as sc
 from lab.scenarios.nb00_setup_check.setup_check_report import SetupResult
 
@@ -24,7 +24,7 @@ class _Audit:
 
 
 def refused(checked, hint: str = "^Not quite: ") -> None:
-    """A wrong answer: a cross and expect()'s hint (lab.experiment.result.Checked), not an exception."""
+    """A wrong answer: a cross and expect()'s hint (lab.toolbox.result.Checked), not an exception."""
     assert not checked and re.search(hint, checked.said), checked
 
 

@@ -1,4 +1,4 @@
-"""The course as a static site (lab.site, `make site`): notebook 00 executed, rendered, and opened in chromium.
+"""The course as a static site (lab.commands.site, `make site`): notebook 00 executed, rendered, and opened in chromium.
 
 The whole site (every notebook at its defaults) is `make site`, timed in benchmarks/RESULTS.md: too long here.
 """
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from lab import site
+from lab.commands import site
 from lab.errors import LabError
-from lab.recorded import read_results
+from lab.record.recorded import read_results
 from tests.expectations import nb00
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

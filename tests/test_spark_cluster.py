@@ -18,7 +18,7 @@ import pytest
 
 from lab.config import SPARK_MASTER_ENV, SPARK_REMOTE_ENV
 from lab.errors import LabError
-from lab.history import History
+from lab.record.history import History
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 AUDIT = textwrap.dedent("""
     import json, sys
     from lab.audit import audit
-    from lab.history import History
-    from lab.spark import cancel_jobs, is_connect, spark_session, stop_spark
+    from lab.record.history import History
+    from lab.audit.spark import cancel_jobs, is_connect, spark_session, stop_spark
     folder, run_id, bootstrap, topic = sys.argv[1:5]
     spark = spark_session()
     where = {"connect": is_connect(spark)}
@@ -54,7 +54,7 @@ def run_audit(written, **env) -> dict:
 
 @pytest.fixture(scope="module")
 def standalone(tmp_path_factory):
-    from lab.spark_standalone import StandaloneSpark
+    from lab.audit.spark_standalone import StandaloneSpark
     with StandaloneSpark(tmp_path_factory.mktemp("spark-standalone"), cores=1, memory="1g") as cluster:
         yield cluster
 
@@ -64,7 +64,7 @@ def written(tmp_path_factory):
     """A real topic with one injected duplicate and one aborted transaction, and its history."""
     from confluent_kafka.admin import NewTopic
     from lab.cluster import KafkaCluster
-    from lab.generator import generate
+    from lab.record.generator import generate
     with KafkaCluster(name="spark-cluster-test") as kafka:
         topic = f"cluster-audit-{uuid.uuid4().hex[:6]}"
         admin = kafka.admin()
@@ -115,21 +115,21 @@ def test_audit_through_spark_connect_matches_local_mode(standalone, written, loc
 
 
 def test_unreachable_master_or_connect_server_is_one_clear_error(monkeypatch):
-    import lab.spark
-    from lab.ports import free_port
-    monkeypatch.setattr(lab.spark, "_session", None)   # as in a fresh kernel; nothing is started
+    import lab.audit.spark
+    from lab.runtime.ports import free_port
+    monkeypatch.setattr(lab.audit.spark, "_session", None)   # as in a fresh kernel; nothing is started
     port = free_port()   # nothing listens there
     monkeypatch.setenv(SPARK_MASTER_ENV, f"spark://127.0.0.1:{port}")
     with pytest.raises(LabError, match=rf"Could not reach the Spark master spark://127.0.0.1:{port} .*refused"):
-        lab.spark.spark_session()
+        lab.audit.spark.spark_session()
     monkeypatch.setenv(SPARK_MASTER_ENV, "spark:/oops")
     with pytest.raises(LabError, match="is not a Spark master URL"):
-        lab.spark.spark_session()
+        lab.audit.spark.spark_session()
     monkeypatch.delenv(SPARK_MASTER_ENV)
     monkeypatch.setenv(SPARK_REMOTE_ENV, f"sc://127.0.0.1:{port}")
     with pytest.raises(LabError, match=rf"Could not reach the Spark Connect server sc://127.0.0.1:{port}"):
-        lab.spark.spark_session()
+        lab.audit.spark.spark_session()
     monkeypatch.setenv(SPARK_MASTER_ENV, "local[1]")
     with pytest.raises(LabError, match="Both SPARK_REMOTE"):
-        lab.spark.spark_session()
-    assert lab.spark._session is None and "SPARK_CONNECT_MODE_ENABLED" not in os.environ
+        lab.audit.spark.spark_session()
+    assert lab.audit.spark._session is None and "SPARK_CONNECT_MODE_ENABLED" not in os.environ

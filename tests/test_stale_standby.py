@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 
 from lab.errors import LabError
-from lab.experiment import checks
+from lab.toolbox import checks
 from lab.scenarios.nb04_stale_standby_cache import exercises as ex, stale_standby as s, stale_standby_report as report
 from tests.expectations import try_exercises
 

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from lab.errors import LabError
-from lab.experiment import Spec
+from lab.toolbox import Spec
 from lab.scenarios.nb06_state_in_production import state_growth
 from lab.scenarios.nb06_state_in_production.state_growth import Outcome, expected_bound, segment_interval_ms, summarise, sweep_ms
 

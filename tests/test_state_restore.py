@@ -7,8 +7,8 @@ from collections import namedtuple
 import pytest
 
 from lab.errors import LabError
-from lab.experiment import checks
-from lab.experiment import Spec
+from lab.toolbox import checks
+from lab.toolbox import Spec
 from lab.scenarios.nb06_state_in_production import state_restore as s
 
 SPEC = Spec(*s.PARAMS, rules=s.RULES)
@@ -54,7 +54,7 @@ def test_the_defaults_the_small_test_and_the_control_are_accepted():
 
 def test_a_size_that_does_not_fit_the_disk_is_refused(monkeypatch):
     usage = namedtuple("usage", "total used free")
-    from lab.experiment import checks
+    from lab.toolbox import checks
     monkeypatch.setattr(checks.shutil, "disk_usage", lambda path: usage(0, 0, 500 * 2**20))
     with pytest.raises(LabError, match=r"RESTORE_SIZES_MB up to 128 MB .* more than half of the 0.5 GiB free"):
         SPEC.validate(restore_sizes_mb=[64, 128])

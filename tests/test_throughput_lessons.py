@@ -26,7 +26,7 @@ def test_bad_parameters_are_refused_before_anything_starts(spec, values, message
 
 
 def refused(checked, hint: str) -> None:
-    """A wrong answer: a cross and expect()'s hint (lab.experiment.result.Checked), not an exception."""
+    """A wrong answer: a cross and expect()'s hint (lab.toolbox.result.Checked), not an exception."""
     assert not checked and re.search(hint, checked.said), checked
 
 

@@ -8,8 +8,8 @@ from confluent_kafka.admin import NewTopic
 
 from lab.cluster import KafkaCluster
 from lab.cluster.segments import parse_markers, segment_files
-from lab.experiment import Timeline
-from lab.experiment.markers import around, describe, draw, producer_ids
+from lab.toolbox import Timeline
+from lab.toolbox.markers import around, describe, draw, producer_ids
 
 # Lines as Kafka 4.3.1's DumpLogSegments --deep-iteration printed them for a notebook 05 run (shortened ids).
 SEGMENT = "/data/out-0/00000000000000000000.log"

@@ -7,7 +7,7 @@ import struct
 import pytest
 
 from lab.errors import LabError
-from lab.experiment import Timeline, lab_lines
+from lab.toolbox import Timeline, lab_lines
 from lab.scenarios.nb02_transactional_id_expiry import txn_clients as tc
 from lab.scenarios.nb02_transactional_id_expiry import idle_clients, idle_streams, old_brokers
 from lab.scenarios.nb02_transactional_id_expiry import txn_expiry as tx

@@ -6,8 +6,8 @@
 
 It does what most services do: subscribe, process each record, commit after each batch
 (at-least-once), and leave the group cleanly on SIGTERM (a redeploy). Every record read and
-every commit goes to a lab.history.History folder ("read", "committed", "restart" rows: what the
-audit checks). What it does is reported as evidence lines (lab.experiment.evidence.emit):
+every commit goes to a lab.record.history.History folder ("read", "committed", "restart" rows: what the
+audit checks). What it does is reported as evidence lines (lab.record.evidence.emit):
     LAB {"kind": "start", ...}      group, reset policy, protocol
     LAB {"kind": "commit", "records": N, "offsets": {"0": 123, ...}}   after each batch
     LAB {"kind": "no_offset", "topic", "partition", "error"}           the loud failure (exit 3)
@@ -38,8 +38,8 @@ import time
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from lab.connection import kafka_config
-from lab.experiment.evidence import emit
-from lab.history import History
+from lab.record.evidence import emit
+from lab.record.history import History
 
 EXIT_NO_OFFSET = 3  # the loud failure: exit code when the reset policy is error and no offset exists
 
@@ -50,7 +50,7 @@ def parse_args(argv=None):
     p.add_argument("--topic", required=True)
     p.add_argument("--group", required=True)
     p.add_argument("--app", required=True, help="name in the history rows")
-    p.add_argument("--history", required=True, help="lab.history.History folder")
+    p.add_argument("--history", required=True, help="lab.record.history.History folder")
     p.add_argument("--run-id", required=True)
     p.add_argument("--incarnation", type=int, default=0, help="0 on first start, +1 per restart")
     p.add_argument("--reset", choices=["earliest", "latest", "error"], default="earliest")

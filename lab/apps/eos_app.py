@@ -2,7 +2,7 @@
 
 Loop: read a batch (read_committed), transform every record to {"id", "key", "app",
 "incarnation"} on the output topic, `send_offsets_to_transaction`, `commit_transaction`.
-It logs the shared history (lab.history): "restart" once at start, "read" per record,
+It logs the shared history (lab.record.history): "restart" once at start, "read" per record,
 "committed" per partition after each commit (the next offset to read).
 
 What it does when a transaction call fails (--on-error):
@@ -21,7 +21,7 @@ positions (AddOffsetsToTxn + EndTxn): the coordinator sees the transactional id 
 deploy): the id then goes N + 1 intervals without a transaction.
 --offsets-first: call send_offsets_to_transaction before producing (which call sees the error).
 
-What it does goes to stdout as evidence lines `LAB {json}` (lab.experiment.evidence.emit;
+What it does goes to stdout as evidence lines `LAB {json}` (lab.record.evidence.emit;
 librdkafka's own log lines, which start with '%', stay as they are): start, heartbeat, read,
 commit, error (call, error, code, fatal, retriable, txn_requires_abort, handling, message), abort,
 recreate, rewind, delivery_error, client_error, exit.
@@ -39,8 +39,8 @@ from pathlib import Path
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 
 from lab.connection import kafka_config
-from lab.experiment.evidence import emit
-from lab.history import History
+from lab.record.evidence import emit
+from lab.record.history import History
 
 
 def describe(exc: Exception) -> dict:

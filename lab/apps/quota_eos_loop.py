@@ -5,7 +5,7 @@ Per input record it writes `--state-bytes` random letters to a "changelog" topic
 consumer's offsets every `--commit-interval-ms` (100 ms, like the Streams app). The
 producer's client id is the one the quota is set on.
 
-Everything it sees goes to stdout as evidence lines `LAB {json}` (lab.experiment.evidence.emit):
+Everything it sees goes to stdout as evidence lines `LAB {json}` (lab.record.evidence.emit):
     start, commit (latency_ms, records), throttle (ms, from throttle_cb),
     stats (throttle_avg_ms / throttle_max_ms per second, from librdkafka statistics),
     abort / fatal / retriable / error (what a failed transaction call raised), stop.
@@ -24,7 +24,7 @@ import time
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 
 from lab.connection import kafka_config
-from lab.experiment.evidence import emit
+from lab.record.evidence import emit
 
 
 def describe(exc: Exception) -> dict:

@@ -11,7 +11,7 @@ The checks follow Jepsen's Kafka checker, adapted to what a single laptop run re
     stale_value              a per-key aggregate that goes backwards or differs from the truth
     non_monotonic            a consumer's offsets not increasing within one partition, same incarnation
 
-Inputs: a History (lab.history) plus, optionally, the output and input topics (read
+Inputs: a History (lab.record.history) plus, optionally, the output and input topics (read
 through the official Spark connector, read_committed and read_uncommitted). Every
 check is a Spark DataFrame of anomaly rows with a `time` column (epoch seconds);
 only counts, per-second counts and the first few rows come back to pandas.

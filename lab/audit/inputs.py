@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..connection import kafka_config
 from ..errors import LabError
-from ..history import History
+from ..record.history import History
 
 # One explicit schema for every kind: ids stay strings, numbers stay numbers, missing fields are null.
 HISTORY_SCHEMA = ("run_id STRING, kind STRING, ts DOUBLE, id STRING, key STRING, seq LONG, topic STRING, "
@@ -69,7 +69,7 @@ def _load_history(spark, history: History, cached: list) -> dict:
 def _read_both(spark, bootstrap: str, topic: str):
     """(read_committed, read_uncommitted) raw views of a topic, read in one job and frozen."""
     from pyspark.sql import functions as F
-    from ..spark import read_topic
+    from .spark import read_topic
     both = (read_topic(bootstrap, topic, "read_committed", spark=spark).withColumn("committed", F.lit(True))
             .unionByName(read_topic(bootstrap, topic, "read_uncommitted", spark=spark)
                          .withColumn("committed", F.lit(False)))

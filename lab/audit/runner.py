@@ -9,7 +9,7 @@ import threading
 import time
 
 from ..errors import LabError
-from ..history import History
+from ..record.history import History
 from .checks import _aborted, _duplicates, _lost, _match, _non_monotonic, _reprocessed, _skipped, _stale
 from .inputs import _is_empty, _load_history, _parse_output, _read_both, _topic_offsets
 from .kinds import KINDS, NEEDS
@@ -27,7 +27,7 @@ def audit(history: History, *, bootstrap: str | None = None, output_topic: str |
     committed data, which is what an exactly-once mitigation run must keep at 0 even though
     its producers legitimately abort transactions.
 
-    output_df / output_uncommitted_df: DataFrames shaped like lab.spark.read_topic's
+    output_df / output_uncommitted_df: DataFrames shaped like lab.audit.spark.read_topic's
     (key, value, partition, offset, timestamp) to audit instead of reading output_topic
     (benchmarks, tests). allow_empty: audit an empty topic instead of refusing.
     """
@@ -38,7 +38,7 @@ def audit(history: History, *, bootstrap: str | None = None, output_topic: str |
     if aborted_reader not in ("read_uncommitted", "read_committed"):
         raise LabError(f"aborted_reader must be 'read_uncommitted' or 'read_committed', not {aborted_reader!r}.")
     if not isinstance(history, History):
-        raise LabError(f"audit needs a lab.history.History, not {type(history).__name__}.")
+        raise LabError(f"audit needs a lab.record.history.History, not {type(history).__name__}.")
     if (output_topic or input_topic) and not bootstrap:
         raise LabError("Reading topics needs bootstrap= (the cluster's .bootstrap).")
 
@@ -53,7 +53,7 @@ def audit(history: History, *, bootstrap: str | None = None, output_topic: str |
         raise LabError(f"The input topic {input_topic!r} is empty: nothing was produced to it (did the "
                        "generator run, against this cluster?). Pass allow_empty=True to audit it anyway.")
 
-    from ..spark import sized_session, spark_session
+    from .spark import sized_session, spark_session
     spark = spark or spark_session()
     if output_df is None and output_uncommitted_df is None:   # (given frames stay on their own session)
         spark = sized_session(spark, _rows(offsets, history))
@@ -83,7 +83,7 @@ def warm_up() -> None:
     """Start Spark in a background thread and audit a tiny history there, so that a run's first audit finds
     the session up and Spark's classes loaded and its code generated: cold, the 11 audits of notebook 07's
     poll lesson took 12.5 s, and 5.3 s the next time. A failure here is dropped: the real audit meets it."""
-    from ..spark import current_session
+    from .spark import current_session
     if _warmed is not None and _warmed is current_session():
         return
     __import__("pyspark.sql")  # here: two threads' first imports of pyspark trip on its circular imports

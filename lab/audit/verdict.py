@@ -87,7 +87,7 @@ class Verdict:
         return fig
 
     def as_dict(self) -> dict:
-        """JSON-safe, for lab.recorded.record()."""
+        """JSON-safe, for lab.record.recorded.record()."""
         return {"expect": self.expect, "passed": self.passed, "counts": dict(self.counts),
                 "total": self.total, "not_checked": [k for k, v in self.counts.items() if v is None],
                 "notes": list(self.notes)}

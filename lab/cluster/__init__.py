@@ -5,7 +5,6 @@
 - broker_config                   a version's classpath and broker config names, the base config, log4j files
 - zookeeper.ZooKeeperKafkaCluster ZooKeeper-era brokers (2.0 - 3.2) for failures only old brokers show
 - external.ExternalCluster        KAFKA_LAB_BOOTSTRAP: the Compose broker (or a cluster the user named writable)
-- versions                        version parsing, importable without a launcher
 
 Every cluster says what it can do: `owns_broker` (kill, restart, logs, quotas, static
 configs), `running`, and `fits(nodes, version, broker_config[, extra_listener])`.
@@ -18,9 +17,9 @@ import importlib
 
 from ..config import BOOTSTRAP_ENV, CLIENT_PROPERTIES_ENV, KAFKA_VERSION
 from ..errors import LabError
-from .versions import is_zookeeper_version, parse_version
+from ..runtime.versions import is_zookeeper_version, parse_version
 
-# The launchers load on first use, so `lab.cluster.versions` (lab.programs needs it) stays light.
+# The launchers load on first use: importing the factory starts no JVM and reads no jar.
 _LAZY = {"KafkaCluster": "kraft", "BASE_BROKER_CONFIG": "broker_config", "kafka_classpath": "broker_config",
          "known_broker_configs": "broker_config", "ZooKeeperKafkaCluster": "zookeeper", "zookeeper_for": "zookeeper",
          "ExternalCluster": "external"}
@@ -63,7 +62,7 @@ def kafka_cluster(nodes: int = 1, version: str = KAFKA_VERSION, broker_config: d
     if jmx and is_zookeeper_version(version):
         raise LabError(f"JMX is for the lab's KRaft brokers (Kafka 3.3+), not Kafka {version}.")
     if jmx and not kwargs.get("jmx_port"):
-        from ..ports import free_port
+        from ..runtime.ports import free_port
         kwargs["jmx_port"] = free_port()
     if is_zookeeper_version(version):
         from .zookeeper import ZooKeeperKafkaCluster as era

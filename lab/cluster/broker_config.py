@@ -9,11 +9,11 @@ import os
 import subprocess
 from pathlib import Path
 
-from .. import maven
+from ..runtime import maven
 from ..config import CACHE_DIR, KAFKA_VERSION, SCALA_BINARY
 from ..errors import LabError
-from ..processes import java_executable
-from .versions import parse_version
+from ..runtime.processes import java_executable
+from ..runtime.versions import parse_version
 
 JAVA_DIR = Path(__file__).parent.parent / "java"
 
@@ -51,7 +51,7 @@ def known_broker_configs(version: str = KAFKA_VERSION, classpath: list[Path] | N
     """
     cache = CACHE_DIR / "broker-config-names" / f"{version}.txt"
     if not cache.exists():
-        from ..programs import compile_sources   # (lab.programs imports this package)
+        from ..runtime.programs import compile_sources   # (lab.runtime.programs imports this package)
         classpath = classpath or kafka_classpath(version)
         # compiled, not run as a single source file: that launcher needs jdk.compiler, which a runtime lacks
         classes = compile_sources([JAVA_DIR / lister], classpath, label=f"{Path(lister).stem}-{version}")

@@ -8,9 +8,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..processes import Child, spawn_java
+from ..runtime.processes import Child, spawn_java
 from .broker_config import BASE_BROKER_CONFIG, LOG4J1, LOG4J2
-from .versions import parse_version
+from ..runtime.versions import parse_version
 
 
 @dataclass
@@ -79,7 +79,7 @@ class NodeLauncher:
         node.process = spawn_java(
             f"kafka-{self.name}-node{node.node_id}", self.classpath, "kafka.Kafka",
             [str(node.folder / "server.properties")], node.log_path, heap=self.heap,
-            # UTC: lab.experiment.evidence reads every log stamp as UTC.
+            # UTC: lab.record.evidence reads every log stamp as UTC.
             jvm_options=[*logging, f"-Dkafka.logs.dir={node.folder / 'logs'}", "-Duser.timezone=UTC",
                          "-XX:TieredStopAtLevel=1", "-Xshare:auto", *self._jmx_options(node)])
 

@@ -14,12 +14,12 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import maven
+from ..runtime import maven
 from ..errors import LabError
-from ..ports import free_port
-from ..processes import Child, require_java, spawn_java, wait_until
+from ..runtime.ports import free_port
+from ..runtime.processes import Child, require_java, spawn_java, wait_until
 from .kraft import BASE_BROKER_CONFIG, LOG4J1, KafkaCluster, Node, _distance, known_broker_configs
-from .versions import OLDEST_ZOOKEEPER as OLDEST, is_zookeeper_version, parse_version
+from ..runtime.versions import OLDEST_ZOOKEEPER as OLDEST, is_zookeeper_version, parse_version
 
 
 # Kafka 2.4+ exists for Scala 2.13, older releases only up to 2.12: 2.12 covers every ZK-era version.

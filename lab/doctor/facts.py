@@ -18,9 +18,9 @@ from pathlib import Path
 
 from ..config import CACHE_DIR, KAFKA_VERSION
 from ..errors import LabError
-from ..experiment.evidence import lab_lines
-from ..jvm import java_executable
-from ..programs import JAVA_DIR, compile_sources, write_shared
+from ..record.evidence import lab_lines
+from ..runtime.jvm import java_executable
+from ..runtime.programs import JAVA_DIR, compile_sources, write_shared
 
 SOURCES = [JAVA_DIR / "ClusterFacts.java", JAVA_DIR / "CoordinatorLogs.java"]
 

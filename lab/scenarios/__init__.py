@@ -2,11 +2,11 @@
 
 A chapter is one source's theme; a notebook is one lesson (Predict, run, observe, explain, Mitigate, Try), keyed by
 its number: `notebooks/07a_poll_loop.ipynb` <-> module `poll_loop` of the chapter's package
-`lab/scenarios/nb07_when_streams_stop/` (its `lesson`, a lab.experiment.lesson.Lesson) <-> `tests/expectations/nb07a.py`.
+`lab/scenarios/nb07_when_streams_stop/` (its `lesson`, a lab.toolbox.lesson.Lesson) <-> `tests/expectations/nb07a.py`.
 A chapter of one lesson has one notebook, `notebooks/04_store_reads.ipynb`, whose module (`stale_standby`, in its
 `folder`) ends with its `lesson` too: the setup check and the doctor's notebook alike. A notebook's name and what it
 is about are read before its question, so neither names the failure.
-No chapter's package imports another's: what two share lives in the toolbox (lab/experiment, lab/*).
+No chapter's package imports another's: what two share lives in the toolbox (lab/toolbox and the rooms under it).
 Notebook 00's course table, the README's course table, `python -m lab params` and the tests read this list.
 """
 from __future__ import annotations
@@ -49,7 +49,7 @@ class Notebook:
 
     @property
     def lesson(self):
-        """Its lab.experiment.lesson.Lesson."""
+        """Its lab.toolbox.lesson.Lesson."""
         return self.module().lesson
 
     @property

@@ -3,7 +3,7 @@ each judged at this run's (m, a) against what it measured, then at other (m, a) 
 that a function returning this run's numbers is refused with a hint."""
 from __future__ import annotations
 
-from ...experiment.result import Exercise, called, expect, whole
+from ...toolbox.result import Exercise, called, expect, whole
 from .setup_check_report import DUPLICATES
 
 OTHER_CASES = ((10, 0), (10, 3), (37, 4))   # (m, a) a learner's function is judged at, beside this run's own

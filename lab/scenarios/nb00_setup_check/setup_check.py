@@ -13,15 +13,15 @@ from confluent_kafka import Producer
 
 from ...audit import audit
 from ...connection import kafka_config
-from ...experiment import Param, Run
-from ...experiment.admin import topic_offsets
-from ...experiment.consume import read_as_group
-from ...experiment.lesson import Lesson
-from ...generator import generate
-from ...history import History
-from ...jvm import current as current_java
-from ...logs import client_config
-from ...spark import read_topic, spark_session
+from ...toolbox import Param, Run
+from ...toolbox.admin import topic_offsets
+from ...toolbox.consume import read_as_group
+from ...toolbox.lesson import Lesson
+from ...record.generator import generate
+from ...record.history import History
+from ...runtime.jvm import current as current_java
+from ...record.logs import client_config
+from ...audit.spark import read_topic, spark_session
 from .exercises import EXERCISES
 from .setup_check_report import DUPLICATES, SetupResult
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ...audit import Verdict
-from ...experiment import Result
+from ...toolbox import Result
 
 DUPLICATES = 1   # the copier writes the first id twice, in the transaction it commits
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ...errors import LabError
-from ...experiment.result import Exercise, called, count, expect, is_number
+from ...toolbox.result import Exercise, called, count, expect, is_number
 from .offset_expiry_report import OffsetExpiryResult, expires_after_stop
 
 

@@ -11,13 +11,13 @@ import time
 from ...audit import RESET_KINDS
 from ...config import KAFKA_VERSION
 from ...errors import LabError
-from ...experiment import Param, Run, lab_lines
-from ...experiment.admin import committed_offsets, group_offsets, set_group_offsets, topic_offsets
-from ...experiment.apps import stop_together
-from ...experiment.lesson import Lesson
-from ...experiment.streaming import audit_many
-from ...generator import generate
-from ...history import History
+from ...toolbox import Param, Run, lab_lines
+from ...toolbox.admin import committed_offsets, group_offsets, set_group_offsets, topic_offsets
+from ...toolbox.apps import stop_together
+from ...toolbox.lesson import Lesson
+from ...toolbox.streaming import audit_many
+from ...record.generator import generate
+from ...record.history import History
 from .exercises import EXERCISES
 from .offset_expiry_report import RESTART_ANSWERS, VARIANTS, OffsetExpiryResult, Variant, measured_answer
 from .offset_expiry_spark import SPARK_VARIANTS, SparkQueries

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from ...experiment import Result
+from ...toolbox import Result
 from .offset_expiry_spark import SPARK_VARIANTS
 
 
@@ -81,7 +81,7 @@ class OffsetExpiryResult(Result):
     operator: dict = field(default_factory=dict)          # variant -> offsets an operator set after its failure
     snapshots: list = field(default_factory=list)         # committed offsets before the stop / the restart
     broker_log: list = field(default_factory=list)        # coordinator lines about these groups' offsets
-    histories: dict = field(default_factory=dict)         # variant -> lab.history.History
+    histories: dict = field(default_factory=dict)         # variant -> lab.record.history.History
     title: ClassVar[str] = "Offset expiry: every variant through the same window"
 
     retention_s = property(lambda self: self.params["retention_minutes"] * 60)

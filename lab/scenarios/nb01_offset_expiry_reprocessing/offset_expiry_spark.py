@@ -6,9 +6,9 @@ spark-checkpoint reads the main topic across the groups' downtime; spark-strict 
 from __future__ import annotations
 
 from ...audit import RESET_KINDS
-from ...experiment.admin import set_topic_config, topic_offsets
-from ...experiment.streaming import CheckpointedQuery
-from ...history import History
+from ...toolbox.admin import set_topic_config, topic_offsets
+from ...toolbox.streaming import CheckpointedQuery
+from ...record.history import History
 
 DATA_LOSS_BATCH = 10  # records per step of the failOnDataLoss demo (read / deleted unread / new)
 SPARK_VARIANTS = {

@@ -1,5 +1,5 @@
 """Chapter 02, an idle exactly-once app loses its transactional id: one lesson notebook each (02a to 02c), each
-lesson module ending with its `lesson` (lab.experiment.lesson.Lesson), its result a TxnExpiryResult of its own runs.
+lesson module ending with its `lesson` (lab.toolbox.lesson.Lesson), its result a TxnExpiryResult of its own runs.
 
     idle_clients          02a, Python and Java clients idle past the expiration
     idle_streams          02b, Kafka Streams idle as long, before and after 3.8

@@ -7,7 +7,7 @@ import math
 import random
 
 from ...cluster import parse_version
-from ...experiment.result import Exercise, called, expect, is_number
+from ...toolbox.result import Exercise, called, expect, is_number
 
 # ------------------------------------------------------------------ the exercises
 

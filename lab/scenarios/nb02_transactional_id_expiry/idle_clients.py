@@ -4,8 +4,8 @@ kafka-clients version commit, sit idle IDLE_S past the expiration, then get one 
 the other modes (without the Java producers, `mitigate_base`); a fix of the expiration runs `crash` alone."""
 from __future__ import annotations
 
-from ...experiment.lesson import Lesson
-from ...experiment.params import something_to_run
+from ...toolbox.lesson import Lesson
+from ...toolbox.params import something_to_run
 from . import txn_expiry as chapter
 from .exercises import EXERCISES
 

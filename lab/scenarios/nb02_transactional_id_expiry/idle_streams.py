@@ -2,8 +2,8 @@
 idle IDLE_S past the expiration, then one input."""
 from __future__ import annotations
 
-from ...experiment.lesson import Lesson
-from ...experiment.params import something_to_run
+from ...toolbox.lesson import Lesson
+from ...toolbox.params import something_to_run
 from . import txn_expiry as chapter
 from .exercises import EXERCISES
 

@@ -2,9 +2,9 @@
 ZOOKEEPER_BROKERS (each with its own ZooKeeper, txn_unknown_producer) and on the lab's KRaft broker."""
 from __future__ import annotations
 
-from ...experiment import Run
-from ...experiment.lesson import Lesson
-from ...experiment.params import something_to_run
+from ...toolbox import Run
+from ...toolbox.lesson import Lesson
+from ...toolbox.params import something_to_run
 from . import txn_expiry as chapter
 from . import txn_unknown_producer as part_c
 from .exercises import EXERCISES

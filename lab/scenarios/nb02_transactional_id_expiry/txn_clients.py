@@ -2,7 +2,7 @@
 3.8"): lab/apps/eos_app.py (one per PYTHON_MODES), the lone Java producer (IdleTransactionalProducer) and
 kafka-streams-examples' WordCountDemo. A _Client is one of them in one round: started, fed until it has committed,
 told to go quiet, fed once after the idle period, supervised, and summarised from its own evidence (LAB lines, or
-the Kafka Streams log lines lab.experiment.java_events names).
+the Kafka Streams log lines lab.toolbox.java_events names).
 """
 from __future__ import annotations
 
@@ -12,15 +12,15 @@ import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from ... import maven
+from ...runtime import maven
 from ...cluster import parse_version
 from ...connection import kafka_config, spark_kafka_options
 from ...errors import LabError
-from ...experiment import Run, grep, java_events, lab_lines
-from ...experiment.consume import QUIET
-from ...experiment.apps import streams_running
-from ...history import History
-from ...programs import LOG4J, LOGGING, idle_producer, write_shared
+from ...toolbox import Run, grep, java_events, lab_lines
+from ...toolbox.consume import QUIET
+from ...toolbox.apps import streams_running
+from ...record.history import History
+from ...runtime.programs import LOG4J, LOGGING, idle_producer, write_shared
 
 ERROR_CODE = 49  # INVALID_PRODUCER_ID_MAPPING
 WORDCOUNT = "org.apache.kafka.streams.examples.wordcount.WordCountDemo"   # reads a properties file as args[0]
@@ -311,7 +311,7 @@ class _Streams(_Client):
         count of 2 is a double count (duplicate) and a missing word is lost."""
         from pyspark.sql import functions as F
         from ...audit import audit
-        from ...spark import sized_session, spark_session
+        from ...audit.spark import sized_session, spark_session
         spark = sized_session(spark_session(), self.end or 0)   # its frames and the audit on one session
 
         def frame(isolation):

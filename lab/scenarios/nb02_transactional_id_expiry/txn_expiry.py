@@ -21,10 +21,10 @@ from typing import ClassVar
 from ...cluster import is_zookeeper_version, parse_version
 from ...config import KAFKA_VERSION
 from ...errors import LabError
-from ...experiment import Param, Result, Run, grep
-from ...experiment.admin import expired_at
-from ...experiment.consume import read_to_end
-from ...programs import clients_classpath
+from ...toolbox import Param, Result, Run, grep
+from ...toolbox.admin import expired_at
+from ...toolbox.consume import read_to_end
+from ...runtime.programs import clients_classpath
 from . import txn_unknown_producer as part_c
 from .txn_clients import CLIENTS, ERROR_CODE, streams_examples
 

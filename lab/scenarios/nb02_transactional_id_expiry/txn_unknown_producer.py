@@ -13,8 +13,8 @@ from confluent_kafka import Consumer, TopicPartition
 from ...cluster import kafka_cluster, parse_version
 from ...connection import kafka_config
 from ...errors import LabError
-from ...experiment import Param, Run, grep, lab_lines
-from ...programs import clients_classpath, idle_producer
+from ...toolbox import Param, Run, grep, lab_lines
+from ...runtime.programs import clients_classpath, idle_producer
 
 BROKER_ERROR = r"Found no record of producerId=.*|UnknownProducerIdException"
 

@@ -1,5 +1,5 @@
 """Chapter 03, quota-driven fencing of a Kafka Streams exactly-once app: one lesson notebook each (03a, 03b), each
-lesson module ending with its `lesson` (lab.experiment.lesson.Lesson), its result a QuotaResult of its own runs.
+lesson module ending with its `lesson` (lab.toolbox.lesson.Lesson), its result a QuotaResult of its own runs.
 
     fencing                  03a, the report's load on every client at once
     sweep                    03b, load against quota, client by client

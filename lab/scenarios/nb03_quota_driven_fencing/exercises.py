@@ -2,7 +2,7 @@
 the sweep (a transaction's budget)."""
 from __future__ import annotations
 
-from ...experiment.result import Exercise, called, expect, is_number, number
+from ...toolbox.result import Exercise, called, expect, is_number, number
 from .quota_fencing_analysis import WIRE_OVERHEAD_BYTES, quota_for
 
 # ---------------------------------------------------------------- the exercises

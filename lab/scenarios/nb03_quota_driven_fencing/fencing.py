@@ -5,9 +5,9 @@ goes, so it names the setting, not what happens."""
 from __future__ import annotations
 
 from ...audit import audit
-from ...experiment import Run
-from ...experiment.lesson import Lesson
-from ...history import History
+from ...toolbox import Run
+from ...toolbox.lesson import Lesson
+from ...record.history import History
 from . import quota_fencing as chapter
 from .exercises import EXERCISES
 from .quota_fencing_report import QuotaResult, fencing_answer

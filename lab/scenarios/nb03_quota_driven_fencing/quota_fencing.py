@@ -14,16 +14,16 @@ import time
 import pandas as pd
 
 from ...audit import audit
-from ...cluster.versions import parse_version
+from ...runtime.versions import parse_version
 from ...config import KAFKA_VERSION
 from ...errors import LabError
-from ...experiment import Param, Run, grep, lab_lines
-from ...experiment.apps import stop_together, streams_running
-from ...experiment.checks import check_streams_program
-from ...generator import generate
-from ...history import History
-from ...spark import read_topic, sized_session, spark_session
-from ...programs import JavaProgram, streams_classpath
+from ...toolbox import Param, Run, grep, lab_lines
+from ...toolbox.apps import stop_together, streams_running
+from ...toolbox.checks import check_streams_program
+from ...record.generator import generate
+from ...record.history import History
+from ...audit.spark import read_topic, sized_session, spark_session
+from ...runtime.programs import JavaProgram, streams_classpath
 from .quota_fencing_analysis import (BASELINES, FENCING_ANSWERS, LOOP, VARIANTS, WIRE_OVERHEAD_BYTES, Measured,
                                      Variant, awaitready_polls_delay, quota_for, sweep_choices)
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import confluent_kafka
 import pandas as pd
 
-from ...cluster.versions import parse_version
+from ...runtime.versions import parse_version
 from ...errors import LabError
-from ...experiment import java_events, lab_lines
-from ...experiment.evidence import incidents, txn_waits
+from ...toolbox import java_events, lab_lines
+from ...record.evidence import incidents, txn_waits
 
 # Bytes on the wire per input record besides the state value (changelog key, output record, batch
 # overhead), measured with Kafka 3.8.1 and 4.3.1: turns a load/quota ratio into a quota.

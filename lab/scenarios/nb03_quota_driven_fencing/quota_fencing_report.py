@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ...experiment import TONES, Result
+from ...toolbox import TONES, Result
 from .quota_fencing_analysis import (BASELINES, FENCING_ANSWERS, LOOP, STREAMS_CRASH_KINDS, VARIANTS, Measured,
                                      sweep_label)
 

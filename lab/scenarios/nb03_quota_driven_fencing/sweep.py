@@ -2,9 +2,9 @@
 SWEEP_PARALLEL, and each client version's bytecode read for the KAFKA-17455 fix."""
 from __future__ import annotations
 
-from ...experiment import Run
-from ...experiment.lesson import Lesson
-from ...experiment.params import something_to_run
+from ...toolbox import Run
+from ...toolbox.lesson import Lesson
+from ...toolbox.params import something_to_run
 from . import quota_fencing as chapter
 from .exercises import EXERCISES
 from .quota_fencing_report import QuotaResult, sweep_answer

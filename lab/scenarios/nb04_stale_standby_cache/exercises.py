@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ...errors import LabError
-from ...experiment.result import Exercise, called, expect, whole
+from ...toolbox.result import Exercise, called, expect, whole
 from .stale_standby_report import AFTER_READ_S, StaleStandbyResult, Variant, is_affected
 
 

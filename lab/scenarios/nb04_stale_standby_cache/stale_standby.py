@@ -12,15 +12,15 @@ import time
 
 from ...config import KAFKA_VERSION
 from ...errors import LabError
-from ...experiment import Param, Run, lab_lines
-from ...experiment.apps import stop_together
-from ...experiment.checks import check_streams_program
-from ...experiment.consume import read_committed
-from ...experiment.lesson import Lesson
-from ...experiment.memory import child_pids, peak_rss
-from ...generator import generate
-from ...history import History
-from ...programs import JavaProgram
+from ...toolbox import Param, Run, lab_lines
+from ...toolbox.apps import stop_together
+from ...toolbox.checks import check_streams_program
+from ...toolbox.consume import read_committed
+from ...toolbox.lesson import Lesson
+from ...toolbox.memory import child_pids, peak_rss
+from ...record.generator import generate
+from ...record.history import History
+from ...runtime.programs import JavaProgram
 from .exercises import EXERCISES
 from .stale_standby_report import STALE_ANSWERS, StaleStandbyResult, Variant, analyse, measured_answer
 

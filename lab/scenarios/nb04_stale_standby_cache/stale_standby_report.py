@@ -6,8 +6,8 @@ import re
 from dataclasses import dataclass, field
 
 from ...cluster import parse_version
-from ...experiment import Result, Timeline, grep, lab_lines
-from ...history import History
+from ...toolbox import Result, Timeline, grep, lab_lines
+from ...record.history import History
 
 FIRST_AFFECTED, FIRST_FIXED = (2, 6, 0), (3, 4, 1)   # KAFKA-9501 recycling .. PR #13369
 AFTER_READ_S = 2.0    # the worker polls its assignment every 100 ms: a role change is logged a little late

@@ -1,5 +1,5 @@
 """Chapter 05, exactly-once under crashes: one lesson notebook each (05a to 05d), each lesson module ending with its
-`lesson` (lab.experiment.lesson.Lesson), its result an EosCrashResult of its own runs.
+`lesson` (lab.toolbox.lesson.Lesson), its result an EosCrashResult of its own runs.
 
     crash_points        05a, a crash at each point of the commit, under each guarantee
     exception_handlers  05b, a poison record under each exception handler (and their configuration by version)

@@ -5,7 +5,7 @@ sections 6 and 7).
 """
 from __future__ import annotations
 
-from ...experiment import lab_lines
+from ...toolbox import lab_lines
 
 
 def measure(produced, committed: list, uncommitted: list, counts: list) -> dict:

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import time
 
-from ...experiment import Run, Timeline
-from ...experiment.consume import TopicReader
-from ...generator import generate
-from ...history import History
-from ...programs import JavaProgram
+from ...toolbox import Run, Timeline
+from ...toolbox.consume import TopicReader
+from ...record.generator import generate
+from ...record.history import History
+from ...runtime.programs import JavaProgram
 from .analysis import app_events, loop_rate, measure
 from .report import Failing
 from .streams_app import _app, _fail, _slug, _start

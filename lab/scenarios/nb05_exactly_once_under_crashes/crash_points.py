@@ -7,15 +7,15 @@ from __future__ import annotations
 import json
 import time
 
-from ...experiment import Run, Timeline, grep
-from ...experiment.consume import TopicReader
-from ...experiment.evidence import STATE_WIPE
-from ...experiment.lesson import Lesson
-from ...experiment.params import something_to_run
-from ...experiment.markers import around, draw, producer_ids
-from ...generator import HOLD_S, generate
-from ...history import History
-from ...programs import JavaProgram
+from ...toolbox import Run, Timeline, grep
+from ...toolbox.consume import TopicReader
+from ...record.evidence import STATE_WIPE
+from ...toolbox.lesson import Lesson
+from ...toolbox.params import something_to_run
+from ...toolbox.markers import around, draw, producer_ids
+from ...record.generator import HOLD_S, generate
+from ...record.history import History
+from ...runtime.programs import JavaProgram
 from . import eos_crashes as chapter
 from .analysis import app_events, measure
 from .exercises import EXERCISES

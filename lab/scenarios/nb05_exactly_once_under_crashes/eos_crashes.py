@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from ...cluster import parse_version
 from ...config import KAFKA_VERSION
-from ...experiment import Param, Run
-from ...experiment import checks
+from ...toolbox import Param, Run
+from ...toolbox import checks
 from .report import FATES, OUTPUT_ANSWERS, REFUSED_FATES, SCHEMA_FATES, asked_point
 from .streams_app import (CRASH_POINTS, GUARANTEES, HANDLERS, KIP_1034, MAIN, PRODUCTION_HANDLERS, SCHEMA_MODES,
                           sources)

@@ -3,7 +3,7 @@ refused runs) and judges the learner's answer by what that run measured, then by
 from __future__ import annotations
 
 from ...errors import LabError
-from ...experiment.result import Exercise, called, expect, number
+from ...toolbox.result import Exercise, called, expect, number
 from .streams_app import CRASH_POINTS, GUARANTEES, HANDLERS, SCHEMA_MODES
 
 # ---------------------------------------------------------------- the exercises

@@ -17,10 +17,10 @@ from __future__ import annotations
 import json
 
 from ...cluster import parse_version
-from ...experiment import Run
-from ...experiment.consume import TopicReader
-from ...experiment.lesson import Lesson
-from ...experiment.params import something_to_run
+from ...toolbox import Run
+from ...toolbox.consume import TopicReader
+from ...toolbox.lesson import Lesson
+from ...toolbox.params import something_to_run
 from .crash_loop import _failing_run
 from . import eos_crashes as chapter
 from .exercises import EXERCISES

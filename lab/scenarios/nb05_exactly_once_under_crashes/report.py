@@ -7,13 +7,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ...experiment import Result, Timeline, grep
-from ...experiment.evidence import short_line
-from ...experiment.markers import describe
-from ...history import History
+from ...toolbox import Result, Timeline, grep
+from ...record.evidence import short_line
+from ...toolbox.markers import describe
+from ...record.history import History
 from .streams_app import EPOCH_LINE, GUARANTEES, SHORT, WIPE_LINE
 
-# What the broker's transaction markers say about a crash run (lab.experiment.markers.around).
+# What the broker's transaction markers say about a crash run (lab.toolbox.markers.around).
 MARKER_COUNTS = ("markers", "commit_markers", "abort_markers", "commits_before", "aborts_after", "aborted_by_markers",
                  "first_abort_after_s")
 KINDS = ["duplicate", "lost", "aborted_read", "stale_value"]   # what the Spark audit checks
@@ -334,7 +334,7 @@ class EosCrashResult(Result):
         from concurrent.futures import ThreadPoolExecutor
 
         from ...audit import audit
-        from ...spark import spark_session
+        from ...audit.spark import spark_session
         jobs = {}
         for c in self.crashes.values():
             clean = c.guarantee == "exactly_once_v2" or c.point not in IN_FLIGHT   # the mechanism's prediction

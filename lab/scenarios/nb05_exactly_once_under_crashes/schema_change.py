@@ -3,9 +3,9 @@ application.id, the Kafka Streams version schema_version() picks) reads it, unde
 """
 from __future__ import annotations
 
-from ...experiment import Run
-from ...experiment.lesson import Lesson
-from ...experiment.params import something_to_run
+from ...toolbox import Run
+from ...toolbox.lesson import Lesson
+from ...toolbox.params import something_to_run
 from .crash_loop import _failing_run
 from . import eos_crashes as chapter
 from .exercises import EXERCISES

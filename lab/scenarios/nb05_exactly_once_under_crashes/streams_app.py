@@ -10,9 +10,9 @@ import time
 
 from ...cluster import parse_version
 from ...errors import LabError
-from ...experiment import Run
-from ...experiment.evidence import STATE_WIPE, STATE_WIPE_ACTION
-from ...programs import JavaProgram
+from ...toolbox import Run
+from ...record.evidence import STATE_WIPE, STATE_WIPE_ACTION
+from ...runtime.programs import JavaProgram
 
 MAIN, SOURCES = "EosCrashApp", ["EosCrashApp.java", "Lab.java", "LabStreams.java"]
 CRASH_POINTS = ("none", "before_read", "during_processing", "after_send_before_commit", "after_commit")

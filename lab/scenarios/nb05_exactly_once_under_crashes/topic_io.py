@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ...connection import kafka_config
 from ...errors import LabError
-from ...experiment.consume import TopicReader
+from ...toolbox.consume import TopicReader
 
 
 def drain(bootstrap: str, topic: str, isolation: str, timeout: float = 30) -> list[dict]:

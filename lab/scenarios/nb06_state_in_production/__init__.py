@@ -1,5 +1,5 @@
 """Chapter 06, what state costs in production: one lesson notebook each (06a to 06e), one module per lesson, each
-ending with its `lesson` (lab.experiment.lesson.Lesson).
+ending with its `lesson` (lab.toolbox.lesson.Lesson).
 
     state_growth     06a, ever-new keys in a store (state_growth_report presents what the stores held)
     state_restore    06b, a restart after a crash (state_restore_apps runs the app, state_restore_analysis reads

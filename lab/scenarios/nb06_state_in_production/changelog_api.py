@@ -15,16 +15,16 @@ from datetime import datetime, timezone
 from ...config import KAFKA_VERSION
 from ...connection import kafka_config
 from ...errors import LabError
-from ...experiment import Param
-from ...experiment.lesson import Lesson
-from ...experiment.result import Exercise, expect
-from ...experiment.admin import group_offsets, topic_offsets
-from ...experiment.apps import stop_together
-from ...generator import generate
-from ...history import History
-from ...logs import client_config
-from ...spark import spark_session
-from ...programs import JavaProgram
+from ...toolbox import Param
+from ...toolbox.lesson import Lesson
+from ...toolbox.result import Exercise, expect
+from ...toolbox.admin import group_offsets, topic_offsets
+from ...toolbox.apps import stop_together
+from ...record.generator import generate
+from ...record.history import History
+from ...record.logs import client_config
+from ...audit.spark import spark_session
+from ...runtime.programs import JavaProgram
 from .changelog_api_analysis import (AUDITED, LATE, LIVE, NEW, VIEWS, Outcome, _cleaner_lines, _cumulative,
                                      _records, _unnamed_warning)
 
@@ -220,7 +220,7 @@ class DownstreamReader:
         return all(mine.get(q, 0) >= end for q, end in ends.items())
 
     def frame(self, spark):
-        """What it read, shaped like lab.spark.read_topic's frame, for the audit."""
+        """What it read, shaped like lab.audit.spark.read_topic's frame, for the audit."""
         rows = [(r["key"], r["value"], r["topic"], r["partition"], r["offset"],
                  datetime.fromtimestamp(r["timestamp"], tz=timezone.utc)) for r in self.rows]
         return spark.createDataFrame(rows, "key STRING, value STRING, topic STRING, `partition` INT, "

@@ -1,16 +1,16 @@
 """What lesson 06d measured (a downstream reader of a changelog, its audit
 verdict by Spark): the Spark audit (lost / stale_value / duplicate against the generator's history) of what each
 downstream reader saw and of a late re-read, one row per variant, the broker's cleaner report and Kafka Streams'
-unnamed-topic warning. Outcome is the lesson's outcome (lab.experiment.lesson); changelog_api_report presents it.
+unnamed-topic warning. Outcome is the lesson's outcome (lab.toolbox.lesson); changelog_api_report presents it.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...experiment import grep
-from ...experiment.admin import topic_offsets
-from ...experiment.consume import read_to_end
-from ...history import History
+from ...toolbox import grep
+from ...toolbox.admin import topic_offsets
+from ...toolbox.consume import read_to_end
+from ...record.history import History
 from .changelog_api_report import OutcomeReport
 
 AUDITED = ["duplicate", "lost", "stale_value"]
@@ -32,8 +32,8 @@ class Outcome(OutcomeReport):
     @classmethod
     def measure(cls, lab, p: dict, variants: dict, readers: dict, history: History, waited: float,
                 spark) -> "Outcome":
-        from ...experiment.streaming import audit_many
-        from ...spark import sized_session
+        from ...toolbox.streaming import audit_many
+        from ...audit.spark import sized_session
         admin = lab.cluster.admin()
         partitions = p["changelog_partitions"]
         produced = history.rows("produced")

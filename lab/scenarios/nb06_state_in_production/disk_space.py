@@ -17,12 +17,12 @@ import math
 import time
 from dataclasses import dataclass
 
-from ...experiment.checks import half_the_free_disk
-from ...experiment import Param
-from ...experiment.lesson import Lesson
+from ...toolbox.checks import half_the_free_disk
+from ...toolbox import Param
+from ...toolbox.lesson import Lesson
 from ...errors import LabError
-from ...experiment.result import Exercise, count, expect
-from ...experiment.streams_app import ERROR_STATES, stop_all
+from ...toolbox.result import Exercise, count, expect
+from ...toolbox.streams_app import ERROR_STATES, stop_all
 from .state_app import feed, state_app
 
 # RocksDB's word once a flush took the SST files past the limit: it keeps the file and sets a background

@@ -9,13 +9,13 @@ import threading
 import time
 
 from ...config import KAFKA_VERSION
-from ...experiment import Param
-from ...experiment.lesson import Lesson
+from ...toolbox import Param
+from ...toolbox.lesson import Lesson
 from ...errors import LabError
-from ...experiment.result import Exercise, count, expect
-from ...experiment.apps import MAX_JVMS
-from ...experiment.memory import peak_rss, rss_mb
-from ...experiment.streams_app import StreamsApp, stop_all
+from ...toolbox.result import Exercise, count, expect
+from ...toolbox.apps import MAX_JVMS
+from ...toolbox.memory import peak_rss, rss_mb
+from ...toolbox.streams_app import StreamsApp, stop_all
 from .rocksdb_memory_report import (BLOCK_CACHE_MB, CAP_SLACK, CONFIGS, DEFAULT_CAP_MB, DISK_BUDGET_MB, GUIDE_ESTIMATE_MB, HEAP_MB,
                                     JVM_OVERHEAD_MB, MEMORY_BUDGET_MB, TABLE_READERS_SHARE, VALUE_BYTES,
                                     WRITE_BUFFER_MB, WRITE_BUFFERS, Outcome)

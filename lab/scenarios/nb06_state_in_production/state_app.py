@@ -11,14 +11,14 @@ from confluent_kafka import KafkaException, Producer
 from ...config import KAFKA_VERSION
 from ...connection import kafka_config
 from ...errors import LabError
-from ...experiment.streams_app import StreamsApp
-from ...logs import client_config
+from ...toolbox.streams_app import StreamsApp
+from ...record.logs import client_config
 
 
 def feed(bootstrap: str, topic: str, records: int, rate: float, step_ms: int, first_ms: int, stopping,
          progress: list) -> int:
     """Produce `records` records with new keys s0000000, s0000001, ... and timestamps first_ms + i * step_ms
-    at `rate` per second; returns how many Kafka acknowledged. lab.generator.generate sets no timestamp, hence
+    at `rate` per second; returns how many Kafka acknowledged. lab.record.generator.generate sets no timestamp, hence
     this small producer. `progress` gets (epoch s, records sent so far)."""
     producer = Producer(client_config({**kafka_config(bootstrap), "linger.ms": 5, "enable.idempotence": True}))
     acked, errors = [0], []

@@ -8,13 +8,13 @@ from __future__ import annotations
 import time
 
 from ...errors import LabError
-from ...experiment.checks import half_the_free_disk
-from ...experiment import Param
-from ...experiment.lesson import Lesson
-from ...experiment.result import Exercise, count, expect
-from ...experiment.admin import topic_offsets
-from ...experiment.consume import read_to_end
-from ...experiment.streams_app import StreamsApp, stop_all, wait_running
+from ...toolbox.checks import half_the_free_disk
+from ...toolbox import Param
+from ...toolbox.lesson import Lesson
+from ...toolbox.result import Exercise, count, expect
+from ...toolbox.admin import topic_offsets
+from ...toolbox.consume import read_to_end
+from ...toolbox.streams_app import StreamsApp, stop_all, wait_running
 from .state_app import feed, state_app
 from .state_growth_report import (GROWING, SWEEPS_PER_TTL, Outcome, segment_interval_ms,
                                   sweep_ms)

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import time
 
-from ...experiment.checks import half_the_free_disk
-from ...experiment import Param
-from ...experiment.lesson import Lesson
+from ...toolbox.checks import half_the_free_disk
+from ...toolbox import Param
+from ...toolbox.lesson import Lesson
 from ...errors import LabError
-from ...experiment.result import Exercise, expect, number
-from ...experiment.admin import topic_offsets
-from ...experiment.checks import check_streams_program
-from ...experiment.streams_app import stop_all, wait_running
+from ...toolbox.result import Exercise, expect, number
+from ...toolbox.admin import topic_offsets
+from ...toolbox.checks import check_streams_program
+from ...toolbox.streams_app import stop_all, wait_running
 from .state_restore_analysis import FULL, _stamped, records_for
 from .state_restore_apps import MAIN, SOURCES, App, fill, measure
 from .state_restore_report import Outcome

@@ -9,7 +9,7 @@ import math
 import re
 import time
 
-from ...experiment.evidence import STATE_WIPE_STORE_NOT_CLOSED, short_line
+from ...record.evidence import STATE_WIPE_STORE_NOT_CLOSED, short_line
 
 KEY_BYTES = 10                    # "k%09d": unique keys
 CHECKPOINT_EVERY = 10_000         # OFFSET_DELTA_THRESHOLD_FOR_CHECKPOINT: changelog records between checkpoints

@@ -1,5 +1,5 @@
 """Lesson 06b, a restart after a crash: what the lesson runs. One Kafka Streams app per mode
-(lab/java/RestoreApp.java, lab.experiment.streams_app), the input the lab fills, the probe records that show an app
+(lab/java/RestoreApp.java, lab.toolbox.streams_app), the input the lab fills, the probe records that show an app
 processing again, and one shutdown measured: kill -9 (or SIGTERM), restart, restore, processing again.
 """
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 
 from ...connection import kafka_config
 from ...errors import LabError
-from ...experiment.evidence import STATE_WIPE, STATE_WIPE_ACTION
-from ...experiment.streams_app import StreamsApp
-from ...logs import client_config
+from ...record.evidence import STATE_WIPE, STATE_WIPE_ACTION
+from ...toolbox.streams_app import StreamsApp
+from ...record.logs import client_config
 from .state_restore_analysis import probes_seen, restore_row, restore_timing, restores_since
 
 MAIN, SOURCES = "RestoreApp", ["RestoreApp.java", "Lab.java", "LabStreams.java"]

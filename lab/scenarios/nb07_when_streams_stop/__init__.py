@@ -1,5 +1,5 @@
 """Chapter 07, when streams stop moving: one lesson notebook each (07a to 07d), one module per lesson, each ending
-with its `lesson` (lab.experiment.lesson.Lesson).
+with its `lesson` (lab.toolbox.lesson.Lesson).
 
     poll_loop              07a, work between two polls (poll_loop_consumers starts the consumers)
     partition_parallelism  07b, more instances for a busy app

@@ -11,14 +11,14 @@ import uuid
 
 from ...config import KAFKA_VERSION
 from ...errors import LabError
-from ...experiment import Param
-from ...experiment.apps import check_jvms
-from ...experiment.checks import build_streams_program, check_version
-from ...experiment.lesson import Lesson
-from ...experiment.result import Exercise, judge_rule, setting
-from ...experiment.streams_app import stop_all, wait_running
-from ...generator import generate
-from ...history import History
+from ...toolbox import Param
+from ...toolbox.apps import check_jvms
+from ...toolbox.checks import build_streams_program, check_version
+from ...toolbox.lesson import Lesson
+from ...toolbox.result import Exercise, judge_rule, setting
+from ...toolbox.streams_app import stop_all, wait_running
+from ...record.generator import generate
+from ...record.history import History
 from .broker_bounce_analysis import (APPS_LISTENER, HANDLERS, Variant, _windows, acks_of, expected_to_die,
                                      parse_variant)
 from .broker_bounce_apps import MAIN, REQUEST_TIMEOUT_MS, SOURCES, App, drain, measure, settled, topic_on

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ...cluster.versions import parse_version
+from ...runtime.versions import parse_version
 from ...config import KAFKA_VERSION
 from ...errors import LabError
 

@@ -1,5 +1,5 @@
 """Lesson 07d, a broker bounce under Kafka Streams: what the lesson runs. One Kafka Streams app per
-BOUNCE_APPS variant (lab/java/BounceApp.java, lab.experiment.streams_app) on topics placed on chosen brokers; when the
+BOUNCE_APPS variant (lab/java/BounceApp.java, lab.toolbox.streams_app) on topics placed on chosen brokers; when the
 apps have ridden the bounce out (or died), the living ones finish the input, and what they did is measured: their
 LAB lines and logs, their committed offsets, and a Spark audit of their output against the generator's record.
 """
@@ -9,9 +9,9 @@ import time
 import uuid
 
 from ...errors import LabError
-from ...experiment.admin import topic_offsets
-from ...experiment.streams_app import StreamsApp
-from ...history import History
+from ...toolbox.admin import topic_offsets
+from ...toolbox.streams_app import StreamsApp
+from ...record.history import History
 from .broker_bounce_analysis import (APPS_LISTENER, LOG_LINES, Variant, app_row, bounce_of, dead_at, expected_to_die,
                                      first_error, processed, replaced_threads, series_of)
 from .broker_bounce_report import Outcome
@@ -112,7 +112,7 @@ def _audit_history(history: History, committed: dict, folder) -> History:
 def measure(lab, p: dict, apps: list[App], topic: str, history: History, marks: dict) -> Outcome:
     """Once the apps are stopped: each one's row (broker_bounce_analysis.app_row), its log evidence, its
     progress over time, the Spark audit of its output; its death and replaced threads on the timeline."""
-    from ...experiment.streaming import audit_many
+    from ...toolbox.streaming import audit_many
     admin = lab.cluster.admin()
     partitions = p["bounce_partitions"]
     ends = topic_offsets(admin, topic, partitions)

@@ -8,13 +8,13 @@ import math
 import time
 from dataclasses import dataclass
 
-from ...experiment import Param
-from ...experiment.admin import group_offsets, topic_offsets
-from ...generator import generate
-from ...history import History
-from ...experiment.apps import check_jvms
-from ...experiment.lesson import Lesson
-from ...experiment.result import Exercise, count as whole_number, expect
+from ...toolbox import Param
+from ...toolbox.admin import group_offsets, topic_offsets
+from ...record.generator import generate
+from ...record.history import History
+from ...toolbox.apps import check_jvms
+from ...toolbox.lesson import Lesson
+from ...toolbox.result import Exercise, count as whole_number, expect
 from .throughput import StreamsApp, start_and_settle, stop_apps
 
 PARAMS = [

@@ -1,6 +1,6 @@
 """Lesson 07a, work between two polls (observed, audited by Spark, explained in the clients' words): consumers
 of one topic, each in its own group, per client and variant (poll_loop_consumers starts them); what each read and
-committed is a lab.history History, and the Spark audit's non_monotonic check counts the re-reads.
+committed is a lab.record.history History, and the Spark audit's non_monotonic check counts the re-reads.
 """
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import collections
 import uuid
 from dataclasses import dataclass, field
 
-from ...experiment import Param
-from ...experiment.apps import stop_together
-from ...experiment.lesson import Lesson
-from ...experiment.result import Exercise, count, expect, judge_rule, setting
-from ...generator import generate
-from ...history import History
+from ...toolbox import Param
+from ...toolbox.apps import stop_together
+from ...toolbox.lesson import Lesson
+from ...toolbox.result import Exercise, count, expect, judge_rule, setting
+from ...record.generator import generate
+from ...record.history import History
 from .poll_loop_consumers import (CLIENTS, MIN_SESSION_MS, START, VARIANTS, Variant, _commit_failures, _dropped,
                                   _reads, _settled, applies, batch_ms, expected_to_loop, interval_ms)
 
@@ -108,8 +108,8 @@ class Outcome:
 
     @classmethod
     def measure(cls, lab, p: dict, variants: list[Variant], topic: str) -> "Outcome":
-        from ...experiment.admin import group_offsets
-        from ...experiment.streaming import audit_many
+        from ...toolbox.admin import group_offsets
+        from ...toolbox.streaming import audit_many
         committed = group_offsets(lab.cluster.admin(), {v.name: v.group for v in variants}, topic)
         audits = audit_many({v.name: dict(history=v.history, kinds=["non_monotonic"], allow_empty=True,
                                           expect="anomalies" if expected_to_loop(p, v.variant, v.client)

@@ -9,9 +9,9 @@ import collections
 from dataclasses import dataclass
 
 from ...config import KAFKA_VERSION
-from ...experiment import grep, lab_lines
-from ...history import History
-from ...programs import JavaProgram
+from ...toolbox import grep, lab_lines
+from ...record.history import History
+from ...runtime.programs import JavaProgram
 
 CLIENTS = ("java", "librdkafka", "streams")
 # How each consumer runs: as the parameters set it (baseline), one record per poll, a longer max.poll.interval.ms,
@@ -50,7 +50,7 @@ class Variant:
     variant: str
     group: str
     history: History
-    child: object = None          # lab.processes.Child
+    child: object = None          # lab.runtime.processes.Child
     log: object = None            # its log path
 
     @property

@@ -9,13 +9,13 @@ import time
 from dataclasses import dataclass
 
 from ...apps.lookup_service import LookupService
-from ...experiment import Param
-from ...experiment.admin import group_offsets, topic_offsets
-from ...generator import generate
-from ...history import History
-from ...experiment.apps import check_jvms
-from ...experiment.lesson import Lesson
-from ...experiment.result import Exercise, judge_rule, setting
+from ...toolbox import Param
+from ...toolbox.admin import group_offsets, topic_offsets
+from ...record.generator import generate
+from ...record.history import History
+from ...toolbox.apps import check_jvms
+from ...toolbox.lesson import Lesson
+from ...toolbox.result import Exercise, judge_rule, setting
 from .throughput import StreamsApp, start_and_settle, stop_apps
 
 MODES = ("direct", "cache", "batch", "threads")   # direct: one call per record, on one thread (the app's "plain")

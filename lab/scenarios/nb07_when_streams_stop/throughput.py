@@ -1,5 +1,5 @@
 """What lessons 07b and 07c share: StreamsApp, the instances
-of one lab/java/ThroughputApp.java app under one application.id (lab.experiment.streams_app), and start_and_settle(),
+of one lab/java/ThroughputApp.java app under one application.id (lab.toolbox.streams_app), and start_and_settle(),
 which starts apps together and waits until each has settled (its group stable, every task assigned); the lessons
 then measure each app's rates over a window.
 """
@@ -9,7 +9,7 @@ import time
 import uuid
 
 from ...config import KAFKA_VERSION
-from ...experiment import streams_app
+from ...toolbox import streams_app
 
 HEAP_MB = 160
 STICKY_ASSIGNOR = "org.apache.kafka.streams.processor.assignment.assignors.StickyTaskAssignor"   # KIP-924

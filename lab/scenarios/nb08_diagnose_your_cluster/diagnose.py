@@ -10,13 +10,13 @@ import time
 
 from ...config import KAFKA_VERSION
 from ...errors import LabError
-from ...experiment import Param, Run, lab_lines
-from ...experiment.admin import committed_offsets, expired_at, group_offsets, topic_offsets
-from ...experiment.consume import read_to_end
-from ...experiment.lesson import Lesson
-from ...generator import generate
-from ...history import History
-from ...programs import clients_classpath, idle_producer
+from ...toolbox import Param, Run, lab_lines
+from ...toolbox.admin import committed_offsets, expired_at, group_offsets, topic_offsets
+from ...toolbox.consume import read_to_end
+from ...toolbox.lesson import Lesson
+from ...record.generator import generate
+from ...record.history import History
+from ...runtime.programs import clients_classpath, idle_producer
 from .diagnose_report import DiagnoseResult, predictions
 from .exercises import EXERCISES
 

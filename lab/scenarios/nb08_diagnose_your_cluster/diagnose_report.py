@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from ...experiment import Result
-from ...history import History
+from ...toolbox import Result
+from ...record.history import History
 
 # the error each expiry predicts for the producer's next transaction (an expired idempotent producer id meets none:
 # since 2.5 the broker takes its next batch as a new producer's)

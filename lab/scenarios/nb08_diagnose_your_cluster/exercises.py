@@ -4,7 +4,7 @@ is known: an answer copied from this run's numbers does not pass.
 """
 from __future__ import annotations
 
-from ...experiment.result import Exercise, called, expect, whole
+from ...toolbox.result import Exercise, called, expect, whole
 
 
 def rereads_after_expiry(committed, log_start):

@@ -1,0 +1,157 @@
+"""The course as a static site: every notebook executed at its default parameters, then rendered to HTML.
+
+    make site [SITE_DIR=site] [NOTEBOOKS="00 04"]      (python -m lab site DIR [--notebooks 00 04])
+
+A teacher previews what each lesson shows, and an attendee whose laptop fails follows along, without running
+anything. The notebooks run one at a time, headless (papermill, as the tests run them), on this machine: every
+figure, table, verdict and explanation on the site is one this machine measured. Rendering is nbconvert's: the
+Jupyter project's own exporter, installed with JupyterLab (no other tool to install or keep), whose `lab` template
+looks like the JupyterLab the learners use (without the scripts it fetches from the network: lab/site_template). The plotly figures stay interactive and work offline: the lab saves
+them with plotly.js inside (lab.notebook.setup). Widgets need a live kernel, so their outputs are left out and the
+panel's cell says so. index.html lists the course; teaching.html is the teacher's guide (docs/teaching.md), setup.html the
+attendees' set-up page (docs/setup.md), glossary.html the terms the lessons link to (docs/glossary.md). The cell that
+records a notebook's results is left out of its page.
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+from ..config import LAB_DIR
+
+ROOT = LAB_DIR.parent
+NOTEBOOK_DIR = ROOT / "notebooks"
+CELL_TIMEOUT = 900   # seconds, one cell
+WIDGET = "application/vnd.jupyter.widget-view+json"
+TEMPLATE_DIR = LAB_DIR / "site_template"   # nbconvert's lab template, offline
+PANEL_NOTE = ('<div class="lab-site-note" style="border-left:4px solid #1f77b4;padding:6px 12px;background:#f4f8fb">'
+              "The panel runs only in a live kernel: open this notebook in JupyterLab (<code>make lab</code>), set "
+              "<code>INTERACTIVE = True</code> and run it to tune the parameters and run again.</div>")
+PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>body{{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;line-height:1.5}}
+table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}
+code{{background:#f3f3f3;padding:0 3px}}</style></head>
+<body>{body}</body></html>
+"""
+
+
+def names(numbers: list[str] | None = None) -> list[str]:
+    """The course's notebooks, or those whose number is in `numbers` ("00", "4", "04_stale...", "07a" all work; a
+    chapter's number, "07", gives its lessons)."""
+    from ..errors import LabError
+    from ..scenarios import COURSE
+    course = [e.name for e in COURSE]
+    if not numbers:
+        return course
+    wanted = {n.split("_")[0].zfill(2) for n in numbers}
+
+    def chosen(name: str) -> bool:
+        return name.split("_")[0] in wanted or name[:2] in wanted
+    unknown = sorted(w for w in wanted if not any(c.split("_")[0] == w or c[:2] == w for c in course))
+    if unknown:
+        raise LabError(f"no notebook numbered {', '.join(unknown)} in the course ({', '.join(course)})")
+    return [c for c in course if chosen(c)]
+
+
+def execute(name: str, into: Path, parameters: dict | None = None) -> Path:
+    """Run one notebook headless, at its defaults unless `parameters` says otherwise; returns the executed copy."""
+    import papermill
+    into.mkdir(parents=True, exist_ok=True)
+    out = into / f"{name}.ipynb"
+    papermill.execute_notebook(str(NOTEBOOK_DIR / f"{name}.ipynb"), str(out), parameters=parameters or {},
+                               kernel_name="python3", cwd=str(NOTEBOOK_DIR), execution_timeout=CELL_TIMEOUT,
+                               progress_bar=False)
+    return out
+
+
+# plotly's notebook renderer always loads MathJax from a CDN beside each figure; the lab's figures have no LaTeX
+MATHJAX_FROM_CDN = re.compile(r'<script src="https://[^"]*/mathjax/[^"]*"></script>')
+
+
+def for_the_page(nb) -> None:
+    """In place: widget outputs out (no kernel behind the page), the panel's cell with its note, the cell that
+    records the results out (machinery, not lesson), and nothing fetched from the network."""
+    import nbformat
+    nb.cells = [c for c in nb.cells if not (c.cell_type == "code" and re.match(r"\s*record\(", c.source))]
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        cell.outputs = [o for o in cell.get("outputs", []) if WIDGET not in o.get("data", {})]
+        for output in cell.outputs:
+            if isinstance(output.get("data", {}).get("text/html"), str):
+                output.data["text/html"] = MATHJAX_FROM_CDN.sub("", output.data["text/html"])
+        if re.search(r"^\s*panel\(", cell.source, re.M):
+            cell.outputs.append(nbformat.v4.new_output("display_data", data={"text/html": PANEL_NOTE}))
+
+
+def render(executed: Path, page: Path) -> Path:
+    """One executed notebook as a page; links to other notebooks of the course point at their pages."""
+    import nbformat
+    from nbconvert import HTMLExporter
+    nb = nbformat.read(executed, as_version=4)
+    for_the_page(nb)
+    exporter = HTMLExporter(template_name="lab", template_file=str(TEMPLATE_DIR / "offline.html.j2"))
+    body, _ = exporter.from_notebook_node(nb)
+    body = re.sub(r'href="(\d\d[a-z]?_\w+)\.ipynb"', r'href="\1.html"', body)
+    body = re.sub(r'href="\.\./docs/glossary\.md', 'href="glossary.html', body)   # the glossary is a page too
+    page.write_text(body)
+    return page
+
+
+def _markdown(text: str) -> str:
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+    return markdown2html_mistune(text)
+
+
+def index(site: Path, built: dict[str, dict]) -> Path:
+    """index.html: the course table, each notebook linked to its page (or marked not built), and the guide."""
+    from ..scenarios import COURSE
+    rows = []
+    for entry in COURSE:
+        b = built.get(entry.name)
+        link = (f'<a href="{entry.name}.html">{entry.name}</a>' if b else f"{entry.name} (not built)")
+        took = f"{b['seconds']:.0f} s" if b else ""
+        shows = re.sub(r"^<p>|</p>\s*$", "", _markdown(entry.shows()).strip())
+        rows.append(f"<tr><td>{link}</td><td>{shows}</td><td>{took}</td></tr>")
+    body = ("<h1>Kafka Failure Lab</h1><p>Every notebook of the course, executed at its default parameters on the "
+            "machine that built this site, with its figures, tables and verdicts. The panels and the exercises' "
+            "checks need a live kernel: run the lab itself for those (<code>make lab</code>).</p>"
+            "<table><tr><th>notebook</th><th>what it shows</th><th>run time here</th></tr>" + "".join(rows)
+            + '</table><p><a href="teaching.html">Teaching with Kafka Failure Lab</a>: lesson times and plans; '
+            '<a href="setup.html">Before the course</a>: setting up a laptop, and what to do when it fails; '
+            '<a href="glossary.html">Glossary</a>.</p>')
+    page = site / "index.html"
+    page.write_text(PAGE.format(title="Kafka Failure Lab", body=body))
+    for doc, title in (("teaching", "Teaching with Kafka Failure Lab"), ("setup", "Before the course"),
+                       ("glossary", "Glossary")):
+        html = _markdown((ROOT / "docs" / f"{doc}.md").read_text())
+        # the pages link to each other as pages of the site; other links point into the repository
+        html = re.sub(r'href="(teaching|setup|glossary)\.md', r'href="\1.html', html)
+        (site / f"{doc}.html").write_text(PAGE.format(title=title, body=html))
+    return page
+
+
+def build(site: Path, numbers: list[str] | None = None, parameters: dict[str, dict] | None = None,
+          out=print) -> dict[str, dict]:
+    """Execute and render the notebooks (all, or `numbers`), one at a time, then the index; returns
+    {name: {"seconds": run time, "page": path}}, also written to build.json. `parameters`: {name: {...}} for
+    smaller runs than the defaults (the tests)."""
+    site = Path(site)
+    chosen = names(numbers)
+    site.mkdir(parents=True, exist_ok=True)
+    record = site / "build.json"
+    built = json.loads(record.read_text()) if record.exists() else {}
+    for name in chosen:
+        out(f"{name}: running at its {'given' if (parameters or {}).get(name) else 'default'} parameters ...")
+        started = time.monotonic()
+        executed = execute(name, site / "executed", (parameters or {}).get(name))
+        seconds = time.monotonic() - started
+        page = render(executed, site / f"{name}.html")
+        built[name] = {"seconds": round(seconds, 1), "page": page.name}
+        out(f"{name}: {seconds:.0f} s, {page}")
+    record.write_text(json.dumps(built, indent=1) + "\n")
+    out(f"Site: {index(site, built)}")
+    return built
