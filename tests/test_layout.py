@@ -145,3 +145,29 @@ def test_no_import_circle_in_lab_at_module_or_function_level():
     # a package's __init__ that re-exports its own modules is its face, not a circle
     real = [c for c in circles if not any(a.startswith(b + ".") or b.startswith(a + ".") for a, b in zip(c, c[1:]))]
     assert not real, real
+
+
+# The rooms under the toolbox, lowest first: each may import only itself, the rooms below it and the base files.
+BASE = {"lab", "lab.config", "lab.errors", "lab.connection"}
+ROOMS_BELOW = {"lab.record": (), "lab.runtime": ("lab.record",)}
+
+
+def test_the_record_and_runtime_rooms_import_nothing_above_them():
+    graph = _imports_of_lab()
+    assert set(ROOMS_BELOW) <= set(graph)
+    for room, below in ROOMS_BELOW.items():
+        for module, imported in graph.items():
+            if module == room or module.startswith(room + "."):
+                upward = sorted(m for m in imported if m not in BASE and not m.startswith((room, *below)))
+                assert not upward, f"{module} imports {upward}: above its room"
+
+
+def test_at_most_six_modules_loose_at_the_top_of_lab():
+    loose = sorted(p.name for p in (ROOT / "lab").glob("*.py") if p.name != "__init__.py")
+    assert len(loose) <= 6, loose
+
+
+def test_no_module_over_400_lines():
+    long = {str(p.relative_to(ROOT)): n for p in [*(ROOT / "lab").rglob("*.py"), *(ROOT / "lab").rglob("*.java")]
+            if (n := len(p.read_text().splitlines())) > 400}
+    assert not long, long

@@ -20,17 +20,8 @@ from ..connection import spark_kafka_options
 from ..errors import LabError
 from ..record.logs import log_file, verbose
 from ..runtime.jvm import spark_java_home
+from ..runtime.log4j import spark_driver
 from ..runtime.processes import require_java, wait_until
-
-# The driver's log4j2 setup: everything to a file (lab.record.logs), nothing to the notebook.
-LOG4J2 = """rootLogger.level = {level}
-rootLogger.appenderRef.main.ref = main
-appender.main.type = {appender}
-appender.main.name = main
-{target}
-appender.main.layout.type = PatternLayout
-appender.main.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n
-"""
 
 _session = None
 _session_lock = threading.Lock()   # one session, even when lab.audit.warm_up's thread and an audit ask at once
@@ -320,10 +311,8 @@ def _launch_driver_jvm(options: dict, log: Path) -> None:
 
 def _log4j2_config(log: Path) -> Path:
     """WARN and above to `log` (or, verbose, to stderr, i.e. the cell)."""
-    target = ("Console", "appender.main.target = SYSTEM_ERR") if verbose() else \
-             ("File", f"appender.main.fileName = {log}")
     path = log.with_name("spark-log4j2.properties")
-    path.write_text(LOG4J2.format(level="warn", appender=target[0], target=target[1]))
+    path.write_text(spark_driver(None if verbose() else log))
     return path
 
 

@@ -9,9 +9,10 @@ import os
 import subprocess
 from pathlib import Path
 
-from ..runtime import maven
 from ..config import CACHE_DIR, KAFKA_VERSION, SCALA_BINARY
 from ..errors import LabError
+from ..runtime import maven
+from ..runtime.files import replacing
 from ..runtime.processes import java_executable
 from ..runtime.versions import parse_version
 
@@ -60,10 +61,8 @@ def known_broker_configs(version: str = KAFKA_VERSION, classpath: list[Path] | N
         names = [n for n in run.stdout.split() if "." in n]
         if run.returncode != 0 or not names:
             raise LabError(f"Could not list the broker configs of Kafka {version}: {run.stderr[-500:]}")
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_name(f".{cache.name}.{os.getpid()}")   # whole or absent to another lab process
-        tmp.write_text("\n".join(names))
-        os.replace(tmp, cache)
+        with replacing(cache) as tmp:   # whole or absent to another lab process
+            tmp.write_text("\n".join(names))
     return set(cache.read_text().split())
 
 
@@ -83,25 +82,3 @@ def _distance(a: str, b: str) -> int:
 
 
 
-LOG4J2 = """status = error
-appender.out.type = Console
-appender.out.name = OUT
-appender.out.layout.type = PatternLayout
-appender.out.layout.pattern = [%d{ISO8601}] %p %m (%c{1})%n
-rootLogger.level = INFO
-rootLogger.appenderRef.out.ref = OUT
-logger.controller.name = org.apache.kafka.controller
-logger.controller.level = INFO
-logger.raft.name = org.apache.kafka.raft
-logger.raft.level = WARN
-logger.metadata.name = org.apache.kafka.image
-logger.metadata.level = WARN
-"""
-
-LOG4J1 = """log4j.rootLogger=INFO, out
-log4j.appender.out=org.apache.log4j.ConsoleAppender
-log4j.appender.out.layout=org.apache.log4j.PatternLayout
-log4j.appender.out.layout.ConversionPattern=[%d{ISO8601}] %p %m (%c{1})%n
-log4j.logger.org.apache.kafka.raft=WARN
-log4j.logger.org.apache.kafka.image=WARN
-"""

@@ -25,7 +25,7 @@ from ..config import KAFKA_VERSION, WORK_DIR
 from ..errors import LabError
 from ..runtime.ports import free_ports, listening, port_is_free
 from ..runtime.processes import java_executable, require_java, wait_until
-from .broker_config import (BASE_BROKER_CONFIG, JAVA_DIR, LOG4J1, LOG4J2, _distance, check_broker_config,
+from .broker_config import (BASE_BROKER_CONFIG, JAVA_DIR, _distance, check_broker_config,
                             kafka_classpath, known_broker_configs)
 from .kraft_node import Node, NodeLauncher
 from .kraft_security import BROKER_USER, LISTENER_NAME, PLAIN_CREDENTIAL, SCRAM, SaslSecurity
@@ -33,7 +33,7 @@ from .segments import DUMP_LOG_SEGMENTS, parse_markers, segment_files
 from ..runtime.versions import KRAFT_COMBINED, parse_version
 
 # importable from lab.cluster.kraft, where they were defined before
-__all__ = ["KafkaCluster", "Node", "BASE_BROKER_CONFIG", "JAVA_DIR", "LOG4J1", "LOG4J2", "_distance",
+__all__ = ["KafkaCluster", "Node", "BASE_BROKER_CONFIG", "JAVA_DIR", "_distance",
            "check_broker_config", "kafka_classpath", "known_broker_configs", "BROKER_USER", "LISTENER_NAME",
            "PLAIN_CREDENTIAL", "SCRAM"]
 

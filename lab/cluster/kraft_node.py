@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..runtime.processes import Child, spawn_java
-from .broker_config import BASE_BROKER_CONFIG, LOG4J1, LOG4J2
+from ..runtime.log4j import BROKER_LOG4J1, BROKER_LOG4J2
+from .broker_config import BASE_BROKER_CONFIG
 from ..runtime.versions import parse_version
 
 
@@ -64,9 +65,9 @@ class NodeLauncher:
         if getattr(self, "sasl_users", None):
             (node.folder / "server.properties").chmod(0o600)   # it holds the broker user's password
         if parse_version(self.version) >= (4, 0, 0):
-            (node.folder / "log4j2.properties").write_text(LOG4J2)
+            (node.folder / "log4j2.properties").write_text(BROKER_LOG4J2)
         else:
-            (node.folder / "log4j.properties").write_text(LOG4J1)
+            (node.folder / "log4j.properties").write_text(BROKER_LOG4J1)
 
     def _launch(self, node: Node) -> None:
         if parse_version(self.version) >= (4, 0, 0):

@@ -18,7 +18,8 @@ from ..runtime import maven
 from ..errors import LabError
 from ..runtime.ports import free_port
 from ..runtime.processes import Child, require_java, spawn_java, wait_until
-from .kraft import BASE_BROKER_CONFIG, LOG4J1, KafkaCluster, Node, _distance, known_broker_configs
+from ..runtime.log4j import BROKER_LOG4J1
+from .kraft import BASE_BROKER_CONFIG, KafkaCluster, Node, _distance, known_broker_configs
 from ..runtime.versions import OLDEST_ZOOKEEPER as OLDEST, is_zookeeper_version, parse_version
 
 
@@ -118,7 +119,7 @@ class ZooKeeperKafkaCluster(KafkaCluster):
         (zk_dir / "data").mkdir(parents=True, exist_ok=True)
         self.zk_port = free_port()
         (zk_dir / "zoo.cfg").write_text(ZOO_CFG.format(data=zk_dir / "data", port=self.zk_port))
-        (zk_dir / "log4j.properties").write_text(LOG4J1)
+        (zk_dir / "log4j.properties").write_text(BROKER_LOG4J1)
         self.zk_process = spawn_java(
             f"zookeeper-{self.name}", self.classpath, "org.apache.zookeeper.server.ZooKeeperServerMain",
             [str(zk_dir / "zoo.cfg")], zk_dir / "zookeeper.log", heap="128m",
@@ -180,5 +181,5 @@ class ZooKeeperKafkaCluster(KafkaCluster):
             **self.broker_config,
         }
         (node.folder / "server.properties").write_text("".join(f"{k}={v}\n" for k, v in config.items()))
-        (node.folder / "log4j.properties").write_text(LOG4J1)
+        (node.folder / "log4j.properties").write_text(BROKER_LOG4J1)
 

@@ -212,6 +212,7 @@ def _jar_relpath(jar: str) -> Path:
 def copy_jars(source: Path, target: Path, jars: dict[str, str]) -> int:
     """Copy each jar of `jars` ({coordinate: sha256}) from one Maven-layout folder to another, checked; skips
     the ones already right in `target`. Returns how many were copied."""
+    from ..runtime.files import replacing
     copied, missing = 0, []
     for jar, digest in jars.items():
         rel = _jar_relpath(jar)
@@ -221,10 +222,8 @@ def copy_jars(source: Path, target: Path, jars: dict[str, str]) -> int:
         if not src.is_file() or sha256(src) != digest:
             missing.append(jar)
             continue
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dst.with_name(f".{dst.name}.{os.getpid()}")
-        shutil.copyfile(src, tmp)
-        os.replace(tmp, dst)
+        with replacing(dst) as tmp:
+            shutil.copyfile(src, tmp)
         copied += 1
     if missing:
         raise KitError(f"{len(missing)} jar(s) missing or damaged in {source}: {', '.join(missing[:3])}"

@@ -20,7 +20,9 @@ from ..config import CACHE_DIR, KAFKA_VERSION
 from ..errors import LabError
 from ..record.evidence import lab_lines
 from ..runtime.jvm import java_executable
-from ..runtime.programs import JAVA_DIR, compile_sources, write_shared
+from ..runtime.files import write_shared
+from ..runtime.log4j import SILENT
+from ..runtime.programs import JAVA_DIR, compile_sources
 
 SOURCES = [JAVA_DIR / "ClusterFacts.java", JAVA_DIR / "CoordinatorLogs.java"]
 
@@ -127,5 +129,5 @@ def _quiet_log4j() -> Path:
     """The client libraries log to log4j2: nothing on the terminal (the JSON is the output)."""
     path = CACHE_DIR / "java-classes" / "doctor-log4j2.properties"
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_shared(path, "status = error\nrootLogger.level = OFF\n")
+    write_shared(path, SILENT)
     return path

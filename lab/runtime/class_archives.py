@@ -25,6 +25,7 @@ import uuid
 from pathlib import Path
 
 from ..config import CACHE_DIR
+from .files import into_place
 
 ENV = "KAFKA_LAB_CLASS_ARCHIVES"
 QUIET_FOR_S = 10.0      # a class list unchanged this long: the JVM that writes it has started up
@@ -112,7 +113,7 @@ def _finish(child, name: str, part: Path, usable: Path, log: Path) -> None:
         finally:
             child.stop()
         if code == 0 and part.exists():
-            os.replace(part, here / f"{name}.jsa")   # atomic: a start sees the whole archive or none
+            into_place(part, here / f"{name}.jsa")   # a start sees the whole archive or none
             for stale in here.glob(f"{name}.*.classlist"):
                 stale.unlink(missing_ok=True)
             prune(here)

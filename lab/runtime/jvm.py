@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..config import CACHE_DIR
 from ..errors import LabError
+from .files import replacing
 
 SUPPORTED = range(17, 22)          # Java feature releases the lab runs on
 FIX = ("unset JAVA_HOME to use the lab's own Java 21 (installed by `make install`), "
@@ -131,11 +132,9 @@ def spark_java_home(java: Java | None = None) -> Path:
     shim = CACHE_DIR / "spark-java" / "bin" / "java"
     text = SHIM.format(module=SPARK_ONLY_MODULE, home=java.home, java=java.executable)
     if not shim.exists() or shim.read_text() != text:
-        shim.parent.mkdir(parents=True, exist_ok=True)
-        tmp = shim.with_name(f".java.{os.getpid()}")
-        tmp.write_text(text)
-        tmp.chmod(0o755)
-        os.replace(tmp, shim)
+        with replacing(shim) as tmp:
+            tmp.write_text(text)
+            tmp.chmod(0o755)
     return shim.parent.parent
 
 
@@ -159,9 +158,7 @@ def trust_options(environ=os.environ) -> list[str]:
             warnings.simplefilter("ignore")
             certs = [pkcs12.PKCS12Certificate(cert, f"ca-{i}".encode())
                      for i, cert in enumerate(x509.load_pem_x509_certificates(pem))]
-        store.parent.mkdir(parents=True, exist_ok=True)
-        tmp = store.with_name(f".{store.name}.{os.getpid()}")
-        tmp.write_bytes(pkcs12.serialize_java_truststore(certs, BestAvailableEncryption(b"changeit")))
-        os.replace(tmp, store)
+        with replacing(store) as tmp:
+            tmp.write_bytes(pkcs12.serialize_java_truststore(certs, BestAvailableEncryption(b"changeit")))
     return [f"-Djavax.net.ssl.trustStore={store}", "-Djavax.net.ssl.trustStoreType=PKCS12",
             "-Djavax.net.ssl.trustStorePassword=changeit"]

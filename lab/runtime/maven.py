@@ -27,6 +27,7 @@ from xml.sax.saxutils import quoteattr
 
 from ..config import CACHE_DIR, LAB_DIR
 from ..errors import LabError
+from .files import replacing
 
 LOCK = LAB_DIR / "jars.lock"      # committed; `python -m lab lock` style updates: see below
 LOCAL_LOCK = CACHE_DIR / "jars.lock"               # sets first resolved on this machine
@@ -118,10 +119,8 @@ def _record(key: str, jars: dict[str, str]) -> None:
     data["sets"][key] = sorted(jars)
     data["jars"].update(jars)
     data = {"jars": dict(sorted(data["jars"].items())), "sets": dict(sorted(data["sets"].items()))}
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    tmp = lock.with_name(f".{lock.name}.{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=1) + "\n")
-    os.replace(tmp, lock)
+    with replacing(lock) as tmp:
+        tmp.write_text(json.dumps(data, indent=1) + "\n")
 
 
 def _matches(path: Path, sha256: str) -> bool:

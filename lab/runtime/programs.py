@@ -13,7 +13,6 @@ import platform
 import shutil
 import subprocess
 import sys
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +22,9 @@ from ..config import CACHE_DIR, LAB_DIR
 from ..connection import java_security, write_properties
 from ..errors import LabError
 from ..record import evidence
+from .files import aside, into_place, write_shared
 from .jvm import java_executable
+from .log4j import PROGRAMS as LOG4J
 from .platforms import rocksdb_for
 from .processes import Child, spawn_java
 
@@ -32,18 +33,6 @@ JAVA_DIR = LAB_DIR / "java"
 # One logging binding for every version: all Kafka releases the lab uses speak slf4j 1.7.
 LOGGING = ["org.slf4j:slf4j-reload4j:1.7.36", "ch.qos.reload4j:reload4j:1.2.25"]
 
-LOG4J = """log4j.rootLogger=INFO, out
-log4j.appender.out=org.apache.log4j.ConsoleAppender
-log4j.appender.out.layout=org.apache.log4j.PatternLayout
-log4j.appender.out.layout.ConversionPattern=[%d{yyyy-MM-dd HH:mm:ss,SSS}] %p [%t] %m (%c{1})%n
-log4j.logger.org.apache.kafka.clients.consumer.ConsumerConfig=WARN
-log4j.logger.org.apache.kafka.clients.producer.ProducerConfig=WARN
-log4j.logger.org.apache.kafka.clients.admin.AdminClientConfig=WARN
-log4j.logger.org.apache.kafka.streams.StreamsConfig=WARN
-log4j.logger.org.apache.kafka.common.utils.AppInfoParser=WARN
-log4j.logger.org.apache.kafka.common.metrics=WARN
-log4j.logger.org.apache.kafka.common.config.AbstractConfig=WARN
-"""
 
 
 def streams_classpath(version: str, extra: list[str] = (), *, stores: bool = True, machine: str | None = None,
@@ -91,28 +80,15 @@ def compile_sources(sources: list[Path], classpath: list[Path], label: str) -> P
     if not (classes / ".complete").exists():
         # compiled aside, then renamed into place: two lab processes (two notebooks) compiling the same sources
         # at once must not let a JVM load a class file the other is still writing
-        aside = classes.with_name(f".{classes.name}.{os.getpid()}.{threading.get_ident()}")
-        shutil.rmtree(aside, ignore_errors=True)
-        compile_java(sources, classpath, aside)
-        (aside / ".complete").touch()
-        try:
-            os.replace(aside, classes)
-        except OSError:   # the other process was first (or an unfinished folder from a crash): use what is there
-            shutil.rmtree(aside, ignore_errors=True)
-            if not (classes / ".complete").exists():
-                shutil.rmtree(classes, ignore_errors=True)
-                return compile_sources(sources, classpath, label)
+        made = aside(classes)
+        shutil.rmtree(made, ignore_errors=True)
+        compile_java(sources, classpath, made)
+        (made / ".complete").touch()
+        # the other process was first (or an unfinished folder from a crash): use what is there, or start over
+        if not into_place(made, classes) and not (classes / ".complete").exists():
+            shutil.rmtree(classes, ignore_errors=True)
+            return compile_sources(sources, classpath, label)
     return classes
-
-
-def write_shared(path: Path, text: str) -> None:
-    """Write a file the programs of one run folder share, atomically and only if it differs: a JVM starting
-    while another program truncated and rewrote it read it empty (no log appender: a log with no evidence)."""
-    if path.exists() and path.read_text() == text:
-        return
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 @dataclass
