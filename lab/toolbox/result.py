@@ -39,6 +39,9 @@ class Result:
         as the lesson did), else None: the experiment starts a broker of its own."""
         return self.cluster if getattr(self.cluster, "running", False) else None
 
+    # what an exercise that needs the failure says when this run did not show it (a result may word it its way)
+    not_reproduced: ClassVar[str] = "this run did not reproduce the failure"
+
     # ---- what every scenario defines
     @property
     def failed(self) -> bool:
@@ -78,9 +81,9 @@ class Result:
             return Checked.say(False, f"Exercise {number}: not answered yet. Stuck? `lesson.solution({number})` "
                                       "shows a solution and why.", "not answered")
         if exercise.needs_failure and not self.failed:
-            return Checked.say(False, f"Exercise {number}: this run did not reproduce the failure, so it has "
-                                      "nothing to judge your answer on. Run the lesson at its defaults, then try "
-                                      "again.", "did not reproduce the failure")
+            return Checked.say(False, f"Exercise {number}: {self.not_reproduced}, so it has nothing to judge your "
+                                      "answer on. Run the lesson at its defaults, then try again.",
+                               "did not reproduce the failure")
         try:
             exercise.check(self, answer)
         except (AssertionError, LabError) as exc:
@@ -97,8 +100,8 @@ class Result:
             from IPython.display import display
         exercise = self._exercise(number)
         if exercise.needs_failure and not self.failed:
-            print(f"Exercise {number}: this run did not reproduce the failure, so it has no solution to show. Run "
-                  "the lesson at its defaults first.")
+            print(f"Exercise {number}: {self.not_reproduced}, so it has no solution to show. Run the lesson at "
+                  "its defaults first.")
             return
         try:
             answer = exercise.solution(self)

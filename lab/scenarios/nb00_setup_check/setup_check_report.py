@@ -28,6 +28,7 @@ class SetupResult(Result):
     audit: Verdict | None = None
 
     title: ClassVar[str] = "Setup check: what ran, and when"
+    not_reproduced: ClassVar[str] = "in this run the audit did not find exactly the faults the check plants"
 
     @property
     def counts(self) -> dict:
