@@ -46,7 +46,7 @@ def test_the_module_is_a_lesson():
 @pytest.mark.parametrize("aborted", [5, 0])
 def test_exercises_check_against_the_measured_counts_and_refuse_the_tempting_answers(aborted):
     r, end = _result(aborted)
-    assert r.produced == 120 and sc.measured_answer(r.as_record(), r.params) == aborted   # through the result
+    assert r.produced == 120 and sc.measured_answer(r.as_record(), r.params) == 121   # through the result
     for n, exercise in r.exercises.items():
         assert not r.check(n, None)
         assert r.check(n, exercise.solution(r))
@@ -93,14 +93,15 @@ def test_a_second_wrong_answer_gets_a_closer_hint_and_a_run_that_saw_other_fault
 
 @pytest.mark.parametrize("aborted", [7, 1, 0])
 def test_the_predicted_count_is_right_only_when_exact(aborted, capsys):
-    """The classic slip, the abort marker counted as a record (one more), is judged wrong, and so is one fewer."""
-    p = sc.lesson.spec.validate(aborted=aborted)
+    """Each classic slip is judged wrong: the duplicate dropped (a transaction taken to deduplicate), the aborted
+    records counted, the commit marker counted as a record."""
+    p = sc.lesson.spec.validate(aborted=aborted, messages=200)
     text, choices, tolerance = sc.lesson.question(p)
-    assert choices is None and tolerance == 0 and "read_uncommitted" in text
-    assert sc.lesson.predict(p, aborted, show=False).against(aborted).endswith("As you predicted.")
-    for slip in (aborted + 1, aborted - 1):
+    assert choices is None and tolerance == 0 and "read_committed" in text and "200" in text
+    assert sc.lesson.predict(p, 201, show=False).against(201).endswith("As you predicted.")
+    for slip in {200, 201 + aborted, 202} - {201}:
         guess = sc.lesson.predict(p, slip, show=False)
-        guess.against(aborted)
+        guess.against(201)
         assert guess.right() is False, slip
 
 

@@ -36,7 +36,7 @@ def check(r):
     assert crash["handling"] == "abortable", crash
     # the source's app: crashed, restarted, read the input twice, committed it once
     assert crash["restarts"] == 1 and crash["recovered"] and crash["reads_per_input"] >= 2, crash
-    prediction(r, PARAMETERS["PREDICTION"], "it fails; after its restart the input is processed again")
+    prediction(r, PARAMETERS["PREDICTION"], "it fails, and the input is processed again")
     audit = r["part_a_audit"]["python-crash"]
     assert audit["duplicate"] == 0 and audit["lost"] == 0, audit   # processed twice, committed once
     # the Java producer 3.9 abortable, 4.x fatal

@@ -42,16 +42,18 @@ def needs(p: dict) -> dict:
 
 
 def measured_answer(record: dict, p: dict) -> int:
-    """This run's answer to the Predict question: how many more records read_uncommitted saw than read_committed."""
-    return record["spark_uncommitted"] - record["spark_committed"]
+    """This run's answer to the Predict question: the records a read_committed reader saw in the copy (Spark)."""
+    return record["spark_committed"]
 
 
 def question(p: dict) -> tuple:
-    """The Predict step: a count, right only when exact (the abort marker counted as a record is one too many)."""
+    """The Predict step: a count, right only when exact. Each slip is a misconception: the duplicate dropped (a
+    transaction taken to deduplicate), the aborted records or a marker counted as records."""
     aborted = (f"then writes {p['aborted']} records in a second transaction and aborts it" if p["aborted"] else
                "and aborts no transaction this time (`ABORTED = 0`)")
-    return (f"The copier commits its copy, {aborted}. How many more records does a `read_uncommitted` reader see "
-            "in the copy than a `read_committed` one?", None, 0)
+    return (f"The producer writes {p['messages']} records. The copier copies each once and the first one a second "
+            f"time, all in one transaction that it commits, {aborted}. How many records does a `read_committed` "
+            "reader see in the copy?", None, 0)
 
 
 def check(lab: Run, p: dict) -> SetupResult:

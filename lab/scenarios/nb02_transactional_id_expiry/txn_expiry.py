@@ -111,8 +111,7 @@ def rounds(p: dict) -> list[list[str]]:
     return [r for r in [first, *[[s] for s in streams[1:]]] if r]
 
 
-IDLE_ANSWERS = ("it commits normally", "it fails; after its restart the input is processed again",
-                "it fails and the input is lost")
+IDLE_ANSWERS = ("it commits normally", "it fails, and the input is processed again", "it fails, and the input is lost")
 
 
 STREAMS_ANSWERS = ("the stream thread dies: the client goes to ERROR", "the task migrates: the thread carries on",
@@ -147,9 +146,9 @@ def old_broker_answer(record: dict, p: dict) -> str | None:
 
 def question(p: dict) -> tuple:
     """The clients lesson's Predict step: the `crash` client's first transaction after the idle period."""
-    return (f"The `crash` client (a supervisor restarts it) sits idle {p['idle_s']:g} s; its transactional id "
-            f"expires after {p['expiration_ms'] / 1000:g} s of idleness. What happens to its first transaction when "
-            "the next input arrives?", IDLE_ANSWERS)
+    return (f"The `crash` client sits idle {p['idle_s']:g} s; its transactional id expires after "
+            f"{p['expiration_ms'] / 1000:g} s of idleness. Then the next input arrives: what happens to the "
+            "transaction it starts?", IDLE_ANSWERS)
 
 
 def streams_question(p: dict) -> tuple:
