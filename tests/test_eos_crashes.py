@@ -101,7 +101,7 @@ def test_the_app_is_compiled_with_the_response_handlers_from_4_2_on():
     assert streams_app.sources("4.1.1") == streams_app.SOURCES
     assert streams_app.sources("4.2.0") == streams_app.SOURCES + ["EosCrashResponses.java"]
     assert production_errors.handler_class("continue", "4.3.1") == "EosCrashResponses$ContinueTooLarge"
-    assert production_errors.handler_class("route", "4.1.1") == "EosCrashApp$RouteTooLarge"
+    assert production_errors.handler_class("route", "4.1.1") == "EosCrashHandlers$RouteTooLarge"
 
 
 def produced(n, keys=2, prefix="r-"):
@@ -393,7 +393,7 @@ def test_production_errors_are_configured_by_version_and_refused_before_anything
     assert props == {"lab_refuse_id": "app-75", "lab_refuse_bytes": 20_000,
                      "production.exception.handler": "EosCrashResponses$ContinueTooLarge"}   # the 4.2+ form
     assert production_errors.production_props("route", "3.8.1", "app-75", 1, "app")["default.production.exception.handler"] == \
-        "EosCrashApp$RouteTooLarge"
+        "EosCrashHandlers$RouteTooLarge"
     assert production_errors.production_props("route", "3.8.1", "app-75", 1, "app")["lab_refused_topic"] == "app-refused"
     assert "production.exception.handler" not in production_errors.production_props("default", "4.3.1", "a", 1)
     with pytest.raises(LabError, match="PRODUCTION_HANDLERS"):

@@ -13,7 +13,7 @@ import java.util.Properties;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Seed 002's "Streams may die, a lot": a stateless pass-through Kafka Streams app (no state store, so no
+ * "Streams may die, a lot" (from "Tales from running Kafka Streams in Production"): a stateless pass-through Kafka Streams app (no state store, so no
  * RocksDB native library: it runs at 2.7 on a recent JVM too) while brokers go down and come back.
  *
  * One source for every version: what only 2.8+ has is reached by reflection, so it compiles against 2.7.

@@ -23,7 +23,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * Seed 002's "Don't rely on internal changelogs for downstream processing": a running count per key whose
+ * "Don't rely on internal changelogs for downstream processing" (from "Tales from running Kafka Streams in Production"): a running count per key whose
  * state store a downstream consumer might read through its changelog topic.
  *
  *   lab.variant  internal  the store's name is left to Kafka Streams (KSTREAM-AGGREGATE-STATE-STORE-<n>);

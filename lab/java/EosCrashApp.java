@@ -13,21 +13,16 @@ import java.util.regex.Pattern;
 import org.apache.kafka.clients.consumer.ConsumerInterceptor;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
-import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerInterceptor;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.errors.RecordTooLargeException;
-import org.apache.kafka.common.errors.SerializationException;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.Topology;
-import org.apache.kafka.streams.errors.ProductionExceptionHandler;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.processor.StateRestoreListener;
 import org.apache.kafka.streams.processor.api.Processor;
@@ -61,7 +56,7 @@ import org.slf4j.LoggerFactory;
  * A poison record (lab.poison.id) makes the processor throw; lab.handler picks the uncaught exception
  * handler (shutdown_client / replace_thread). The output of the record lab.refuse.id carries lab.refuse.bytes of
  * padding, for an output topic whose max.message.bytes is smaller: the broker refuses it, and the production
- * exception handler decides (Kafka's default, or ContinueTooLarge / RouteTooLarge below; from Kafka Streams 4.2 on,
+ * exception handler decides (Kafka's default, or EosCrashHandlers' ContinueTooLarge / RouteTooLarge; from Kafka Streams 4.2 on,
  * their Response form in EosCrashResponses).
  * lab.mode v1 / v2 / v2-tolerant store the state as JSON in
  * two schemas ({"count":n} then {"schema":2,"total":n}) for the schema-change experiment.
@@ -107,7 +102,7 @@ public class EosCrashApp {
         if (armed) props.put("producer.interceptor.classes", AckHook.class.getName());
 
         Topology topology = new Topology();
-        Deserializer<String> values = strictInput ? new JsonOnly() : Serdes.String().deserializer();
+        Deserializer<String> values = strictInput ? new EosCrashHandlers.JsonOnly() : Serdes.String().deserializer();
         topology.addSource("input", Serdes.String().deserializer(), values, input);
         topology.addProcessor("transform-count", Counter::new, "input");
         topology.addStateStore(Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(STORE), Serdes.String(),
@@ -272,81 +267,6 @@ public class EosCrashApp {
         }
         @Override public void close() { }
         @Override public void configure(Map<String, ?> configs) { }
-    }
-
-    /** A value deserializer that refuses anything but a JSON object: for the DeserializationExceptionHandler. */
-    public static class JsonOnly implements Deserializer<String> {
-        @Override
-        public String deserialize(String topic, byte[] data) {
-            String s = data == null ? null : new String(data, StandardCharsets.UTF_8);
-            if (s == null || !s.trim().startsWith("{")) throw new SerializationException("not a JSON object: " + s);
-            return s;
-        }
-    }
-
-    /**
-     * A production exception handler that drops an output record the broker refuses as too large (CONTINUE) and
-     * fails on anything else, as Kafka's default does. The handle() signature every version has, answering the
-     * ProductionExceptionHandlerResponse enum: the lab configures it for Kafka Streams 3.0 to 4.1. From 4.2 on,
-     * where that enum is deprecated, it configures EosCrashResponses' handlers, which answer with a Response and
-     * share this decision (drops). Evidence: a `refused` line per record it is asked about.
-     */
-    @SuppressWarnings("deprecation")
-    public static class ContinueTooLarge implements ProductionExceptionHandler {
-        @Override
-        public ProductionExceptionHandlerResponse handle(ProducerRecord<byte[], byte[]> record, Exception exception) {
-            return drops(record, exception, "CONTINUE") ? ProductionExceptionHandlerResponse.CONTINUE
-                : ProductionExceptionHandlerResponse.FAIL;
-        }
-
-        /**
-         * The decision of both forms: drop a record too large (after aside()), fail on anything else. The evidence
-         * line names the answer as the form in use spells it: `drop` (CONTINUE here, RESUME from 4.2 on) or FAIL.
-         */
-        boolean drops(ProducerRecord<byte[], byte[]> record, Exception exception, String drop) {
-            boolean tooLarge = exception instanceof RecordTooLargeException;
-            String value = record.value() == null ? "" : new String(record.value(), StandardCharsets.UTF_8);
-            Matcher m = ID.matcher(value);
-            String id = m.find() ? m.group(1) : "";
-            Lab.emit("refused", "id", id, "topic", record.topic(),
-                "bytes", record.value() == null ? 0 : record.value().length,
-                "error", oneLine(exception.getClass().getSimpleName() + ": " + exception.getMessage()),
-                "response", tooLarge ? drop : "FAIL");
-            if (tooLarge) aside(id, record, exception);
-            return tooLarge;
-        }
-
-        /** What a dropped record leaves behind: nothing here; RouteTooLarge keeps a note of it. */
-        void aside(String id, ProducerRecord<byte[], byte[]> record, Exception exception) { }
-
-        @Override public void configure(Map<String, ?> configs) { }
-    }
-
-    /**
-     * ContinueTooLarge that first writes a note of the refused record (its id, topic and size, and the error) to
-     * lab.refused.topic with a producer of its own: the output is still dropped, but nothing is lost unseen.
-     */
-    public static class RouteTooLarge extends ContinueTooLarge {
-        KafkaProducer<byte[], byte[]> notes;
-        String topic;
-
-        @Override
-        public void configure(Map<String, ?> configs) {
-            topic = Lab.setting("refused.topic");
-            Map<String, Object> props = new LinkedHashMap<>();
-            props.put("bootstrap.servers", configs.get("bootstrap.servers"));
-            props.put("client.id", Lab.setting("refused.topic") + "-notes");
-            notes = new KafkaProducer<>(props, new ByteArraySerializer(), new ByteArraySerializer());
-        }
-
-        @Override
-        void aside(String id, ProducerRecord<byte[], byte[]> record, Exception exception) {
-            String note = String.format(Locale.ROOT, "{\"id\":\"%s\",\"topic\":\"%s\",\"bytes\":%d,\"error\":\"%s\"}",
-                id, record.topic(), record.value() == null ? 0 : record.value().length,
-                oneLine(exception.getClass().getName() + ": " + exception.getMessage()));
-            notes.send(new ProducerRecord<>(topic, record.key(), note.getBytes(StandardCharsets.UTF_8)));
-            notes.flush();   // on the Streams producer's network thread: a few ms, for a rare record
-        }
     }
 
     static class Restores implements StateRestoreListener {

@@ -10,19 +10,19 @@ import org.apache.kafka.streams.errors.ProductionExceptionHandler;
  * Response.retry(), each optionally with dead-letter records), and the ProductionExceptionHandlerResponse enum that
  * handle() returns is deprecated. This file needs those types: the lab compiles it only against Kafka Streams 4.2 and
  * later (lab/scenarios/nb05_exactly_once_under_crashes/streams_app.py, sources()), and configures these classes
- * there; older versions run EosCrashApp.ContinueTooLarge and RouteTooLarge. Both forms make one decision with the
- * same evidence line (EosCrashApp.ContinueTooLarge.drops), which names the answer RESUME here.
+ * there; older versions run EosCrashHandlers.ContinueTooLarge and RouteTooLarge. Both forms make one decision with the
+ * same evidence line (EosCrashHandlers.ContinueTooLarge.drops), which names the answer RESUME here.
  */
 public class EosCrashResponses {
     /** Response.resume() for an output record the broker refuses as too large, Response.fail() for anything else. */
     public static class ContinueTooLarge implements ProductionExceptionHandler {
-        final EosCrashApp.ContinueTooLarge decision;
+        final EosCrashHandlers.ContinueTooLarge decision;
 
         public ContinueTooLarge() {
-            this(new EosCrashApp.ContinueTooLarge());
+            this(new EosCrashHandlers.ContinueTooLarge());
         }
 
-        ContinueTooLarge(EosCrashApp.ContinueTooLarge decision) {
+        ContinueTooLarge(EosCrashHandlers.ContinueTooLarge decision) {
             this.decision = decision;
         }
 
@@ -38,10 +38,10 @@ public class EosCrashResponses {
         }
     }
 
-    /** The same, after a note of the refused record goes to a topic of its own (EosCrashApp.RouteTooLarge). */
+    /** The same, after a note of the refused record goes to a topic of its own (EosCrashHandlers.RouteTooLarge). */
     public static class RouteTooLarge extends ContinueTooLarge {
         public RouteTooLarge() {
-            super(new EosCrashApp.RouteTooLarge());
+            super(new EosCrashHandlers.RouteTooLarge());
         }
     }
 }

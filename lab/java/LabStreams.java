@@ -46,9 +46,16 @@ public final class LabStreams {
 
     /** The same with a close of the program's own (what it closes with, what it says once closed). */
     public static void runUntilSigterm(KafkaStreams streams, Runnable close) throws InterruptedException {
+        runUntilSigterm(streams, close, () -> { });
+    }
+
+    /** The same, with what the program does once its client started (a reporter thread, say). */
+    public static void runUntilSigterm(KafkaStreams streams, Runnable close, Runnable started)
+            throws InterruptedException {
         CountDownLatch closed = Lab.onSigterm(close);
         streams.setStateListener(stateLogger());
         streams.start();
+        started.run();
         closed.await();
     }
 

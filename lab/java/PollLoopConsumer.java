@@ -17,7 +17,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
 /**
- * The consumer of seed 002's "Timeouts and rebalances": each record takes lab.work.ms to process, and a
+ * The consumer of "Timeouts and rebalances" (from "Tales from running Kafka Streams in Production"): each record takes lab.work.ms to process, and a
  * batch of max.poll.records may take longer than max.poll.interval.ms. args[0] is a properties file with
  * consumer configs plus
  *   lab.topic, lab.app, lab.history (a lab.history.History folder), lab.run.id

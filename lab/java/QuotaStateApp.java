@@ -24,7 +24,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The seed-000 topology: one input partition, one processor that writes `lab.state.bytes`
+ * The topology of "Quotas and Kafka Streams EOS": one input partition, one processor that writes `lab.state.bytes`
  * random bytes to a state store per input record (so the changelog producer carries about
  * that much per record), and one output record {"id": <input id>} per input for the audit.
  *
@@ -58,7 +58,7 @@ public class QuotaStateApp {
         public void process(Record<String, String> record) {
             Matcher m = ID.matcher(record.value() == null ? "" : record.value());
             String id = m.find() ? m.group(1) : String.valueOf(record.key());
-            // Random letters: nothing for compression to shrink, like the seed's random string.
+            // Random letters: nothing for compression to shrink, like the report's random string.
             char[] payload = new char[stateBytes];
             for (int i = 0; i < stateBytes; i++) payload[i] = (char) ('a' + random.nextInt(26));
             store.put(id, new String(payload));
@@ -80,7 +80,7 @@ public class QuotaStateApp {
         }
 
         StreamsBuilder builder = new StreamsBuilder();
-        // In-memory and uncached: every put goes straight to the changelog, as in the seed.
+        // In-memory and uncached: every put goes straight to the changelog, as in the report.
         builder.addStateStore(Stores.keyValueStoreBuilder(
                 Stores.inMemoryKeyValueStore("state"), Serdes.String(), Serdes.String()).withCachingDisabled());
         builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))

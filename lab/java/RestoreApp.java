@@ -28,7 +28,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Seed 002's "The restore process": a Kafka Streams app that puts every input record into one persistent
+ * "The restore process" (from "Tales from running Kafka Streams in Production"): a Kafka Streams app that puts every input record into one persistent
  * (RocksDB) key-value store, logged to its changelog, so the changelog grows with the input. Run, killed
  * (kill -9) or stopped (SIGTERM), and restarted by lab/scenarios/nb06_state_in_production/state_restore_apps.py, which times the restore.
  *

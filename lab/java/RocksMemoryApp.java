@@ -27,7 +27,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * Seed 002's "Oh, the memory overhead": lab.stores key-value stores (RocksDB, no changelog, no record cache) in
+ * "Oh, the memory overhead" (from "Tales from running Kafka Streams in Production"): lab.stores key-value stores (RocksDB, no changelog, no record cache) in
  * one processor over an input topic of N partitions, so the app holds N x stores RocksDB instances. Once the
  * client is RUNNING (a "memory" line with phase "baseline"), every task writes lab.mb.per.store MB of random
  * values into each of its stores, then get()s every key once (reads fill the block cache), in slices of at

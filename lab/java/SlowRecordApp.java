@@ -7,7 +7,7 @@ import org.apache.kafka.streams.processor.api.RecordMetadata;
 import java.util.Properties;
 
 /**
- * The Kafka Streams variant of seed 002's "Timeouts and rebalances": a pass-through app (at-least-once)
+ * The Kafka Streams variant of "Timeouts and rebalances" (from "Tales from running Kafka Streams in Production"): a pass-through app (at-least-once)
  * whose processor takes lab.work.ms per record and lab.slow.ms on the record at offset lab.slow.offset.
  * If that is longer than consumer.max.poll.interval.ms the member is dropped while it works; the next
  * commit or poll finds it fenced ("Detected that the thread is being fenced…"), its tasks are closed and

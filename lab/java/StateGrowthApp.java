@@ -40,7 +40,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Seed 002's "State Stores don't have TTL": one store per app, fed keys it has never seen.
+ * "State Stores don't have TTL" (from "Tales from running Kafka Streams in Production"): one store per app, fed keys it has never seen.
  * lab.kind says which store:
  *   kv      DSL groupByKey().count(): a key-value store, no retention: one entry per key, for ever
  *   window  DSL windowed count with Materialized.withRetention(lab.retention.ms): segments are dropped as

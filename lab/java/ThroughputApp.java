@@ -1,6 +1,6 @@
 import org.apache.kafka.streams.KafkaStreams;
-import org.apache.kafka.streams.ThreadMetadata;
 import org.apache.kafka.streams.TaskMetadata;
+import org.apache.kafka.streams.ThreadMetadata;
 import org.apache.kafka.streams.processor.PunctuationType;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
@@ -18,18 +18,17 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.TreeSet;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Seed 002's "Plan the # of partitions in advance" and "It's ok to do external lookups": a pass-through
+ * "Plan the # of partitions in advance" and "It's ok to do external lookups" (from "Tales from running Kafka Streams in Production"): a pass-through
  * Kafka Streams app whose work per record is either lab.work.ms of sleep, or a call to lab.lookup.url
  * (an HTTP service with a latency) made as lab.lookup.mode says:
  *   plain   one call per record
  *   cache   one call per key not seen before (an in-memory map: keys repeat)
  *   batch   one call for up to lab.batch.size records of a task (or what it has after a second: its linger)
  * Every 500 ms a "LAB {json}" line (Lab.emit) says how many records this instance processed and which tasks it
- * has; each state change is one too ("to" only).
+ * has; each state change is one too (LabStreams.runUntilSigterm).
  * args[0]: a properties file; lab.* keys are for this program, the rest are Streams configs.
  */
 public class ThroughputApp {
@@ -46,9 +45,12 @@ public class ThroughputApp {
         batchSize = Lab.intSetting("batch.size");
 
         KafkaStreams streams = new KafkaStreams(LabStreams.passThrough("work", Work::new), props);
-        CountDownLatch closed = Lab.onSigterm(() -> streams.close(Duration.ofSeconds(10)));   // SIGTERM: close cleanly
-        streams.setStateListener((now, before) -> Lab.emit("state", "to", now.name()));
-        streams.start();
+        LabStreams.runUntilSigterm(streams, () -> streams.close(Duration.ofSeconds(10)),   // SIGTERM: close cleanly
+            () -> startReporter(streams));
+    }
+
+    /** Every 500 ms a "progress" LAB line: records processed, calls made, the client's state and active tasks. */
+    static void startReporter(KafkaStreams streams) {
         Thread reporter = new Thread(() -> {
             while (true) {
                 TreeSet<String> tasks = new TreeSet<>();
@@ -69,7 +71,6 @@ public class ThroughputApp {
         });
         reporter.setDaemon(true);
         reporter.start();
-        closed.await();
     }
 
     static class Work implements Processor<String, String, String, String> {

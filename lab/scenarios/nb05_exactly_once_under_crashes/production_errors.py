@@ -10,7 +10,7 @@ each under PRODUCTION_GUARANTEE, and those of OTHER_GUARANTEE_HANDLERS again und
 The config key lost its "default." prefix in 4.0 (KIP-1056); the old one still works there, deprecated. From 4.2 on
 (KIP-1034) a handler answers with a Response (Response.resume(), .fail(), .retry()) from handleError(), and the
 ProductionExceptionHandlerResponse enum of handle() is deprecated: the app's handlers are EosCrashResponses' there,
-EosCrashApp's before.
+EosCrashHandlers' before.
 """
 from __future__ import annotations
 
@@ -25,14 +25,14 @@ from .crash_loop import _failing_run
 from . import eos_crashes as chapter
 from .exercises import EXERCISES
 from .report import EosCrashResult, Failing, fate_answer
-from .streams_app import GUARANTEES, KIP_1034, MAIN, RESPONSES, SHORT, _slug
+from .streams_app import ENUM_HANDLERS, GUARANTEES, KIP_1034, RESPONSES, SHORT, _slug
 
-HANDLER_CLASS = {"continue": "ContinueTooLarge", "route": "RouteTooLarge"}   # nested in EosCrashApp / EosCrashResponses
+HANDLER_CLASS = {"continue": "ContinueTooLarge", "route": "RouteTooLarge"}   # nested in EosCrashHandlers / EosCrashResponses
 
 
 def handler_class(handler: str, version: str) -> str:
     """The handler's class at Kafka Streams `version`: the Response form from 4.2 on, the enum form before."""
-    return f"{RESPONSES if parse_version(version) >= KIP_1034 else MAIN}${HANDLER_CLASS[handler]}"
+    return f"{RESPONSES if parse_version(version) >= KIP_1034 else ENUM_HANDLERS}${HANDLER_CLASS[handler]}"
 
 
 def production_key(version: str) -> str:

@@ -14,7 +14,7 @@ from ...toolbox import Run
 from ...record.evidence import STATE_WIPE, STATE_WIPE_ACTION
 from ...runtime.programs import JavaProgram
 
-MAIN, SOURCES = "EosCrashApp", ["EosCrashApp.java", "Lab.java", "LabStreams.java"]
+MAIN, SOURCES = "EosCrashApp", ["EosCrashApp.java", "EosCrashHandlers.java", "Lab.java", "LabStreams.java"]
 CRASH_POINTS = ("none", "before_read", "during_processing", "after_send_before_commit", "after_commit")
 GUARANTEES = ("exactly_once_v2", "at_least_once")
 HANDLERS = ("shutdown_client", "replace_thread", "continue", "dead_letter", "deserialization")
@@ -23,8 +23,8 @@ PRODUCTION_HANDLERS = ("default", "continue", "route")
 SCHEMA_MODES = ("shutdown_client", "replace_thread", "continue", "tolerant")
 KIP_1034 = (4, 2, 0)   # the dead-letter queue (errors.dead.letter.queue.topic.name), and the handlers' Response
 # The production exception handlers in the form of Kafka Streams 4.2+ (handleError() answering a Response), compiled
-# only against those versions: the older ones run EosCrashApp's, which answer the enum that 4.2 deprecated.
-RESPONSES = "EosCrashResponses"
+# only against those versions: the older ones run EosCrashHandlers', which answer the enum that 4.2 deprecated.
+RESPONSES, ENUM_HANDLERS = "EosCrashResponses", "EosCrashHandlers"
 CONTINUE_HANDLER = "org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler"
 DESER_CONTINUE = "org.apache.kafka.streams.errors.LogAndContinueExceptionHandler"
 SHORT = {"exactly_once_v2": "EOS v2", "at_least_once": "ALOS"}
