@@ -1,8 +1,8 @@
 """The app under test in notebook 01: a plain confluent-kafka consumer service.
 
-    python -m lab.apps.consumer_app --bootstrap HOST:PORT --topic events --group billing \
-        --app billing --history DIR --run-id RUN [--incarnation N] [--reset earliest|latest|error]
-        [--protocol classic|consumer] [--output-topic OUT] [--dedupe-db FILE]
+    python -m lab.apps.consumer_app SETTINGS.properties     # written by Run.spawn_python (lab.apps.settings):
+        bootstrap.servers, lab.topic, lab.group, lab.app, lab.history, lab.run.id, [lab.incarnation],
+        [lab.reset=earliest|latest|error], [lab.protocol=classic|consumer], [lab.output.topic], [lab.dedupe.db]
 
 It does what most services do: subscribe, process each record, commit after each batch
 (at-least-once), and leave the group cleanly on SIGTERM (a redeploy). Every record read and
@@ -13,16 +13,16 @@ audit checks). What it does is reported as evidence lines (lab.record.evidence.e
     LAB {"kind": "no_offset", "topic", "partition", "error"}           the loud failure (exit 3)
     LAB {"kind": "stopped", "records": N}
 
---output-topic    write one JSON record {"id", "key", "app"} per processed input (the side
+lab.output.topic    write one JSON record {"id", "key", "app"} per processed input (the side
                   effect that reprocessing repeats)
---dedupe-db       the idempotent sink: a SQLite table of processed ids, kept across restarts;
+lab.dedupe.db       the idempotent sink: a SQLite table of processed ids, kept across restarts;
                   an id already in it is not written again (dedupe by key)
---work-ms, --batch, --max-poll-interval-ms, --pause   notebook 07's slow consumer: each record takes
+lab.work.ms, lab.batch, lab.max.poll.interval.ms, lab.pause   notebook 07's slow consumer: each record takes
                   WORK_MS; consume() hands over up to BATCH records (librdkafka's max.poll.records);
-                  --pause pauses the partitions and processes in a thread while consume() goes on.
+                  lab.pause pauses the partitions and processes in a thread while consume() goes on.
                   A member dropped for exceeding the interval shows as `max_poll_exceeded` and
                   `commit_failed` lines, and it reads the same offsets again.
---reset error     auto.offset.reset=error: when the group has no committed offset the client
+lab.reset error     auto.offset.reset=error: when the group has no committed offset the client
                   delivers _AUTO_OFFSET_RESET instead of guessing; the app logs it and exits 3
 """
 from __future__ import annotations
@@ -37,6 +37,7 @@ import time
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
+from lab.apps import settings
 from lab.connection import kafka_config
 from lab.record.evidence import emit
 from lab.record.history import History
@@ -63,7 +64,7 @@ def parse_args(argv=None):
     p.add_argument("--max-poll-interval-ms", type=int, help="max.poll.interval.ms (and session.timeout.ms "
                    "when it is shorter than 10 s: librdkafka needs session <= interval)")
     p.add_argument("--pause", action="store_true", help="pause, process in a thread, keep calling consume()")
-    return p.parse_args(argv)
+    return settings.parse(p, argv)
 
 
 class DedupeStore:

@@ -5,7 +5,7 @@ Loop: read a batch (read_committed), transform every record to {"id", "key", "ap
 It logs the shared history (lab.record.history): "restart" once at start, "read" per record,
 "committed" per partition after each commit (the next offset to read).
 
-What it does when a transaction call fails (--on-error):
+What it does when a transaction call fails (lab.on.error):
     crash     log the error and exit 3, like a Kafka Streams thread that dies; whoever
               supervises the app starts it again (the source's "crashed and processed it again")
     abort     by the book: txn_requires_abort -> abort_transaction; fatal -> a new producer;
@@ -15,17 +15,18 @@ What it does when a transaction call fails (--on-error):
               producer (init_transactions gets a fresh producer id), then rewind
     naive     abort (or a new producer) but NO rewind: the consumer position is already past
               the aborted batch, so that batch is never written (lost)
---heartbeat-ms N: while idle, run a transaction every N ms that only re-commits the current
+lab.heartbeat.ms N: while idle, run a transaction every N ms that only re-commits the current
 positions (AddOffsetsToTxn + EndTxn): the coordinator sees the transactional id in use.
---skip-heartbeats N: the first N heartbeats due are not sent (an app stalled by a long GC pause or a slow
+lab.skip.heartbeats N: the first N heartbeats due are not sent (an app stalled by a long GC pause or a slow
 deploy): the id then goes N + 1 intervals without a transaction.
---offsets-first: call send_offsets_to_transaction before producing (which call sees the error).
+lab.offsets.first: call send_offsets_to_transaction before producing (which call sees the error).
 
 What it does goes to stdout as evidence lines `LAB {json}` (lab.record.evidence.emit;
 librdkafka's own log lines, which start with '%', stay as they are): start, heartbeat, read,
 commit, error (call, error, code, fatal, retriable, txn_requires_abort, handling, message), abort,
 recreate, rewind, delivery_error, client_error, exit.
-Run: python -m lab.apps.eos_app --bootstrap ... (see --help).
+Run: python -m lab.apps.eos_app SETTINGS.properties (bootstrap.servers and lab.* keys: lab.apps.settings; the
+names are main()'s options).
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 
+from lab.apps import settings
 from lab.connection import kafka_config
 from lab.record.evidence import emit
 from lab.record.history import History
@@ -73,7 +75,7 @@ def main(argv=None) -> int:
     p.add_argument("--transaction-timeout-ms", type=int, default=10000)
     p.add_argument("--call-timeout-s", type=float, default=30.0)
     p.add_argument("--debug", default="", help="librdkafka debug contexts for the producer, e.g. eos")
-    args = p.parse_args(argv)
+    args = settings.parse(p, argv)
 
     history = History(Path(args.history), args.run_id)
     running = True

@@ -1,15 +1,16 @@
 """The app of "Quotas and Kafka Streams EOS" rewritten as a confluent-kafka (librdkafka) exactly-once loop.
 
-Per input record it writes `--state-bytes` random letters to a "changelog" topic and
+Per input record it writes `lab.state.bytes` random letters to a "changelog" topic and
 {"id": <input id>} to the output topic, all inside a transaction committed with the
-consumer's offsets every `--commit-interval-ms` (100 ms, like the Streams app). The
+consumer's offsets every `lab.commit.interval.ms` (100 ms, like the Streams app). The
 producer's client id is the one the quota is set on.
 
 Everything it sees goes to stdout as evidence lines `LAB {json}` (lab.record.evidence.emit):
     start, commit (latency_ms, records), throttle (ms, from throttle_cb),
     stats (throttle_avg_ms / throttle_max_ms per second, from librdkafka statistics),
     abort / fatal / retriable / error (what a failed transaction call raised), stop.
-Run: python -m lab.apps.quota_eos_loop --bootstrap ... --input ... (see --help).
+Run: python -m lab.apps.quota_eos_loop SETTINGS.properties (bootstrap.servers and lab.* keys: lab.apps.settings;
+the names are main()'s options).
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 
+from lab.apps import settings
 from lab.connection import kafka_config
 from lab.record.evidence import emit
 
@@ -59,7 +61,7 @@ def main(argv=None) -> int:
     p.add_argument("--max-poll-records", type=int, default=30)
     p.add_argument("--transaction-timeout-ms", type=int, default=10000)
     p.add_argument("--call-timeout-s", type=float, default=60.0, help="like the Java max.block.ms")
-    args = p.parse_args(argv)
+    args = settings.parse(p, argv)
 
     stopping = []   # a signal number once SIGTERM / SIGINT arrived
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -91,6 +91,15 @@ def compile_sources(sources: list[Path], classpath: list[Path], label: str) -> P
     return classes
 
 
+def settings_file(folder: Path, name: str, settings: dict, *, java: bool = True) -> Path:
+    """Write a program's settings where it reads them, as its one argument: `bootstrap.servers`, `lab.<name>` keys
+    for the program itself, and (Java) the rest as its Kafka configs. Java reads it with Lab.load, Python with
+    lab.apps.settings. A Java client also gets KAFKA_LAB_CLIENT_PROPERTIES' security settings in Java's names
+    (0600: a password); a Python one reads them itself (lab.connection.kafka_config)."""
+    security = java_security() if java and "bootstrap.servers" in settings else {}
+    return write_properties(folder / f"{name}.properties", {**security, **settings})
+
+
 @dataclass
 class JavaProgram:
     """One JVM running `main_class` from lab/java sources against Kafka `version`."""
@@ -123,10 +132,7 @@ class JavaProgram:
         classes = compile_sources([JAVA_DIR / s for s in self.sources], cp,
                                   label=f"{self.main_class}-{self.version}")
         self.folder.mkdir(parents=True, exist_ok=True)
-        props = self.folder / f"{self.name}.properties"
-        # A Kafka client program also gets KAFKA_LAB_CLIENT_PROPERTIES' security settings (0600: a password).
-        security = java_security() if "bootstrap.servers" in self.properties else {}
-        write_properties(props, {**security, **self.properties})
+        props = settings_file(self.folder, self.name, self.properties)
         write_shared(self.folder / "log4j.properties", LOG4J)
         self.starts += 1
         # RocksDB unpacks its 15 MB native library into java.io.tmpdir and a killed JVM leaves it there:

@@ -2,7 +2,7 @@
 
     with Run("offset-expiry", cluster=cluster, broker_config=cfg) as run:
         run.topics("input", partitions=2)
-        app = run.spawn_python("app-1", "lab.apps.consumer_app", [...])
+        app = run.spawn_python("app-1", "lab.apps.consumer_app", {"bootstrap.servers": ..., "lab.topic": ...})
         run.wait(lambda: committed() >= 10, 60, "app-1 to commit 10 records", evidence=committed)
         run.countdown("the retention to pass", seconds=65)
         run.event("app-1", "restart", tone="fault")
@@ -27,6 +27,7 @@ from pathlib import Path
 from ..config import KAFKA_VERSION, WORK_DIR
 from ..errors import LabError
 from ..runtime.processes import Child, Stopped, spawn_java, spawn_python, wait_until
+from ..runtime.programs import settings_file
 from .timeline import Timeline
 
 KEEP_RUNS = 8          # run folders kept for their logs; older ones are pruned when a run ends
@@ -301,8 +302,11 @@ class Run:
         return list(names)
 
     # ------------------------------------------------------------------ children
-    def spawn_python(self, name: str, module: str, args: list[str], env: dict | None = None) -> Child:
-        """An app under test in its own process; its output goes to <run folder>/<name>.log."""
+    def spawn_python(self, name: str, module: str, settings: dict | list, env: dict | None = None) -> Child:
+        """A program under test in its own process; its output goes to <run folder>/<name>.log. A lab program
+        (lab/apps) gets its `settings` as the Java ones do, a properties file (<run folder>/<name>.properties:
+        lab.runtime.programs.settings_file); any other module, a list of command-line arguments."""
+        args = [settings_file(self.folder, name, settings, java=False)] if isinstance(settings, dict) else settings
         child = spawn_python(name, module, [str(a) for a in args], self.folder / f"{name}.log", env=env)
         self._children.append(child)
         return child

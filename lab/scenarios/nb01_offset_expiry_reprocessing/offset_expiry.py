@@ -134,12 +134,14 @@ class _Experiment:
             set_group_offsets(self.run, self.admin, self.group[v.name], self.topic,
                               {part: 0 for part in range(self.p["partitions"])})
         self.inc[v.name] = inc
-        args = ["--bootstrap", self.run.bootstrap, "--topic", self.topic, "--group", self.group[v.name],
-                "--app", v.name, "--history", self.hist[v.name].folder, "--run-id", self.run.id, "--incarnation",
-                inc, "--reset", v.reset, "--protocol", v.protocol or self.p["group_protocol"]]
-        args += ["--output-topic", self.out[v.name]] if v.sink else []
-        args += ["--dedupe-db", self.run.folder / v.name / "ids.sqlite"] if v.sink == "idempotent" else []
-        self.apps[v.name] = self.run.spawn_python(f"{v.name}-{inc}", APP_MODULE, args)
+        settings = {"bootstrap.servers": self.run.bootstrap, "lab.topic": self.topic,
+                    "lab.group": self.group[v.name], "lab.app": v.name, "lab.history": self.hist[v.name].folder, "lab.run.id": self.run.id,
+                    "lab.incarnation": inc, "lab.reset": v.reset, "lab.protocol": v.protocol or self.p["group_protocol"]}
+        if v.sink:
+            settings["lab.output.topic"] = self.out[v.name]
+        if v.sink == "idempotent":
+            settings["lab.dedupe.db"] = self.run.folder / v.name / "ids.sqlite"
+        self.apps[v.name] = self.run.spawn_python(f"{v.name}-{inc}", APP_MODULE, settings)
         self.run.event(v.name, "start" if inc == 0 else "restart", detail=f"incarnation {inc}")
 
     def commits(self, name: str, inc: int | None = None) -> list[dict]:

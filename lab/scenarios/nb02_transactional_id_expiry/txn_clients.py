@@ -147,14 +147,15 @@ class _Python(_Client):
 
     def start(self):
         mode = self.option
-        args = ["--bootstrap", self.lab.bootstrap, "--input", self.input, "--output", self.output, "--group",
-                self.txn_id, "--transactional-id", self.txn_id, "--app", self.name, "--incarnation",
-                len(self.restarts), "--history", self.history.folder, "--run-id", self.history.run_id,
-                "--on-error", ON_ERROR.get(mode, mode)]
-        args += ["--heartbeat-ms", heartbeat_interval_ms(self.p), "--skip-heartbeats", self.p["heartbeat_misses"]] \
-            if mode == "heartbeat" else []
-        args += ["--offsets-first"] if mode == "abort-offsets-first" else []
-        self.child = self.lab.spawn_python(self.name, "lab.apps.eos_app", args)
+        settings = {"bootstrap.servers": self.lab.bootstrap, "lab.input": self.input, "lab.output": self.output,
+                    "lab.group": self.txn_id, "lab.transactional.id": self.txn_id, "lab.app": self.name,
+                    "lab.incarnation": len(self.restarts), "lab.history": self.history.folder,
+                    "lab.run.id": self.history.run_id, "lab.on.error": ON_ERROR.get(mode, mode),
+                    "lab.offsets.first": mode == "abort-offsets-first"}
+        if mode == "heartbeat":
+            settings |= {"lab.heartbeat.ms": heartbeat_interval_ms(self.p),
+                         "lab.skip.heartbeats": self.p["heartbeat_misses"]}
+        self.child = self.lab.spawn_python(self.name, "lab.apps.eos_app", settings)
 
     def feed(self, suffix="w"):
         self.inputs += 1

@@ -198,10 +198,10 @@ def _requota(run: Run, variants, apps, quota_ids):
 
 def _start(run: Run, v: Variant, tag: str):
     if v.client == LOOP:
-        return run.spawn_python(tag, "lab.apps.quota_eos_loop", [
-            "--bootstrap", run.bootstrap, "--input", f"{tag}-in", "--output", f"{tag}-out", "--changelog",
-            f"{tag}-changelog", "--group", tag, "--client-id", f"{tag}-producer", "--state-bytes", v.state_bytes,
-            "--transaction-timeout-ms", v.txn_timeout_ms])
+        return run.spawn_python(tag, "lab.apps.quota_eos_loop", {
+            "bootstrap.servers": run.bootstrap, "lab.input": f"{tag}-in", "lab.output": f"{tag}-out",
+            "lab.changelog": f"{tag}-changelog", "lab.group": tag, "lab.client.id": f"{tag}-producer",
+            "lab.state.bytes": v.state_bytes, "lab.transaction.timeout.ms": v.txn_timeout_ms})
     props = {"application.id": tag, "client.id": tag, "bootstrap.servers": run.bootstrap,
              "processing.guarantee": "exactly_once_v2", "num.stream.threads": 1, "commit.interval.ms": 100,
              "max.poll.records": 30, "state.dir": run.folder / tag, "replication.factor": 1,

@@ -74,12 +74,11 @@ def _start_java(lab, v: Variant, topic: str, p: dict) -> None:
 
 
 def _start_librdkafka(lab, v: Variant, topic: str, p: dict) -> None:
-    args = ["--bootstrap", lab.bootstrap, "--topic", topic, "--group", v.group, "--app", v.name,
-            "--history", v.history.folder, "--run-id", v.history.run_id, "--work-ms", p["poll_work_ms"],
-            "--batch", 1 if v.variant == "max_poll_records_1" else p["poll_batch"],
-            "--max-poll-interval-ms", interval_ms(p, v.variant)]
-    v.child = lab.spawn_python(f"poll-{v.client}-{v.variant}", "lab.apps.consumer_app",
-                               args + (["--pause"] if v.variant == "pause_resume" else []))
+    settings = {"bootstrap.servers": lab.bootstrap, "lab.topic": topic, "lab.group": v.group, "lab.app": v.name,
+                "lab.history": v.history.folder, "lab.run.id": v.history.run_id, "lab.work.ms": p["poll_work_ms"],
+                "lab.batch": 1 if v.variant == "max_poll_records_1" else p["poll_batch"],
+                "lab.max.poll.interval.ms": interval_ms(p, v.variant), "lab.pause": v.variant == "pause_resume"}
+    v.child = lab.spawn_python(f"poll-{v.client}-{v.variant}", "lab.apps.consumer_app", settings)
     v.log = v.child.log_path
 
 

@@ -147,10 +147,10 @@ class _Experiment:
 
     def start_consumer(self):
         """lab/apps/consumer_app.py: consume, commit each batch, leave on SIGTERM."""
-        args = ["--bootstrap", self.run.bootstrap, "--topic", self.topic, "--group", self.group, "--app", "billing",
-                "--history", self.history.folder, "--run-id", self.run.id, "--incarnation", self.inc,
-                "--reset", "earliest", "--protocol", "classic"]
-        self.consumer = self.run.spawn_python(f"billing-{self.inc}", "lab.apps.consumer_app", args)
+        settings = {"bootstrap.servers": self.run.bootstrap, "lab.topic": self.topic, "lab.group": self.group,
+                    "lab.app": "billing", "lab.history": self.history.folder, "lab.run.id": self.run.id,
+                    "lab.incarnation": self.inc, "lab.reset": "earliest", "lab.protocol": "classic"}
+        self.consumer = self.run.spawn_python(f"billing-{self.inc}", "lab.apps.consumer_app", settings)
         self.run.event("consumer group", "start" if self.inc == 0 else "restart", detail=f"incarnation {self.inc}, "
                        "auto.offset.reset=earliest")
 
