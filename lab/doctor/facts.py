@@ -12,6 +12,7 @@ import os
 import queue
 import re
 import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -22,9 +23,9 @@ from ..record.evidence import lab_lines
 from ..runtime.jvm import java_executable
 from ..runtime.files import write_shared
 from ..runtime.log4j import SILENT
-from ..runtime.programs import JAVA_DIR, compile_sources
+from ..runtime.programs import JAVA_DIR, compile_sources, settings_file
 
-SOURCES = [JAVA_DIR / "ClusterFacts.java", JAVA_DIR / "CoordinatorLogs.java"]
+SOURCES = [JAVA_DIR / "ClusterFacts.java", JAVA_DIR / "CoordinatorLogs.java", JAVA_DIR / "Lab.java"]
 
 # What to do, by the step that failed and the words in the error.
 ADVICE = [
@@ -45,18 +46,16 @@ def read_facts(bootstrap: str, *, jmx: str | None = None, command_config: Path |
     from ..cluster import kafka_classpath
     classpath = kafka_classpath(KAFKA_VERSION)
     classes = compile_sources(SOURCES, classpath, label=f"ClusterFacts-{KAFKA_VERSION}")
-    argv = [java_executable(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
-            "-Dlog4j2.level=OFF", "-Dlog4j2.rootLevel=OFF", "-Dlog4j2.configurationFile=" + str(_quiet_log4j()),
-            "-cp", os.pathsep.join(map(str, [classes, *classpath])), "ClusterFacts",
-            "--bootstrap", bootstrap, "--timeout-ms", str(int(timeout_s * 1000))]
-    if command_config:
-        argv += ["--command-config", str(command_config)]
-    if jmx:
-        argv += ["--jmx", jmx]
-    if max_read_bytes is not None:
-        argv += ["--max-read-bytes", str(int(max_read_bytes))]
+    given = {"bootstrap.servers": bootstrap, "lab.timeout.ms": int(timeout_s * 1000), "lab.jmx": jmx,
+             "lab.command.config": command_config, "lab.max.read.bytes": max_read_bytes}
     limit_s = timeout_s * 6 + 30
-    returncode, stdout, stderr = _run(argv, limit_s, progress or (lambda event: None))
+    with tempfile.TemporaryDirectory(prefix="lab-doctor-") as folder:   # its settings: a file, as every program's
+        settings = settings_file(Path(folder), "cluster-facts", {k: v for k, v in given.items() if v is not None},
+                                 java=False)   # the security settings are the command config's, checked there
+        argv = [java_executable(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+                "-Dlog4j2.level=OFF", "-Dlog4j2.rootLevel=OFF", "-Dlog4j2.configurationFile=" + str(_quiet_log4j()),
+                "-cp", os.pathsep.join(map(str, [classes, *classpath])), "ClusterFacts", str(settings)]
+        returncode, stdout, stderr = _run(argv, limit_s, progress or (lambda event: None))
     if returncode is None:
         raise LabError(f"lab doctor: reading {bootstrap} did not finish in {limit_s:.0f} s: "
                        "check the cluster's health, or raise the timeout")

@@ -34,8 +34,9 @@ import org.apache.kafka.common.utils.Sanitizer;
  * reach the cluster at all prints {"fatal": {"step", "error"}} and exits 2. Stdout holds that one document only:
  * progress goes to stderr as `LAB {"kind": "progress", ...}` lines.
  *
- * Args: --bootstrap B [--command-config FILE] [--jmx host:port,...] [--timeout-ms N] [--max-read-bytes N]
- * (the internal topics' reads stop at N bytes, or after --timeout-ms, and say how far they got in "log_reads")
+ * args[0]: its settings (Lab.load): bootstrap.servers, and lab.command.config (FILE), lab.jmx (host:port,...),
+ * lab.timeout.ms and lab.max.read.bytes (the internal topics' reads stop at N bytes, or after the timeout, and say
+ * how far they got in "log_reads")
  */
 public class ClusterFacts {
     static final List<String> BROKER_CONFIGS = List.of("offsets.retention.minutes",
@@ -50,21 +51,21 @@ public class ClusterFacts {
     interface MBeanRows { List<Map<String, Object>> read(String hostPort, MBeanServerConnection mbeans) throws Exception; }
 
     public static void main(String[] argv) throws Exception {
-        Map<String, String> args = new HashMap<>();
-        for (int i = 0; i + 1 < argv.length; i += 2) args.put(argv[i].replaceFirst("^--", ""), argv[i + 1]);
-        timeoutMs = Long.parseLong(args.getOrDefault("timeout-ms", "20000"));
-        long maxReadBytes = Long.parseLong(args.getOrDefault("max-read-bytes", "268435456"));
+        String bootstrap = Lab.load(argv[0]).getProperty("bootstrap.servers");
+        String commandConfig = Lab.setting("command.config", "");
+        timeoutMs = Lab.longSetting("timeout.ms", 20000);
+        long maxReadBytes = Lab.longSetting("max.read.bytes", 268435456L);
         Properties props = new Properties();
-        if (args.containsKey("command-config")) {
-            try (FileReader r = new FileReader(args.get("command-config"))) { props.load(r); }
+        if (!commandConfig.isEmpty()) {
+            try (FileReader r = new FileReader(commandConfig)) { props.load(r); }
             Set<String> known = new HashSet<>(AdminClientConfig.configNames());
             known.addAll(ConsumerConfig.configNames());
             List<String> unknown = new ArrayList<>();
             for (String k : props.stringPropertyNames()) if (!known.contains(k)) unknown.add(k);
             if (!unknown.isEmpty()) fatal("config", "the client does not know the properties key(s) " + unknown
-                    + " in " + args.get("command-config"));
+                    + " in " + commandConfig);
         }
-        props.put("bootstrap.servers", args.get("bootstrap"));
+        props.put("bootstrap.servers", bootstrap);
         props.put("client.id", "lab-doctor");
         props.put("default.api.timeout.ms", String.valueOf(timeoutMs));
         props.put("request.timeout.ms", String.valueOf(Math.min(timeoutMs, 15000)));
@@ -105,7 +106,7 @@ public class ClusterFacts {
                 out.put("log_reads", logs.reads);
             }
         }
-        String jmx = args.get("jmx");
+        String jmx = Lab.setting("jmx", null);
         section("clients", () -> jmx == null ? null : overJmx(jmx, ClusterFacts::clientVersions));
         section("produce_rates", () -> jmx == null ? null : overJmx(jmx, ClusterFacts::produceRates));
         out.put("seconds", (System.currentTimeMillis() - started) / 1000.0);
