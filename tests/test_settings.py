@@ -27,11 +27,19 @@ def test_a_false_flag_is_absent_and_an_unknown_or_missing_setting_is_refused(tmp
     parser.add_argument("--offsets-first", action="store_true")
     ok = settings_file(tmp_path, "a", {"bootstrap.servers": "h:1", "lab.offsets.first": False}, java=False)
     assert settings.parse(parser, [str(ok)]).offsets_first is False
+    parser.add_argument("--batch", type=int, default=200)
+    parser.add_argument("--output-topic")
+    ok = settings_file(tmp_path, "a", {"bootstrap.servers": "h:1", "lab.output.topic": "-out"}, java=False)
+    assert settings.parse(parser, [str(ok)]).output_topic == "-out"   # a value, not an option
     for bad, said in [({"bootstrap.servers": "h:1", "lab.nope": 1}, "lab.nope is not a setting"),
-                      ({"lab.offsets.first": True}, "--bootstrap"),
+                      ({"lab.offsets.first": True}, "missing setting bootstrap.servers"),
+                      ({"bootstrap.servers": "h:1", "lab.batch": "ten"}, "lab.batch: invalid int value: 'ten'"),
                       ({"group.id": "g", "bootstrap.servers": "h:1"}, "group.id is not a setting")]:
         with pytest.raises(SystemExit):
             settings.parse(parser, [str(settings_file(tmp_path, "b", bad, java=False))])
         assert said in capsys.readouterr().err
     with pytest.raises(SystemExit):
         settings.parse(parser, ["--bootstrap", "h:1"])   # flags are not the way in any more
+    with pytest.raises(SystemExit):
+        settings.parse(parser, [str(tmp_path / "none.properties")])
+    assert "cannot read its settings" in capsys.readouterr().err

@@ -1,8 +1,9 @@
 """The app under test in notebook 01: a plain confluent-kafka consumer service.
 
-    python -m lab.apps.consumer_app SETTINGS.properties     # written by Run.spawn_python (lab.apps.settings):
-        bootstrap.servers, lab.topic, lab.group, lab.app, lab.history, lab.run.id, [lab.incarnation],
-        [lab.reset=earliest|latest|error], [lab.protocol=classic|consumer], [lab.output.topic], [lab.dedupe.db]
+    python -m lab.apps.consumer_app SETTINGS.properties     # written by Run.spawn_python, read by lab.apps.settings:
+        bootstrap.servers, lab.topic, lab.group, lab.app, lab.history, lab.run.id, [lab.incarnation=0],
+        [lab.reset=earliest|latest|error], [lab.protocol=classic|consumer], [lab.output.topic], [lab.dedupe.db],
+        [lab.work.ms=0], [lab.batch=200], [lab.max.poll.interval.ms], [lab.pause=false]
 
 It does what most services do: subscribe, process each record, commit after each batch
 (at-least-once), and leave the group cleanly on SIGTERM (a redeploy). Every record read and
@@ -13,17 +14,17 @@ audit checks). What it does is reported as evidence lines (lab.record.evidence.e
     LAB {"kind": "no_offset", "topic", "partition", "error"}           the loud failure (exit 3)
     LAB {"kind": "stopped", "records": N}
 
-lab.output.topic    write one JSON record {"id", "key", "app"} per processed input (the side
-                  effect that reprocessing repeats)
-lab.dedupe.db       the idempotent sink: a SQLite table of processed ids, kept across restarts;
-                  an id already in it is not written again (dedupe by key)
-lab.work.ms, lab.batch, lab.max.poll.interval.ms, lab.pause   notebook 07's slow consumer: each record takes
-                  WORK_MS; consume() hands over up to BATCH records (librdkafka's max.poll.records);
-                  lab.pause pauses the partitions and processes in a thread while consume() goes on.
-                  A member dropped for exceeding the interval shows as `max_poll_exceeded` and
-                  `commit_failed` lines, and it reads the same offsets again.
-lab.reset error     auto.offset.reset=error: when the group has no committed offset the client
-                  delivers _AUTO_OFFSET_RESET instead of guessing; the app logs it and exits 3
+lab.output.topic   write one JSON record {"id", "key", "app"} per processed input (the side
+                   effect that reprocessing repeats)
+lab.dedupe.db      the idempotent sink: a SQLite table of processed ids, kept across restarts;
+                   an id already in it is not written again (dedupe by key)
+lab.work.ms, lab.batch, lab.max.poll.interval.ms, lab.pause=true   notebook 07's slow consumer: each record
+                   takes WORK_MS; consume() hands over up to BATCH records (librdkafka's max.poll.records);
+                   lab.pause pauses the partitions and processes in a thread while consume() goes on.
+                   A member dropped for exceeding the interval shows as `max_poll_exceeded` and
+                   `commit_failed` lines, and it reads the same offsets again.
+lab.reset=error    auto.offset.reset=error: when the group has no committed offset the client
+                   delivers _AUTO_OFFSET_RESET instead of guessing; the app logs it and exits 3
 """
 from __future__ import annotations
 

@@ -25,8 +25,10 @@ What it does goes to stdout as evidence lines `LAB {json}` (lab.record.evidence.
 librdkafka's own log lines, which start with '%', stay as they are): start, heartbeat, read,
 commit, error (call, error, code, fatal, retriable, txn_requires_abort, handling, message), abort,
 recreate, rewind, delivery_error, client_error, exit.
-Run: python -m lab.apps.eos_app SETTINGS.properties (bootstrap.servers and lab.* keys: lab.apps.settings; the
-names are main()'s options).
+Run: python -m lab.apps.eos_app SETTINGS.properties, written by Run.spawn_python and read by lab.apps.settings:
+bootstrap.servers, lab.input, lab.output, lab.group, lab.transactional.id, lab.app, lab.history, lab.run.id, and
+optionally lab.incarnation=0, lab.on.error=abort, lab.heartbeat.ms=0, lab.skip.heartbeats=0, lab.offsets.first=false,
+lab.transaction.timeout.ms=10000, lab.call.timeout.s=30, lab.debug (librdkafka debug contexts, e.g. eos).
 """
 from __future__ import annotations
 

@@ -9,8 +9,10 @@ Everything it sees goes to stdout as evidence lines `LAB {json}` (lab.record.evi
     start, commit (latency_ms, records), throttle (ms, from throttle_cb),
     stats (throttle_avg_ms / throttle_max_ms per second, from librdkafka statistics),
     abort / fatal / retriable / error (what a failed transaction call raised), stop.
-Run: python -m lab.apps.quota_eos_loop SETTINGS.properties (bootstrap.servers and lab.* keys: lab.apps.settings;
-the names are main()'s options).
+Run: python -m lab.apps.quota_eos_loop SETTINGS.properties, written by Run.spawn_python and read by
+lab.apps.settings: bootstrap.servers, lab.input, lab.output, lab.changelog, lab.group, lab.client.id, and optionally
+lab.state.bytes=1024, lab.commit.interval.ms=100, lab.max.poll.records=30, lab.transaction.timeout.ms=10000,
+lab.call.timeout.s=60.
 """
 from __future__ import annotations
 

@@ -41,7 +41,7 @@ SHOWN = {"commit": "info", "committed": "info", "heartbeat": "info", "heartbeat_
 FOLLOW = ("abort", "aborted", "recreate", "recreated", "rewind", "exit", "thread died", "TaskMigratedException")
 
 
-# each mode of PYTHON_MODES as eos_app's --on-error names it (the lesson's names say what a mode does, not how good)
+# each mode of PYTHON_MODES as eos_app's lab.on.error names it (the lesson's names say what a mode does, not how good)
 ON_ERROR = {"heartbeat": "recreate", "abort-offsets-first": "abort", "no-rewind": "naive"}
 
 

@@ -58,26 +58,30 @@ class Variant:
         return f"{self.client}/{self.variant}"
 
 
+def _poll_loop(lab, v: Variant, topic: str, p: dict) -> dict:
+    """What both poll-loop consumers are told, in the one shape (lab.runtime.programs.settings_file) the Java one
+    (Lab.load) and the librdkafka one (lab.apps.settings) read; each adds its own names for group, batch, interval."""
+    return {"bootstrap.servers": lab.bootstrap, "lab.topic": topic, "lab.app": v.name,
+            "lab.history": v.history.folder, "lab.run.id": v.history.run_id, "lab.work.ms": p["poll_work_ms"],
+            "lab.pause": str(v.variant == "pause_resume").lower()}
+
+
 def _start_java(lab, v: Variant, topic: str, p: dict) -> None:
     program = lab.program(JavaProgram(
         f"poll-{v.client}-{v.variant}", KAFKA_VERSION, "PollLoopConsumer", ["PollLoopConsumer.java", "Lab.java"],
         streams=False,
-        properties={"bootstrap.servers": lab.bootstrap, "group.id": v.group, "auto.offset.reset": "earliest",
+        properties={**_poll_loop(lab, v, topic, p), "group.id": v.group, "auto.offset.reset": "earliest",
                     "enable.auto.commit": "false", "group.protocol": "classic",
                     "max.poll.interval.ms": interval_ms(p, v.variant),
-                    "max.poll.records": 1 if v.variant == "max_poll_records_1" else p["poll_batch"],
-                    "lab.topic": topic, "lab.app": v.name, "lab.history": v.history.folder,
-                    "lab.run.id": v.history.run_id, "lab.work.ms": p["poll_work_ms"],
-                    "lab.pause": str(v.variant == "pause_resume").lower()},
+                    "max.poll.records": 1 if v.variant == "max_poll_records_1" else p["poll_batch"]},
         heap="128m"))
     v.child, v.log = program.start(), program.log_path
 
 
 def _start_librdkafka(lab, v: Variant, topic: str, p: dict) -> None:
-    settings = {"bootstrap.servers": lab.bootstrap, "lab.topic": topic, "lab.group": v.group, "lab.app": v.name,
-                "lab.history": v.history.folder, "lab.run.id": v.history.run_id, "lab.work.ms": p["poll_work_ms"],
+    settings = {**_poll_loop(lab, v, topic, p), "lab.group": v.group,
                 "lab.batch": 1 if v.variant == "max_poll_records_1" else p["poll_batch"],
-                "lab.max.poll.interval.ms": interval_ms(p, v.variant), "lab.pause": v.variant == "pause_resume"}
+                "lab.max.poll.interval.ms": interval_ms(p, v.variant)}
     v.child = lab.spawn_python(f"poll-{v.client}-{v.variant}", "lab.apps.consumer_app", settings)
     v.log = v.child.log_path
 
