@@ -28,10 +28,7 @@ def replacing(path: Path):
         yield tmp
         os.replace(tmp, path)
     finally:
-        if tmp.is_dir():
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            tmp.unlink(missing_ok=True)
+        _drop(tmp)   # gone when renamed; left over when the block failed
 
 
 def write_shared(path: Path, text: str) -> None:
@@ -50,5 +47,12 @@ def into_place(made: Path, path: Path) -> bool:
         os.replace(made, path)
         return True
     except OSError:
-        shutil.rmtree(made, ignore_errors=True)
+        _drop(made)
         return False
+
+
+def _drop(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)

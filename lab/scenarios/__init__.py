@@ -88,8 +88,7 @@ def chapter(number: str, slug: str, title: str, sources: tuple, *lessons: tuple)
 
 COURSE = [
     Notebook("00_setup_check", "setup_check",
-             "Java, the embedded broker, clients, Spark, and the audit finding an injected duplicate and an "
-             "aborted transaction"),
+             "Java, the embedded broker, clients, Spark and the audit, checked on your machine"),
     Notebook("01_quiet_service", "offset_expiry",
              "consumer groups that stop reading for a while, then come back", (RETENTION,),
              folder="nb01_offset_expiry_reprocessing"),

@@ -64,14 +64,14 @@ _ALL = (
           hi=110_000, unit="ms", none="a fifth of TRANSACTION_TIMEOUT_MS", why="below delivery.timeout.ms 120000"),
     Param("variant_transaction_timeout_ms", None, "the transaction_timeout variant's transaction.timeout.ms",
           lo=1000, hi=900_000, unit="ms", none="60000", why="transaction.max.timeout.ms"),
-    Param("sweep_ratios", [0.9, 1.3], "estimated load / quota ratios of the sweep, one point per ratio and client "
+    Param("sweep_ratios", [0.9, 1.3], "estimated load / quota ratios, one app per ratio and client "
           "(empty: no sweep)", lo=0.05, hi=20),
     Param("sweep_versions", ["3.8.1", "4.3.1", LOOP], "the sweep's clients: Kafka Streams versions, or "
           f"{LOOP} (a librdkafka loop doing the same work)",
           check=lambda versions: [_streams_version(v, "SWEEP_VERSIONS") for v in versions] and None),
-    Param("sweep_seconds", 45, "seconds of load per point of the sweep", lo=20, hi=1800, unit="s"),
-    Param("sweep_parallel", 8, "points of the sweep running at once", lo=1, hi=12,
-          why="each point is an app of its own on this machine"),
+    Param("sweep_seconds", 45, "seconds of load per app", lo=20, hi=1800, unit="s"),
+    Param("sweep_parallel", 8, "apps running at once", lo=1, hi=12,
+          why="each is an app of its own on this machine"),
 )
 PARAMS = {param.name: param for param in _ALL}
 # what both lessons take: the load each app gets, and its transaction timeout
