@@ -20,7 +20,9 @@ from ...toolbox import Run, grep, java_events, lab_lines
 from ...toolbox.consume import QUIET
 from ...toolbox.apps import streams_running
 from ...record.history import History
-from ...runtime.programs import LOG4J, LOGGING, idle_producer, write_shared
+from ...runtime.files import write_shared
+from ...runtime.log4j import PROGRAMS as LOG4J
+from ...runtime.programs import LOGGING, idle_producer, settings_file
 
 ERROR_CODE = 49  # INVALID_PRODUCER_ID_MAPPING
 WORDCOUNT = "org.apache.kafka.streams.examples.wordcount.WordCountDemo"   # reads a properties file as args[0]
@@ -245,11 +247,12 @@ class _Streams(_Client):
         return [STREAMS_INPUT, STREAMS_OUTPUT]
 
     def start(self):
-        props, log4j = self.lab.folder / f"{self.name}.properties", self.lab.folder / "log4j.properties"
+        log4j = self.lab.folder / "log4j.properties"
         write_shared(log4j, LOG4J)
-        props.write_text("".join(f"{k}={v}\n" for k, v in {
+        # WordCountDemo reads its configs from args[0], as the lab's own programs do
+        props = settings_file(self.lab.folder, self.name, {
             "bootstrap.servers": self.lab.bootstrap, "application.id": self.txn_id, "replication.factor": 1,
-            "processing.guarantee": "exactly_once_v2", "state.dir": self.lab.folder / f"{self.name}-state"}.items()))
+            "processing.guarantee": "exactly_once_v2", "state.dir": self.lab.folder / f"{self.name}-state"})
         self.child = self.lab.spawn_java(self.name, streams_examples(self.option), WORDCOUNT, [props], heap="256m",
                                          jvm_options=[f"-Dlog4j.configuration=file:{log4j}", "-Duser.timezone=UTC",
                                                       "-XX:TieredStopAtLevel=1"])
