@@ -1,5 +1,5 @@
 # The two commands that matter:
-#   make lab    set everything up (venv, packages, Kafka + Spark jars), start an embedded broker and JupyterLab
+#   make lab    set everything up (venv, packages, Kafka + Spark jars), then start JupyterLab
 #   make test   for developers and CI: set everything up, then the whole suite (unit tests + every notebook)
 # What attendees also run:
 #   make check                       the pre-flight (offline): Python, Java, memory, disk, jars, ports, a broker
@@ -8,6 +8,8 @@
 #   make fetch-all                   the jars of every lesson now, so that no lesson needs the network later
 #   make doctor BOOTSTRAP=host:port  read-only diagnosis of your cluster (docs/doctor.md)
 #   make lab KAFKA_LAB_IP=0.0.0.0   JupyterLab on another interface (a container, a cloud workspace), token kept
+#   make lab PLAYGROUND=1           also a broker to poke around (KAFKA_LAB_PLAYGROUND in JupyterLab)
+#   make lab KAFKA_LAB_IDLE_MINUTES=0   keep idle kernels (default: shut down after 30 idle minutes)
 #   make lab KIT=DIR                 install from an offline kit, with no network at all (make kit, below)
 #   make kit KIT_DIR=DIR [KIT_PLATFORMS=all]   write that kit (a teacher, once, with the network)
 #   make site [SITE_DIR=site] [NOTEBOOKS="00 04"]   every notebook executed at its defaults, as a static site
@@ -36,7 +38,8 @@ $(VENV)/.installed: pyproject.toml
 	$(if $(KIT),$(PYTHON) lab/commands/kit.py verify $(KIT))
 	$(if $(wildcard $(VENV)/bin/python),,$(PYTHON) -m venv $(VENV))
 	$(PY) -m pip install --quiet $(PIP_FROM) --upgrade pip
-	$(PY) -m pip install --quiet $(PIP_FROM) -e '.[dev]'
+	@echo "Installing the lab's Python packages into $(VENV): about 713 MB the first time (pyspark's wheel is 430 MB of it), pip shows each download with its size and, in a terminal, its progress"
+	$(PY) -m pip install $(PIP_FROM) -e '.[course,dev]'
 	$(PY) -m ipykernel install --prefix $(VENV) --name python3 --display-name "Python 3 (Kafka Failure Lab)"
 	touch $@
 
@@ -61,12 +64,13 @@ prune: install
 	$(PY) -m lab prune $(if $(KEEP),--keep $(KEEP))
 
 lab: jars
-	$(PY) -m lab start $(if $(KAFKA_LAB_IP),--ip $(KAFKA_LAB_IP))
+	$(PY) -m lab start $(if $(KAFKA_LAB_IP),--ip $(KAFKA_LAB_IP)) $(if $(PLAYGROUND),--playground) $(if $(KAFKA_LAB_IDLE_MINUTES),--idle-minutes $(KAFKA_LAB_IDLE_MINUTES))
 
 # Tools some tests need, from Debian's packages when root with apt-get (CI, containers); without them those
 # tests are skipped and say why: docker-compose only validates docker-compose.yml (no Docker engine needed);
-# chromium is the real browser tests/test_browser.py drives with Playwright (no browser download).
-APT_TOOLS = docker-compose chromium   # each package installs the command of the same name
+# chromium is the real browser tests/test_browser.py drives with Playwright (no browser download); prometheus
+# brings promtool, which checks and unit-tests the doctor's alert rules and its dashboard's queries.
+APT_TOOLS = docker-compose chromium prometheus   # each package installs the command of the same name
 
 tools:
 	@missing=""; for t in $(APT_TOOLS); do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
@@ -74,7 +78,8 @@ tools:
 	  for pkg in $$missing; do DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkg >/dev/null 2>&1 || true; done; \
 	fi; \
 	command -v docker-compose >/dev/null || echo "docker-compose is not installed: the compose-file test will be skipped"; \
-	command -v chromium >/dev/null || echo "chromium is not installed: the browser test (tests/test_browser.py) will be skipped"
+	command -v chromium >/dev/null || echo "chromium is not installed: the browser test (tests/test_browser.py) will be skipped"; \
+	command -v promtool >/dev/null || echo "promtool is not installed: the alert rules' tests (tests/test_doctor_monitoring.py) will be skipped"
 
 # Three workers by default: two run the notebooks (they mostly wait on Kafka's clocks), the third the other test
 # modules beside them (tests/conftest.py); JOBS=2 takes turns, JOBS=1 runs one test at a time.
@@ -90,8 +95,8 @@ kit: jars
 	$(PY) -m pip install --quiet 'uv==0.13.9'
 	$(PY) -m lab kit $(KIT_DIR) --platform $(KIT_PLATFORMS) --site $(SITE_DIR)
 
-# The course as a static site (lab/commands/site.py): each notebook run at its defaults, one at a time, then rendered to
-# HTML with nbconvert; open $(SITE_DIR)/index.html. The whole course takes about 26 minutes.
+# The course as a static site (lab/commands/site.py): each notebook run at its defaults (two at a time where the machine has room), rendered to
+# HTML with nbconvert; open $(SITE_DIR)/index.html. The whole course takes about 20 minutes, two notebooks at a time.
 SITE_DIR ?= site
 site: jars
 	$(PY) -m lab site $(SITE_DIR) $(if $(NOTEBOOKS),--notebooks $(NOTEBOOKS))

@@ -79,10 +79,13 @@ def spark_start():
 
 def notebook(path: Path):
     import papermill
+
+    from lab.toolbox.panel import headless_kernels
     with tempfile.TemporaryDirectory() as out, PeakRSS() as rss:
         t = time.perf_counter()
-        papermill.execute_notebook(str(path), f"{out}/{path.name}", kernel_name="python3", cwd=str(path.parent),
-                                   execution_timeout=900, progress_bar=False)
+        with headless_kernels():
+            papermill.execute_notebook(str(path), f"{out}/{path.name}", kernel_name="python3",
+                                       cwd=str(path.parent), execution_timeout=900, progress_bar=False)
         took = time.perf_counter() - t
     return took, rss.peak
 

@@ -1,5 +1,5 @@
 """What the Spark driver costs a notebook: its start, then seven audits of a small history (as a lesson's), timed,
-with the driver JVM's CPU seconds. Run it with and without KAFKA_LAB_SPARK_FULL_JIT=1 to compare the lab's C1-alone
+with the driver JVM's CPU seconds and its resident memory after them (lab/toolbox/memory.py's SPARK_MB). Run it with and without KAFKA_LAB_SPARK_FULL_JIT=1 to compare the lab's C1-alone
 driver with Spark's full JIT.
 
     python benchmarks/spark_start.py
@@ -42,9 +42,10 @@ def main() -> None:
             audit(small_history(f"{folder}/{n}", f"r{n}"), kinds=["non_monotonic"])
             audits.append(round(time.monotonic() - t, 2))
     cpu = sum(sum(p.cpu_times()[:2]) for p in driver)
+    rss_mb = sum(p.memory_info().rss for p in driver) / 2**20
     jit = "full JIT" if os.environ.get(SPARK_FULL_JIT_ENV) == "1" else "C1 alone"
-    print(f"| {jit} | start {start_s:.1f} s | audits {audits} s | {cpu:.1f} JVM CPU-s | load "
-          f"{os.getloadavg()[0]:.1f} |")
+    print(f"| {jit} | start {start_s:.1f} s | audits {audits} s | {cpu:.1f} JVM CPU-s | driver RSS {rss_mb:.0f} MB "
+          f"| load {os.getloadavg()[0]:.1f} |")
     stop_spark()
 
 

@@ -1,54 +1,46 @@
 """The lab in a real browser: JupyterLab started as `make lab` starts it, driven by Playwright in chromium.
 
-For notebook 00 and one lesson notebook (02a, with small parameters), each with `INTERACTIVE = True`:
-Run All; no cell shows a traceback or a stderr block; exercise 1, answered wrongly, shows a cross and a hint;
-the plotly figures render; the panel's Run ends
-with a verdict; a second Run ends with "stopped" when Stop is clicked, and 10 s later nothing that run
-started is still running. Screenshots go to the test's tmp folder (their paths are printed).
+For notebook 00 (small parameters, exercise 1 answered wrongly) and one lesson notebook opened untouched (02b, as
+committed: its defaults, no flag changed): Run All; no cell shows a traceback or a stderr block; 00's wrong answer
+to exercise 1 shows a cross and a hint; the plotly figures render; the panel is there without anything changed; its
+question answered, the panel's Run ends with a verdict and a row that sets the prediction beside the measurement; a
+second Run ends with "stopped" when Stop is clicked, and 10 s later nothing that run started is still running.
+Screenshots go to the test's tmp folder (their paths are printed).
 
 The browser is Debian's `chromium` package (`make test` installs it with apt when run as root; Playwright's
 own browser download is not used). Without chromium, or without the playwright package, the test is
 skipped and says why. Run it alone with `pytest -m browser -s`.
 
 The panel contract (lab/toolbox/panel.py): a VBox with class `lab-panel`; buttons "Run" (`lab-panel-run`)
-and "Stop" (`lab-panel-stop`, disabled when idle); a status (`lab-panel-status`) that reads `running…` during
-a run and starts with `done:`, `stopped` or `failed:` when it ends; a progress area (`lab-panel-progress`).
+and "Stop" (`lab-panel-stop`, disabled when idle); the question with its answers (`lab-panel-predict`); a status
+(`lab-panel-status`) that reads `running…` during a run and starts with `done:`, `stopped`, `failed:` or `refused:`
+when it ends; a progress area (`lab-panel-progress`); a table with a row a run (`lab-panel-history`).
 """
 from __future__ import annotations
 
-import json
-import os
 import re
 import shutil
-import signal
-import subprocess
 import time
-import urllib.request
-import uuid
 from pathlib import Path
 
 import pytest
 
-from lab.commands.main import jupyter_command
-from lab.runtime.ports import free_port
 from tests.expectations import nb00
+from tests.jupyterlab import Lab, LabDidNotStart, marked
 from tests.test_notebooks import with_fix
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "notebooks"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-MARK = "KAFKA_LAB_BROWSER_TEST"   # in JupyterLab's environment: every kernel and process it starts inherits it
 
-# The notebooks and the parameters injected into them (as papermill does), with the panel shown.
+# The notebooks and the parameters injected into them (as papermill does); None: the notebook as committed.
 NOTEBOOKS = {
-    "00_setup_check": {**nb00.PARAMETERS, "INTERACTIVE": True},
-    # A lesson notebook, the quickest failure: its clients' transactional ids expire (5 s) while they idle 8 s. No fix
-    # to run: its Mitigate step says so in a line.
-    "02a_idle_clients": {"EXPIRATION_MS": 5000, "CLEANUP_INTERVAL_MS": 1000, "IDLE_S": 8, "OBSERVE_S": 40, "FIX": {},
-                         "INTERACTIVE": True},
+    "00_setup_check": nb00.PARAMETERS,
+    # A lesson notebook untouched, the quickest at its defaults (its lesson about 25 s, its Mitigate step as long)
+    "02b_idle_streams": None,
 }
-WRONG_ANSWER = "no idea"   # the learner's answer to exercise 1: the check shows a cross and a hint, no traceback
-RUN_ALL_TIMEOUT = {"00_setup_check": 300, "02a_idle_clients": 600}   # seconds
+WRONG_ANSWER = "no idea"   # the learner's answer to 00's exercise 1: the check shows a cross and a hint, no traceback
+RUN_ALL_TIMEOUT = {"00_setup_check": 300, "02b_idle_streams": 600}   # seconds
 PANEL_TIMEOUT = 600        # one panel run, seconds
 STOP_TIMEOUT = 60          # from the Stop click to the "stopped" status, seconds
 STOP_AFTER_JVM_S = 4       # Stop is clicked this long after the second run's first JVM started
@@ -74,61 +66,6 @@ def browser():
             browser.close()
 
 
-class Lab:
-    """A JupyterLab server started with lab.commands.main.jupyter_command, as `make lab` starts it."""
-
-    def __init__(self, root: Path, work: Path):
-        self.root, self.port, self.token = root, free_port(), uuid.uuid4().hex
-        self.marker = uuid.uuid4().hex
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = work / "jupyterlab.log"
-        env = {**os.environ, MARK: self.marker,
-               # a fresh workspace and the lab's defaults, not the tester's own JupyterLab settings
-               "JUPYTERLAB_WORKSPACES_DIR": str(work / "workspaces"),
-               "JUPYTERLAB_SETTINGS_DIR": str(work / "user-settings")}
-        self._log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(jupyter_command(self.port, self.token, root), cwd=root, env=env,
-                                     stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     start_new_session=True)
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                self.api("status")
-                break
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    pytest.fail(f"JupyterLab did not start on port {self.port}:\n{self.log_tail()}")
-                time.sleep(0.5)
-
-    def api(self, path: str, method: str = "GET"):
-        request = urllib.request.Request(f"{self.url}/api/{path}", method=method,
-                                         headers={"Authorization": f"token {self.token}"})
-        with urllib.request.urlopen(request, timeout=10) as response:
-            body = response.read()
-        return json.loads(body) if body else None
-
-    def session(self, notebook: str) -> dict | None:
-        return next((s for s in self.api("sessions") if s["path"] == notebook), None)
-
-    def shutdown_kernels(self) -> None:
-        for session in self.api("sessions"):
-            self.api(f"sessions/{session['id']}", method="DELETE")
-
-    def log_tail(self, lines: int = 40) -> str:
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()        # JupyterLab shuts its kernels down
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(10)
-        self._log.close()
-
-
 @pytest.fixture(scope="module")
 def lab(browser, tmp_path_factory):
     """JupyterLab on a free port with a token; its root is a copy of the notebooks, parameters injected."""
@@ -140,13 +77,19 @@ def lab(browser, tmp_path_factory):
     root.mkdir()
     for name, parameters in NOTEBOOKS.items():
         source = NOTEBOOK_DIR / f"{name}.ipynb"
+        if parameters is None:   # untouched, as a learner opens it
+            shutil.copy(source, root / f"{name}.ipynb")
+            continue
         if "FIX" in parameters:   # the test's own fix, in the Mitigate cell (as tests/test_notebooks.py gives it)
             source = with_fix(source, parameters["FIX"], work / f"fix-{name}.ipynb")
         nb = load_notebook_node(str(source))
         answered_wrongly(nb, WRONG_ANSWER)
         nbformat.write(parameterize_notebook(nb, {k: v for k, v in parameters.items() if k != "FIX"}),
                        str(root / f"{name}.ipynb"))
-    server = Lab(root, work)
+    try:
+        server = Lab(root, work)
+    except LabDidNotStart as exc:
+        pytest.fail(str(exc))
     try:
         yield server
     finally:
@@ -162,19 +105,6 @@ def lab(browser, tmp_path_factory):
 
 
 # ---------------------------------------------------------------- processes started from JupyterLab
-
-def marked(marker: str) -> dict:
-    """pid -> psutil.Process of every process whose environment carries this JupyterLab's marker."""
-    import psutil
-    found = {}
-    for proc in psutil.process_iter():
-        try:
-            if proc.environ().get(MARK) == marker:
-                found[proc.pid] = proc
-        except (psutil.Error, OSError):
-            continue
-    return found
-
 
 def describe(procs) -> str:
     out = []
@@ -271,7 +201,7 @@ def status_text(status) -> str:
     return " ".join(status.inner_text().split())
 
 
-ENDS = ("done:", "stopped", "failed:")
+ENDS = ("done:", "stopped", "failed:", "refused:")
 
 
 def wait_status(status, prefixes: tuple[str, ...], timeout: float) -> str:
@@ -295,6 +225,18 @@ def click_run(run, status, timeout: float = 60) -> str:
     run.click()
     return wait_until(lambda: (t := status_text(status)) != before and t.startswith(("running", *ENDS)) and t,
                       timeout, "the panel to start the run", interval=0.25)
+
+
+def predict_in(panel) -> str:
+    """Answer the panel's question as a learner does: the last of its choices, or a number typed in. The answer."""
+    question = panel.locator(".lab-panel-predict")
+    choices = question.locator("input[type=radio]")
+    if choices.count():
+        choices.last.check()
+        return " ".join(question.locator("label").last.inner_text().split())
+    question.locator("input[type=text]").fill("1")
+    question.locator("input[type=text]").press("Enter")
+    return "1"
 
 
 def answered_wrongly(nb, answer) -> None:
@@ -339,9 +281,10 @@ def test_notebook_in_browser(name: str, browser, lab: Lab, tmp_path: Path, capsy
             f"{name}: {len(stderr)} stderr/error output(s), {tracebacks} traceback(s) in the cells:\n"
             + "\n---\n".join(stderr))
         assert not not_run, f"{name}: code cells {not_run} did not run (Run All stopped early)"
-        feedback = page.locator(".jp-OutputArea-output", has_text="✗ Exercise 1.")
-        assert feedback.count() == 1 and "Not quite" in feedback.first.inner_text(), (
-            f"{name}: the wrong answer to exercise 1 shows no cross and hint")
+        if NOTEBOOKS[name] is not None:   # exercise 1 answered wrongly
+            feedback = page.locator(".jp-OutputArea-output", has_text="✗ Exercise 1.")
+            assert feedback.count() == 1 and "Not quite" in feedback.first.inner_text(), (
+                f"{name}: the wrong answer to exercise 1 shows no cross and hint")
         assert page.get_by_text(NEWS_POPUP).count() == 0, "JupyterLab shows the Jupyter news popup"
 
         # the plotly figures render
@@ -357,17 +300,24 @@ def test_notebook_in_browser(name: str, browser, lab: Lab, tmp_path: Path, capsy
         try:
             panel.locator(".lab-panel-run").wait_for(timeout=60_000)
         except Exception:
-            pytest.fail(f"{name}: no panel (.lab-panel with a .lab-panel-run button) after Run All with "
-                        "INTERACTIVE = True: see the panel contract in this file's docstring")
+            pytest.fail(f"{name}: no panel (.lab-panel with a .lab-panel-run button) after Run All: see the panel "
+                        "contract in this file's docstring")
         run, stop = panel.locator(".lab-panel-run"), panel.locator(".lab-panel-stop")
         status, progress = panel.locator(".lab-panel-status"), panel.locator(".lab-panel-progress")
         assert stop.count() == 1, f"{name}: the panel has no Stop button (.lab-panel-stop)"
         assert stop.is_disabled(), f"{name}: Stop is enabled while the panel is idle"
+        predicted = predict_in(panel)
+        say(capsys, f"{name}: predicted {predicted!r} in the panel")
         clicked = time.monotonic()
         click_run(run, status)
         verdict = wait_status(status, ("done:",), PANEL_TIMEOUT)
         first_run = time.monotonic() - clicked
         say(capsys, f"{name}: panel run took {first_run:.1f} s: {verdict}")
+        rows = panel.locator(".lab-panel-history tr")
+        wait_until(lambda: rows.count() == 2, 30, "the panel's table to show the run's row")
+        row = " ".join(rows.nth(1).inner_text().split())
+        assert predicted in row and ("✓" in row or "✗" in row), f"{name}: the run's row {row!r} lacks the prediction"
+        say(capsys, f"{name}: the panel's row: {row}")
         shot(page, tmp_path / f"{name}-3-panel-done.png", capsys, "panel verdict", panel)
 
         # Run again, then Stop: the run ends "stopped", and 10 s later nothing it started is running

@@ -65,6 +65,21 @@ def test_a_healthy_cluster_gives_no_finding():
     assert rules.findings(cluster_facts(**HEALTHY), NOW) == []
 
 
+def test_what_a_group_re_reads_is_counted_in_records_where_the_collector_counted_them():
+    """Offsets number transaction markers and aborted records too: the collector's read_committed count wins."""
+    counts = {"partitions": {"orders-0": {"records": 270, "before": {"250": 130}},    # offsets 100-400
+                             "orders-1": {"records": 280, "before": {"300": 280}}}, "uncounted": [], "stopped": None}
+    [f] = by_rule({**cluster_facts(), "group_records": counts}, "offsets-expire")
+    assert f.rereads == 410 and "re-reads 410 records (counted" in f.consequence
+    assert "50 other offsets hold transaction markers or aborted records" in f.consequence   # 600 offsets, 550 records
+    assert "skips the 140 not yet consumed" in f.consequence
+    uncounted = {**counts, "partitions": {"orders-0": counts["partitions"]["orders-0"]}, "uncounted": ["orders-1"],
+                 "stopped": "bytes"}
+    [f] = by_rule({**cluster_facts(), "group_records": uncounted}, "offsets-expire")
+    assert f.rereads == 450 and "re-reads up to 450 records (offsets" in f.consequence and "--max-read-mb" in \
+        f.consequence
+
+
 def test_an_empty_classic_group_expires_at_the_earliest_one_retention_after_its_last_commit():
     [f] = by_rule(cluster_facts(), "offsets-expire")
     assert f.when_ms == NOW - 10 * MIN + 1440 * MIN and f.severity == "medium"
@@ -294,7 +309,7 @@ def test_diagnosis_of_a_risky_cluster_finds_every_risk_and_writes_nothing(tmp_pa
     assert set(found) == {"offsets-expire", "transactional-id-expires", "producer-id-expires",
                           "quota-on-streams-eos-producer", "client-version-bug"}, d.text()
     [offsets] = found["offsets-expire"]
-    assert offsets.subject == "group billing" and "re-reads up to 30 records" in offsets.consequence
+    assert offsets.subject == "group billing" and "re-reads 30 records (counted" in offsets.consequence
     assert before_commit + MIN <= offsets.when_ms <= after_commit + MIN and offsets.severity == "high"
     emptied = d.facts["group_log"]["billing"]["current_state_ms"]    # the group's own record of when it emptied
     assert before_commit <= emptied <= after_commit and offsets.when_ms == emptied + MIN, d.facts["group_log"]
@@ -307,6 +322,41 @@ def test_diagnosis_of_a_risky_cluster_finds_every_risk_and_writes_nothing(tmp_pa
     assert quota.subject == "client id pricing-StreamThread-1-producer" and quota.quota_bytes_s == 35000
     assert 0 < 35000 - quota.headroom_bytes_s < 35000, quota   # its measured rate, from the brokers' JMX
     assert "clients 3.3.1 (KAFKA-14624)" in {f.subject for f in found["client-version-bug"]}
+
+
+def test_on_a_transactional_topic_what_a_group_would_re_read_is_counted_in_records(tmp_path):
+    """20 records in two committed transactions over 3 partitions, 5 in an aborted one between them: the offsets
+    also number the aborted records and a marker per partition and transaction; a restart re-reads the 20."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import NewTopic
+
+    from lab.cluster import KafkaCluster
+    with KafkaCluster(name="doctor-records", folder=tmp_path / "kafka") as kc:
+        admin = kc.admin()
+        admin.create_topics([NewTopic("payments", 3, 1)])["payments"].result()
+        producer = Producer({"bootstrap.servers": kc.bootstrap, "transactional.id": "payer", "log_level": 0})
+        producer.init_transactions(30)
+        for values, commit in ((range(0, 10), True), (range(100, 105), False), (range(10, 20), True)):
+            producer.begin_transaction()
+            for i in values:
+                producer.produce("payments", str(i).encode(), partition=i % 3)
+            producer.flush(30)   # in the log before the abort (an abort drops what is still queued)
+            producer.commit_transaction(30) if commit else producer.abort_transaction(30)
+        consume_and_leave({"bootstrap.servers": kc.bootstrap, "log_level": 0, "isolation.level": "read_committed"},
+                          "ledger", "payments", 20)
+        d = diagnose(kc.bootstrap, timeout_s=10)
+        # the same from the doctor alone: none of the course's packages importable, its flags and exit codes
+        from tests.test_doctor_deploy import alone
+        gate = alone("--bootstrap", kc.bootstrap, "--format", "json", "--fail-on", "low", "--quiet")
+    assert gate.returncode == 1, gate.stderr   # a week's retention: a low finding, at the gate's severity
+    assert [f["rereads"] for f in json.loads(gate.stdout)["findings"] if f["rule"] == "offsets-expire"] == [20]
+    [f] = [f for f in d.findings if f.rule == "offsets-expire"]
+    ends = d.facts["topic_offsets"]
+    offsets = sum(ends[f"payments-{p}"]["latest"] - ends[f"payments-{p}"]["earliest"] for p in range(3))
+    assert offsets == 20 + 5 + 3 * 3, ends   # the records, the aborted ones, a marker per partition and transaction
+    assert f.rereads == 20 and "re-reads 20 records (counted" in f.consequence, f.consequence
+    assert f"{offsets - 20} other offsets hold transaction markers or aborted records" in f.consequence
+    assert d.facts["group_records"]["uncounted"] == [] and d.facts["group_records"]["stopped"] is None
 
 
 def consume_and_leave(config: dict, group: str, topic: str, records: int) -> None:

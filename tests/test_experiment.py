@@ -758,9 +758,58 @@ def test_the_mitigate_step_reruns_the_failure_with_the_fix_and_refuses_a_fix_tha
             mitigate(before, **fix)
     with pytest.raises(LabError, match="A fix is parameters"):
         mitigate.check(before.params, "caching=False")
+    other = 3 if before.params["steps"] != 3 else 4   # a value repeated beside one that changes: still a fix
+    assert mitigate.check(before.params, {"caching": before.params["caching"], "steps": other})["steps"] == other
     assert len(runs) == count
     # no fix: the step is skipped, and each of its cells says so in one line
     skipped = mitigate(before)
     assert len(runs) == count and skipped.clean is None and skipped.as_record() == {"mitigation": None}
     assert "did not run" in skipped.verdict() and "did not run" in skipped.table().data
     assert mitigate.check(before.params, None) == {**before.params, "side_by_side": False}
+
+
+# ---------------------------------------------------------------- what a run holds in memory: its programs at once
+
+# The most programs (apps, clients, instances; not brokers, not Spark) each lesson runs side by side at its
+# defaults, as its body starts them. 08 is the doctor's lesson: only its type is checked here.
+APPS_AT_ONCE = {
+    "00": 0,    # no program: the kernel produces, copies and reads
+    "01": 7,    # every consumer-group variant, up together until the one stop
+    "02a": 3,   # one idle round: the crash mode and the two Java producers
+    "02b": 1,   # one Kafka Streams version per idle round
+    "02c": 1,   # one Java producer per broker, one broker after the other
+    "03a": 5,   # the app under study, two comparisons, two variants
+    "03b": 6,   # three clients x two ratios, within a wave of 8
+    "04": 3,    # PROGRAM "1 2 3": three instances up at the end; the variants run one after the other
+    "05a": 1, "05b": 1, "05c": 1, "05d": 1,   # one app per run, the runs one after the other
+    "06a": 1,   # one store kind (kv)
+    "06b": 4,   # eos, alos, and the standby app's two instances
+    "06c": 1,   # one config per partition-count round
+    "06d": 1,   # one variant, its versions one after the other
+    "06e": 1,   # one app per phase, the phases one after the other
+    "07a": 3,   # three clients, the baseline each
+    "07b": 7,   # 1 + 2 + 4 instances per partition-count round
+    "07c": 1,   # one lookup mode
+    "07d": 2,   # two releases ride the bounce together
+}
+
+
+def test_every_lesson_says_how_many_programs_it_runs_at_once():
+    from lab.scenarios import COURSE
+    lessons = {entry.number: entry.lesson for entry in COURSE if entry.lesson is not None}
+    for number, lesson in lessons.items():
+        n = lesson.apps_at_once(lesson.spec.defaults)
+        assert isinstance(n, int) and not isinstance(n, bool) and n >= 0, (number, n)
+    assert set(APPS_AT_ONCE) == set(lessons) - {"08"}
+    assert {k: lessons[k].apps_at_once(lessons[k].spec.defaults) for k in APPS_AT_ONCE} == APPS_AT_ONCE
+    # a parameter that adds programs side by side adds to the count; one that runs them in turn does not
+    par = lessons["07b"]
+    assert par.apps_at_once({**par.spec.defaults, "par_instances": [1, 2, 4, 8]}) == 15
+    assert par.apps_at_once({**par.spec.defaults, "par_partitions": [1, 2, 4, 8]}) == 7
+    standby = lessons["04"]
+    assert standby.apps_at_once({**standby.spec.defaults, "program": "1 2 3 4 1 2"}) == 4
+    assert standby.apps_at_once({**standby.spec.defaults, "program": "1 1 2", "compare": True}) == 1
+    sweep = lessons["03b"]
+    assert sweep.apps_at_once({**sweep.spec.defaults, "sweep_parallel": 4}) == 4
+    old = lessons["02c"]
+    assert old.apps_at_once({**old.spec.defaults, "zookeeper_brokers": []}) == 0   # the pinned ZooKeeper alone

@@ -47,7 +47,7 @@ def test_a_missing_jar_is_fetched_alone_and_a_changed_one_is_refused(cache, monk
     jar = next(p for p in maven.classpath(CLIENTS) if p.name.startswith("kafka-clients"))
     fetched = []
     real = maven._fetch
-    monkeypatch.setattr(maven, "_fetch", lambda jars, label: (fetched.append(jars), real(jars, label)))
+    monkeypatch.setattr(maven, "_fetch", lambda jars, label: (fetched.append(list(jars)), real(jars, label)))
     jar.unlink()
     monkeypatch.setattr(maven, "_checked", {})
     maven.classpath(CLIENTS)
@@ -59,13 +59,30 @@ def test_a_missing_jar_is_fetched_alone_and_a_changed_one_is_refused(cache, monk
         maven.classpath(CLIENTS)
 
 
+def test_a_pinned_jar_is_downloaded_checked_and_never_put_in_place_when_its_bytes_differ(cache):
+    """The pinned sets need no resolver (the doctor installed alone has no Ivy): each jar comes straight from
+    Maven Central, checked against its SHA-256 before it goes into place."""
+    from maven_artifact.downloader import Downloader
+    nop = "org.slf4j:slf4j-nop:1.7.36"
+    pinned = maven.committed()["jars"][nop]
+    with pytest.raises(LabError, match="does not match its pinned SHA-256"):
+        maven._download(Downloader(), nop, "0" * 64)
+    assert not maven.path_of(nop).exists() and not list(maven.path_of(nop).parent.iterdir())
+    maven._fetch({nop: pinned}, "test")
+    assert maven._sha256(maven.path_of(nop)) == pinned
+    with pytest.raises(LabError, match="has no artifact org.slf4j:slf4j-nop:0.0.404"):
+        maven._download(Downloader(), "org.slf4j:slf4j-nop:0.0.404", pinned)
+
+
 def test_the_committed_lock_pins_the_default_lab():
-    """Every set `make lab` fetches is in lab/jars.lock, so a fresh machine gets exactly those jars."""
+    """Every set `make lab` fetches is in lab/jars.lock, so a fresh machine gets exactly those jars; the doctor's
+    too, so that installed alone it never resolves."""
     from lab.cluster.kraft import KAFKA_VERSION
+    from lab.doctor.facts import JARS
     from lab.runtime.programs import ECJ
     lock = json.loads(maven.LOCK.read_text())
     for wanted in ([ECJ], ["org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.0"],
-                   [f"org.apache.kafka:kafka_2.13:{KAFKA_VERSION}"]):
+                   [f"org.apache.kafka:kafka_2.13:{KAFKA_VERSION}"], JARS):
         assert any(set(wanted) <= set(key.split()) for key in lock["sets"]), wanted
     assert set().union(*map(set, lock["sets"].values())) == set(lock["jars"])
 
@@ -95,3 +112,31 @@ def test_cached_jars_need_no_network(cache, monkeypatch):
     lines = run.stdout.strip().splitlines()
     assert lines[0] == str(len(maven.classpath(CLIENTS)))
     assert "could not be reached" in lines[-1]
+
+
+def test_a_slow_fetch_says_how_far_it_is_at_least_every_few_seconds(monkeypatch, capsys):
+    """First set-up on venue Wi-Fi: a line every PROGRESS_S with the jars and MB so far, never a silent minute."""
+    import sys
+    import time
+    import types
+
+    from lab.runtime import maven
+    monkeypatch.setattr(maven, "PROGRESS_S", 0.2)
+    monkeypatch.setitem(sys.modules, "maven_artifact.downloader", types.SimpleNamespace(Downloader=lambda: None))
+
+    def slow(central, jar, sha256, got=None):   # one MB a jar, 0.3 s each
+        time.sleep(0.3)
+        got.add(2**20, jar=True)
+    monkeypatch.setattr(maven, "_download", slow)
+    monkeypatch.delitem(sys.modules, "ipykernel", raising=False)   # a command, not a notebook's kernel
+    maven._fetch({f"g:a{i}:1": "0" * 64 for i in range(8)}, "test")
+    said = capsys.readouterr()
+    lines = said.err.splitlines()   # stderr: a command's stdout is its report (the doctor's)
+    assert not said.out
+    assert lines[0].startswith("Fetching 8 test jars from Maven Central")
+    assert any("of 8 jars" in line and "MB so far" in line for line in lines[1:-1]), lines
+    assert lines[-1] == "  test: 8 jars, 8.0 MB"
+    monkeypatch.setitem(sys.modules, "ipykernel", types.SimpleNamespace())   # in a notebook: stdout, not an error box
+    maven._fetch({"g:b:1": "0" * 64}, "test")
+    said = capsys.readouterr()
+    assert said.out.startswith("Fetching 1 test jars") and not said.err

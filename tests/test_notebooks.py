@@ -9,12 +9,14 @@ Each notebook `NN_name` has `tests/expectations/nbNN.py` with
 - optionally CONTROL (parameters under which the failure must NOT happen) and
   `check_control(results)`, which asserts the clean verdict;
 - PANEL (values for the panel's controls, small) and PANEL_FAILS (must those values reproduce the
-  failure?). One run of each notebook (the CONTROL one where there is one) has INTERACTIVE = True,
-  and the harness adds cells that click the panel's Run as a user would: once while the notebook's
-  cluster is up, then, after its last cell stopped it, once more with Stop clicked after 3 s (the panel
-  starts a cluster of its own). `check_panel` asserts the verdict, the Stop, and that no process of a
-  panel run is left. A whole run on the panel's own cluster is the toolbox's path, the same for every
-  notebook: the Stop click proves it.
+  failure?). Every run but one is headless (KAFKA_LAB_HEADLESS=1 in its kernel's environment, as
+  `make site` runs them): its panel cell shows nothing. One run of each notebook (the CONTROL one where
+  there is one) runs as a learner's does, with the panel shown, and the harness adds cells that answer
+  the panel's question and click its Run as a user would: once while the notebook's cluster is up, then,
+  after its last cell stopped it, once more with Stop clicked after 3 s (the panel starts a cluster of
+  its own). `check_panel` asserts the verdict, the prediction beside the measurement in the panel's table,
+  the Stop, and that no process of a panel run is left. A whole run on the panel's own cluster is the
+  toolbox's path, the same for every notebook: the Stop click proves it.
 
 Every run's outputs must be quiet: no Spark WARN, JVM warning or librdkafka `%N|` line in a cell.
 """
@@ -32,6 +34,7 @@ import papermill
 import pytest
 
 from lab.notebook import COURSE
+from lab.toolbox.panel import headless_kernels
 from lab.scenarios import mitigate_call, notebook as notebook_entry
 from lab.record.recorded import read_results
 
@@ -85,10 +88,12 @@ def with_panel_clicks(notebook: Path, panel_values: dict, into: Path) -> Path:
     """A copy of the notebook with cells that click its panel: before its last cell stops the
     notebook's cluster (the panel borrows it), and a Stop after that (the panel starts its own)."""
     nb = nbformat.read(notebook, as_version=4)
+    # the first answer the panel's question offers (or 1 for a number): any answer will do, the row must hold it
+    answer = "(lambda asked: asked[1][0] if asked[1] else 1)(last_panel().question.asked)"
     click = ("from lab.toolbox.panel import last_panel  # added by tests/test_notebooks.py\n"
-             f"record(panel_cluster_up=last_panel().click({panel_values!r}))")
+             f"record(panel_cluster_up=last_panel().click({panel_values!r}, prediction={answer}))")
     after = f"record(panel_stop=last_panel().click({panel_values!r}, stop_after={STOP_AFTER_S}))"
-    stops = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.strip() == "cluster.stop()"]
+    stops = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.strip() == "lesson.end(cluster)"]
     at = stops[-1] if stops else len(nb.cells)
     nb.cells[at:at] = [nbformat.v4.new_code_cell(click)]
     nb.cells.append(nbformat.v4.new_code_cell(after))
@@ -127,7 +132,7 @@ def with_exercises_tried(notebook: Path, into: Path, skip: tuple = ()) -> Path:
     """A copy with the exercises tried before its last cell stops the notebook's cluster, where a learner tries
     them: an experiment exercise runs on that cluster, as its lesson did."""
     nb = nbformat.read(notebook, as_version=4)
-    stops = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.strip() == "cluster.stop()"]
+    stops = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.strip() == "lesson.end(cluster)"]
     at = stops[-1] if stops else len(nb.cells)
     nb.cells[at:at] = [nbformat.v4.new_code_cell(TRY_EXERCISES.format(root=str(ROOT), skip=tuple(skip)))]
     nbformat.write(nb, into)
@@ -148,16 +153,16 @@ def test_notebook(name: str, variant: str, tmp_path: Path):
         notebook = with_fix(notebook, (expect.CONTROL if variant == "control" else expect.PARAMETERS)["FIX"],
                             tmp_path / f"fix-{notebook.name}")
     if interactive(expect, variant):
-        parameters = {**parameters, "INTERACTIVE": True}
         notebook = with_panel_clicks(notebook, expect.PANEL, tmp_path / f"input-{notebook.name}")
     # an exercise whose experiment is tried in one of the two runs only (TRIED_IN_<VARIANT>_ONLY) is skipped in the other
     only_in_other = "TRIED_IN_FAILURE_ONLY" if variant == "control" else "TRIED_IN_CONTROL_ONLY"
     notebook = with_exercises_tried(notebook, tmp_path / f"tried-{notebook.name}", skip=getattr(expect, only_in_other, ()))
     output = tmp_path / f"{name}.ipynb"
-    papermill.execute_notebook(
-        str(notebook), str(output), parameters=parameters, kernel_name="python3",
-        cwd=str(NOTEBOOK_DIR), execution_timeout=CELL_TIMEOUT, log_output=True,
-        stdout_file=sys.stdout, stderr_file=sys.stderr, progress_bar=False)
+    with headless_kernels(not interactive(expect, variant)):
+        papermill.execute_notebook(
+            str(notebook), str(output), parameters=parameters, kernel_name="python3",
+            cwd=str(NOTEBOOK_DIR), execution_timeout=CELL_TIMEOUT, log_output=True,
+            stdout_file=sys.stdout, stderr_file=sys.stderr, progress_bar=False)
     if os.environ.get("KAFKA_LAB_KEEP_NOTEBOOKS"):   # keep the executed notebook (benchmarks read its results)
         keep = Path(os.environ["KAFKA_LAB_KEEP_NOTEBOOKS"])
         keep.mkdir(parents=True, exist_ok=True)
@@ -165,19 +170,40 @@ def test_notebook(name: str, variant: str, tmp_path: Path):
     results = read_results(output)
     assert results, f"{name} ({variant}) recorded no results"
     check(results)
+    assert_panel_shown(output, interactive(expect, variant))
     if interactive(expect, variant):
         check_panel(results, expect.PANEL_FAILS)
     assert_quiet(output)
 
 
+def assert_panel_shown(executed: Path, shown: bool) -> None:
+    """The panel's cell (under "## Try it yourself") shows the panel's widget in a learner's run, nothing headless."""
+    cells = nbformat.read(executed, as_version=4).cells
+    at = next(i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith("## Try it yourself"))
+    cell = next(c for c in cells[at:] if c.cell_type == "code")
+    assert cell.source.startswith("panel(lesson, "), cell.source
+    widgets = [o for o in cell.outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    if shown:
+        assert len(widgets) == 1, f"the panel's cell shows {len(widgets)} widgets: {cell.outputs}"
+    else:
+        assert not cell.outputs, f"a headless run showed something in the panel's cell: {cell.outputs}"
+
+
 def check_panel(results: dict, fails: bool) -> None:
-    """The panel's runs, clicked by with_panel_clicks: the verdict, a Stop that stops, nothing left."""
+    """The panel's runs, clicked by with_panel_clicks: the verdict, the prediction beside the measurement in the
+    panel's table, a Stop that stops, nothing left."""
     outcome = results["panel_cluster_up"]
     assert "error" not in outcome and outcome["status"].startswith("done:"), outcome
     assert outcome["failure_reproduced"] is fails, outcome
     assert outcome["left_running"] == 0, outcome
+    row = outcome["history_row"]
+    assert outcome["prediction"] is not None and row["predicted"] is not None, outcome
+    if outcome["measured"] is not None:   # measured: the row says whether the prediction was right
+        assert isinstance(outcome["prediction_right"], bool) and row["right"] is outcome["prediction_right"], outcome
+    assert row["run"] == 1 and row["ended"].startswith("done:"), row
     stop = results["panel_stop"]
     assert stop["stopped"] is True and stop["status"].startswith("stopped"), stop
+    assert stop["history_row"]["run"] == 2, stop
     assert stop["left_running"] == 0 and "nothing left running" in stop["status"], stop
 
 
@@ -215,7 +241,7 @@ def test_parameters_cell_is_readable_by_papermill(name: str):
     assert sorted(inspected) == sorted(assigned), (
         f"{name}: papermill reads {sorted(inspected)} from the parameters cell, which assigns {sorted(assigned)} "
         "(write no ' = ' inside comments)")
-    assert assigned[-1] == "INTERACTIVE", f"{name}: INTERACTIVE = False comes last in the parameters cell"
+    assert "INTERACTIVE" not in assigned, f"{name}: the panel shows by itself; no flag to change for it"
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -281,6 +307,16 @@ def test_the_setup_cell_names_the_lesson_by_number_and_the_cluster_starts_after_
     after = next("".join(c["source"]) for c in cells[at + 1:] if c["cell_type"] == "code")
     assert after == ("PARAMS = lesson.spec.from_notebook(globals())\n"
                      "cluster = kafka_cluster(**lesson.needs(PARAMS)).start()"), (name, after)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_last_cell_ends_the_lesson_and_the_panel_shows_without_a_flag(name: str):
+    """The notebook's last cell gives back what the lesson took (its broker, the kernel's Spark); the panel's cell
+    just above the key points calls panel(lesson, ...) with no flag around it: it shows wherever a person runs it."""
+    code = ["".join(c["source"]) for c in _cells(name) if c["cell_type"] == "code"]
+    assert code[-1] == "lesson.end(cluster)", (name, code[-1])
+    panels = [src for src in code if re.search(r"^panel\(", src, re.M)]
+    assert len(panels) == 1 and panels[0].startswith("panel(lesson, cluster=cluster, **PARAMS"), (name, panels)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -38,7 +38,8 @@ def test_the_page_shows_what_the_notebook_measured_and_no_widget(built):
     results = read_results(root / "executed" / "00_setup_check.ipynb")
     assert results["verdict"] in page.replace("&#39;", "'").replace("&quot;", '"'), results["verdict"]
     assert page.count('class="plotly-graph-div"') >= 1 and "Plotly.newPlot" in page
-    assert site.WIDGET not in page and "runs only in a live kernel" in page
+    assert site.WIDGET not in page and "needs a live kernel: open this notebook in the lab" in page
+    assert "INTERACTIVE" not in page   # nothing to switch on: the panel shows wherever the notebook runs live
     assert not re.search(r'src="https?://', page), re.findall(r'src="https?://[^"]*"', page)   # works offline
     assert 'href="01_quiet_service.html"' in page          # the course's links point at pages
     assert "as_record()" not in page and "results are saved" not in page   # the recording cell is not on the page

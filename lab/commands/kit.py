@@ -139,11 +139,13 @@ def targets(asked: list[str]) -> list[tuple[str, str]]:
 
 
 def requirements(root: Path) -> list[str]:
-    """What the lab installs (`pip install -e '.[dev]'`), plus pip and the build backend of the lab itself."""
+    """What the lab installs (`pip install -e '.[course,dev]'`: the doctor's packages, the course's, the tests'),
+    plus pip and the build backend of the lab itself."""
     import tomllib
     project = tomllib.loads((root / "pyproject.toml").read_text())
     backend = project["build-system"]["requires"]
-    return [*project["project"]["dependencies"], *project["project"]["optional-dependencies"]["dev"], *backend, "pip"]
+    extras = project["project"]["optional-dependencies"]
+    return [*project["project"]["dependencies"], *extras["course"], *extras["dev"], *backend, "pip"]
 
 
 def _run(cmd: list[str], what: str, env: dict | None = None) -> None:

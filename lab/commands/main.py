@@ -1,7 +1,6 @@
-"""`python -m lab fetch [--kit DIR] [--all] | check | site DIR | start | prune [--keep N] | params | doctor | kit DIR | clean-notebooks NB...`"""
+"""`python -m lab fetch [--kit DIR] [--all] | check | site DIR | start | prune [--keep N] | params | answers | doctor | kit DIR | clean-notebooks NB...`"""
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -9,14 +8,15 @@ import sys
 from pathlib import Path
 
 from ..config import LAB_DIR
+from ..doctor.cli import EXIT_CODES, UsageParser, add_arguments
 from ..runtime.ports import free_port
 
 ROOT = LAB_DIR.parent
 
 
 def fetch(args) -> None:
-    """Check Java and cache every jar the default lab needs (broker, Spark connector); with --kit, every jar of
-    the offline kit first (then nothing needs the network)."""
+    """Check Java and cache every jar the default lab needs (broker, Spark connector, the doctor); with --kit,
+    every jar of the offline kit first (then nothing needs the network)."""
     from ..cluster import kafka_classpath, known_broker_configs
     from ..config import KAFKA_VERSION
     from ..runtime import maven
@@ -33,11 +33,16 @@ def fetch(args) -> None:
     maven.classpath([ECJ], label="ecj")   # the compiler of the lab's Java programs
     print(f"Kafka {KAFKA_VERSION}: {len(kafka_classpath())} jars, "
           f"{len(known_broker_configs(KAFKA_VERSION))} broker configs known")
+    from ..doctor.facts import collector
+    print(f"The doctor: {len(collector()) - 1} jars, its collector compiled")   # `make doctor` needs nothing more
     print(f"Spark Kafka connector: {len(connector_jars())} jars")
 
 
 # JupyterLab as the lab runs it. `make lab` (start below) and tests/test_browser.py both build its command line
 # with jupyter_command(), so the browser test sees what a student sees.
+# A workshop's notebooks are left open one after the other: a kernel idle this long (a learner has moved on) is shut
+# down. Long enough for a lesson's reading and discussion; short enough that a day of lessons fits an 8 GB laptop.
+IDLE_MINUTES, IDLE_ENV = 30, "KAFKA_LAB_IDLE_MINUTES"
 INDEX = "00_setup_check.ipynb"   # JupyterLab opens on the course index: notebook 00 lists the course
 # JupyterLab settings defaults (plugin id -> settings; names from the plugins' schemas), written to overrides.json.
 JUPYTERLAB_SETTINGS = {
@@ -69,9 +74,11 @@ def jupyterlab_settings() -> Path:
     return path
 
 
-def jupyter_command(port: int, token: str, root: Path | str, ip: str = "127.0.0.1") -> list[str]:
+def jupyter_command(port: int, token: str, root: Path | str, ip: str = "127.0.0.1",
+                    idle_minutes: float = 0) -> list[str]:
     """The JupyterLab command line: `ip`:`port` (loopback unless asked), `token` auth, notebooks under `root`,
-    opening on INDEX.
+    opening on INDEX; `idle_minutes` > 0: a kernel idle that long is shut down (its tab open or not), so that the
+    notebooks a learner has left give their memory back (a running cell is never idle).
 
     Also writes the lab's settings defaults (jupyterlab_settings). Run it with the lab's interpreter's
     environment; kernels then import the installed lab package whatever `root` is.
@@ -80,36 +87,48 @@ def jupyter_command(port: int, token: str, root: Path | str, ip: str = "127.0.0.
     cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--ip={ip}", f"--port={port}",
            "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
            f"--ServerApp.root_dir={Path(root).resolve()}", f"--LabApp.default_url=/lab/tree/{INDEX}"]
+    if idle_minutes > 0:
+        idle_s = max(1, round(idle_minutes * 60))
+        cmd += [f"--MappingKernelManager.cull_idle_timeout={idle_s}",
+                f"--MappingKernelManager.cull_interval={max(1, min(60, idle_s // 2))}",
+                "--MappingKernelManager.cull_connected=True"]
     if os.geteuid() == 0:  # containers and CI machines often run as root
         cmd.append("--allow-root")
     return cmd
 
 
 def start(args) -> None:
-    """A playground broker for free exploration, then JupyterLab on localhost with a token.
+    """JupyterLab on localhost with a token; with --playground, a broker for free exploration beside it.
 
-    Each notebook starts the cluster its scenario needs; this one is for poking around.
+    Each notebook starts the cluster its lesson needs; the playground is only for poking around, so it runs only
+    when asked for (its memory is a lesson's to have otherwise).
     """
+    import contextlib
     import secrets
 
     from ..cluster import KafkaCluster
     port, token = free_port(args.port), secrets.token_urlsafe(24)
-    cmd = jupyter_command(port, token, ROOT / "notebooks", ip=args.ip)
-    with KafkaCluster(name="playground") as cluster:
-        print(f"Playground Kafka {cluster.version} at {cluster.bootstrap} "
-              f"(log: {cluster.log_path()}); set as KAFKA_LAB_PLAYGROUND in JupyterLab.")
+    cmd = jupyter_command(port, token, ROOT / "notebooks", ip=args.ip, idle_minutes=args.idle_minutes)
+    with KafkaCluster(name="playground") if args.playground else contextlib.nullcontext() as cluster:
+        env = dict(os.environ)
+        if cluster is not None:
+            print(f"Playground Kafka {cluster.version} at {cluster.bootstrap} "
+                  f"(log: {cluster.log_path()}); set as KAFKA_LAB_PLAYGROUND in JupyterLab.")
+            env["KAFKA_LAB_PLAYGROUND"] = cluster.bootstrap
         if port != args.port:
             print(f"Port {args.port} is in use: JupyterLab takes {port}.")
         host = "127.0.0.1" if args.ip in ("127.0.0.1", "0.0.0.0", "::") else args.ip
         print(f"JupyterLab: http://{host}:{port}/lab/tree/{INDEX}?token={token}  (Ctrl-C stops the lab)")
         if args.ip != "127.0.0.1":
             print(f"It listens on {args.ip}: anyone who can reach this machine and has the token can use it.")
-        env = {**os.environ, "KAFKA_LAB_PLAYGROUND": cluster.bootstrap}
+        if args.idle_minutes > 0:
+            print(f"A notebook's kernel idle for {args.idle_minutes:g} minutes is shut down to give its memory back "
+                  f"(its outputs stay; run it again to go on). {IDLE_ENV}=0 keeps them.")
         try:
             subprocess.run(cmd, env=env, check=False)
         except KeyboardInterrupt:
             pass
-    print("Lab stopped; the playground broker is down.")
+    print("Lab stopped" + ("; the playground broker is down." if args.playground else "."))
 
 
 def prune(args) -> None:
@@ -185,14 +204,9 @@ def doctor(args) -> None:
     sys.exit(run(args))
 
 
-class _Parser(argparse.ArgumentParser):
-    """Bad arguments exit with `usage_status`: 2 as argparse's, 4 for the doctor (its 2 says the cluster could
-    not be read)."""
+class _Parser(UsageParser):
+    """Bad arguments exit 2, as argparse's; the doctor's subcommand 4 (its 2 says the cluster could not be read)."""
     usage_status = 2
-
-    def error(self, message):
-        self.print_usage(sys.stderr)
-        self.exit(self.usage_status, f"{self.prog}: error: {message}\n")
 
 
 def check(_args) -> None:
@@ -238,11 +252,16 @@ def main() -> None:
     p.add_argument("--all", action="store_true", help="every jar of every lesson, not only the default broker's and "
                                                       "Spark's (before a workshop without network)")
     p.set_defaults(run=fetch)
-    p = sub.add_parser("start", help="playground broker + JupyterLab")
+    p = sub.add_parser("start", help="JupyterLab (and, with --playground, a broker to poke around)")
     p.add_argument("--port", type=int, default=8888, help="JupyterLab's port (default 8888; a free one if taken)")
     p.add_argument("--ip", default=os.environ.get("KAFKA_LAB_IP", "127.0.0.1"),
                    help="the interface JupyterLab listens on (default 127.0.0.1, or KAFKA_LAB_IP; 0.0.0.0 in a "
                         "container or cloud workspace whose port is forwarded); token auth either way")
+    p.add_argument("--playground", action="store_true",
+                   help="also start a broker for free exploration (KAFKA_LAB_PLAYGROUND in JupyterLab; about 400 MB)")
+    p.add_argument("--idle-minutes", type=float, default=float(os.environ.get(IDLE_ENV, IDLE_MINUTES)),
+                   help=f"shut down a kernel idle this long, to give its memory back (default {IDLE_MINUTES:g}, or "
+                        f"{IDLE_ENV}; 0: never)")
     p.set_defaults(run=start)
     p = sub.add_parser("prune", help="delete old run folders under the work folder")
     p.add_argument("--keep", type=int, default=8, help="run folders to keep (default 8)")
@@ -251,10 +270,10 @@ def main() -> None:
     p.add_argument("--write", action="store_true",
                    help="write the tables into docs/parameters.md, and the course table into README.md")
     p.set_defaults(run=params)
+    from .answers import add_parser as add_answers
+    add_answers(sub)
     p = sub.add_parser("doctor", help="read-only diagnosis of a cluster against the failures of this course",
-                       description="Exit codes: 0 clean, 1 a finding at or above --fail-on, 2 the cluster could not "
-                                   "be read, 3 partial (a check could not run), 4 bad arguments.")
-    from ..doctor.cli import add_arguments
+                       description=EXIT_CODES)
     from ..doctor.report import EXIT_USAGE
     add_arguments(p)
     p.usage_status = EXIT_USAGE

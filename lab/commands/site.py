@@ -3,13 +3,14 @@
     make site [SITE_DIR=site] [NOTEBOOKS="00 04"]      (python -m lab site DIR [--notebooks 00 04])
 
 A teacher previews what each lesson shows, and an attendee whose laptop fails follows along, without running
-anything. The notebooks run one at a time, headless (papermill, as the tests run them), on this machine: every
-figure, table, verdict and explanation on the site is one this machine measured. Rendering is nbconvert's: the
+anything. The notebooks run two at a time where the machine has room (else one), headless (papermill, as the tests
+run them), on this machine: every figure, table, verdict and explanation on the site is one this machine measured. Rendering is nbconvert's: the
 Jupyter project's own exporter, installed with JupyterLab (no other tool to install or keep), whose `lab` template
 looks like the JupyterLab the learners use (without the scripts it fetches from the network: lab/site_template). The plotly figures stay interactive and work offline: the lab saves
 them with plotly.js inside (lab.notebook.setup). Widgets need a live kernel, so their outputs are left out and the
-panel's cell says so. index.html lists the course; teaching.html is the teacher's guide (docs/teaching.md), setup.html the
-attendees' set-up page (docs/setup.md), glossary.html the terms the lessons link to (docs/glossary.md). The cell that
+panel's cell says how to get it. index.html lists the course; teaching.html is the teacher's guide (docs/teaching.md), setup.html the
+attendees' set-up page (docs/setup.md), glossary.html the terms the lessons link to (docs/glossary.md), answers.html
+the teachers' answer key (docs/answers.md). The cell that
 records a notebook's results is left out of its page.
 """
 from __future__ import annotations
@@ -27,8 +28,8 @@ CELL_TIMEOUT = 900   # seconds, one cell
 WIDGET = "application/vnd.jupyter.widget-view+json"
 TEMPLATE_DIR = LAB_DIR / "site_template"   # nbconvert's lab template, offline
 PANEL_NOTE = ('<div class="lab-site-note" style="border-left:4px solid #1f77b4;padding:6px 12px;background:#f4f8fb">'
-              "The panel runs only in a live kernel: open this notebook in JupyterLab (<code>make lab</code>), set "
-              "<code>INTERACTIVE = True</code> and run it to tune the parameters and run again.</div>")
+              "The panel (your values, your prediction, the lesson run again) needs a live kernel: open this notebook "
+              "in the lab (<code>make lab</code>) and run it.</div>")
 PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
 <style>body{{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;line-height:1.5}}
@@ -59,11 +60,14 @@ def names(numbers: list[str] | None = None) -> list[str]:
 def execute(name: str, into: Path, parameters: dict | None = None) -> Path:
     """Run one notebook headless, at its defaults unless `parameters` says otherwise; returns the executed copy."""
     import papermill
+
+    from ..toolbox.panel import headless_kernels
     into.mkdir(parents=True, exist_ok=True)
     out = into / f"{name}.ipynb"
-    papermill.execute_notebook(str(NOTEBOOK_DIR / f"{name}.ipynb"), str(out), parameters=parameters or {},
-                               kernel_name="python3", cwd=str(NOTEBOOK_DIR), execution_timeout=CELL_TIMEOUT,
-                               progress_bar=False)
+    with headless_kernels():   # no one to see a panel: its cell shows nothing, and the page says how to get it
+        papermill.execute_notebook(str(NOTEBOOK_DIR / f"{name}.ipynb"), str(out), parameters=parameters or {},
+                                   kernel_name="python3", cwd=str(NOTEBOOK_DIR), execution_timeout=CELL_TIMEOUT,
+                                   progress_bar=False)
     return out
 
 
@@ -122,36 +126,57 @@ def index(site: Path, built: dict[str, dict]) -> Path:
             "<table><tr><th>notebook</th><th>what it shows</th><th>run time here</th></tr>" + "".join(rows)
             + '</table><p><a href="teaching.html">Teaching with Kafka Failure Lab</a>: lesson times and plans; '
             '<a href="setup.html">Before the course</a>: setting up a laptop, and what to do when it fails; '
-            '<a href="glossary.html">Glossary</a>.</p>')
+            '<a href="glossary.html">Glossary</a>; <a href="answers.html">Answer key, for teachers</a>.</p>')
     page = site / "index.html"
     page.write_text(PAGE.format(title="Kafka Failure Lab", body=body))
     for doc, title in (("teaching", "Teaching with Kafka Failure Lab"), ("setup", "Before the course"),
-                       ("glossary", "Glossary")):
+                       ("glossary", "Glossary"), ("answers", "Answer key, for teachers")):
         html = _markdown((ROOT / "docs" / f"{doc}.md").read_text())
         # the pages link to each other as pages of the site; other links point into the repository
-        html = re.sub(r'href="(teaching|setup|glossary)\.md', r'href="\1.html', html)
+        html = re.sub(r'href="(teaching|setup|glossary|answers)\.md', r'href="\1.html', html)
+        html = re.sub(r'href="\.\./notebooks/(\d\d[a-z]?_\w+)\.ipynb', r'href="\1.html', html)
         (site / f"{doc}.html").write_text(PAGE.format(title=title, body=html))
     return page
 
 
 def build(site: Path, numbers: list[str] | None = None, parameters: dict[str, dict] | None = None,
-          out=print) -> dict[str, dict]:
-    """Execute and render the notebooks (all, or `numbers`), one at a time, then the index; returns
-    {name: {"seconds": run time, "page": path}}, also written to build.json. `parameters`: {name: {...}} for
-    smaller runs than the defaults (the tests)."""
+          out=print, workers: int | None = None) -> dict[str, dict]:
+    """Execute and render the notebooks (all, or `numbers`), `workers` at a time (default: two where the machine
+    has the cores and memory for two lessons side by side, else one), then the index; returns {name: {"seconds":
+    run time, "page": path}}, also written to build.json. `parameters`: {name: {...}} for smaller runs than the
+    defaults (the tests). Each notebook runs in a process of its own: its kernel, brokers and ports are its own."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
     site = Path(site)
     chosen = names(numbers)
     site.mkdir(parents=True, exist_ok=True)
     record = site / "build.json"
     built = json.loads(record.read_text()) if record.exists() else {}
-    for name in chosen:
-        out(f"{name}: running at its {'given' if (parameters or {}).get(name) else 'default'} parameters ...")
-        started = time.monotonic()
-        executed = execute(name, site / "executed", (parameters or {}).get(name))
-        seconds = time.monotonic() - started
-        page = render(executed, site / f"{name}.html")
-        built[name] = {"seconds": round(seconds, 1), "page": page.name}
-        out(f"{name}: {seconds:.0f} s, {page}")
+    workers = max(1, min(workers or side_by_side(), len(chosen)))
+    out(f"{len(chosen)} notebook(s), {workers} at a time, each at its "
+        f"{'given' if parameters else 'default'} parameters ...")
+    started = time.monotonic()
+    with ProcessPoolExecutor(workers) as pool:
+        running = {pool.submit(_run_one, name, site, (parameters or {}).get(name)): name for name in chosen}
+        for done in as_completed(running):
+            name, seconds, page = done.result()
+            built[name] = {"seconds": round(seconds, 1), "page": page}
+            out(f"{name}: {seconds:.0f} s, {site / page}")
     record.write_text(json.dumps(built, indent=1) + "\n")
-    out(f"Site: {index(site, built)}")
+    out(f"Site: {index(site, built)} ({time.monotonic() - started:.0f} s in all)")
     return built
+
+
+def side_by_side() -> int:
+    """Two notebooks at a time on a machine with 2+ cores and 8 GiB free (two of the heaviest lessons peak near 3 GiB
+    each), else one."""
+    import os
+
+    import psutil
+    return 2 if (os.cpu_count() or 1) >= 2 and psutil.virtual_memory().available >= 8 * 2**30 else 1
+
+
+def _run_one(name: str, site: Path, parameters: dict | None) -> tuple[str, float, str]:
+    started = time.monotonic()
+    executed = execute(name, site / "executed", parameters)
+    seconds = time.monotonic() - started
+    return name, seconds, render(executed, site / f"{name}.html").name

@@ -5,6 +5,7 @@ not run: the output names the right it needs), 4 bad arguments. Under --watch it
 """
 from __future__ import annotations
 
+import argparse
 import signal
 import sys
 import threading
@@ -14,6 +15,26 @@ from .formats import FORMATS, render
 from .report import EXIT_CLEAN, EXIT_UNREADABLE, EXIT_USAGE, SEVERITIES, UsageError
 
 FAIL_ON = (*SEVERITIES, "never")
+EXIT_CODES = ("Exit codes: 0 clean, 1 a finding at or above --fail-on, 2 the cluster could not be read, 3 partial "
+              "(a check could not run), 4 bad arguments.")
+
+
+class UsageParser(argparse.ArgumentParser):
+    """Bad arguments exit with `usage_status`: the doctor's 4, since its 2 says the cluster could not be read."""
+    usage_status = EXIT_USAGE
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(self.usage_status, f"{self.prog}: error: {message}\n")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`kafka-lab-doctor` (the package's script): the doctor installed alone, with `python -m lab doctor`'s flags
+    and exit codes."""
+    parser = UsageParser(prog="kafka-lab-doctor", description="Read-only diagnosis of a Kafka cluster against the "
+                         "failures of the Kafka Failure Lab. " + EXIT_CODES)
+    add_arguments(parser)
+    sys.exit(run(parser.parse_args(argv)))
 
 
 def add_arguments(p) -> None:

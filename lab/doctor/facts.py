@@ -17,15 +17,19 @@ import threading
 import time
 from pathlib import Path
 
-from ..config import CACHE_DIR, KAFKA_VERSION
+from ..config import KAFKA_VERSION
 from ..errors import LabError
 from ..record.evidence import lab_lines
+from ..runtime import maven
 from ..runtime.jvm import java_executable
-from ..runtime.files import write_shared
-from ..runtime.log4j import SILENT
 from ..runtime.programs import JAVA_DIR, compile_sources, settings_file
 
-SOURCES = [JAVA_DIR / "ClusterFacts.java", JAVA_DIR / "CoordinatorLogs.java", JAVA_DIR / "Lab.java"]
+SOURCES = [JAVA_DIR / "ClusterFacts.java", JAVA_DIR / "CoordinatorLogs.java", JAVA_DIR / "GroupRecords.java",
+           JAVA_DIR / "Lab.java"]
+# What the collector runs on: the clients, and the coordinators' record classes that decode the internal topics
+# (their dependencies come along: 28 MB, pinned in lab/jars.lock); slf4j-nop: the clients log nowhere.
+JARS = [f"org.apache.kafka:kafka-clients:{KAFKA_VERSION}", f"org.apache.kafka:kafka-group-coordinator:{KAFKA_VERSION}",
+        f"org.apache.kafka:kafka-transaction-coordinator:{KAFKA_VERSION}", "org.slf4j:slf4j-nop:1.7.36"]
 
 # What to do, by the step that failed and the words in the error.
 ADVICE = [
@@ -43,9 +47,7 @@ def read_facts(bootstrap: str, *, jmx: str | None = None, command_config: Path |
 
     `max_read_bytes` bounds each internal topic's read (the collector's default: 256 MiB); `progress`, if given,
     is called (on this thread) with each progress event the collector reports, a dict."""
-    from ..cluster import kafka_classpath
-    classpath = kafka_classpath(KAFKA_VERSION)
-    classes = compile_sources(SOURCES, classpath, label=f"ClusterFacts-{KAFKA_VERSION}")
+    classpath = collector()
     given = {"bootstrap.servers": bootstrap, "lab.timeout.ms": int(timeout_s * 1000), "lab.jmx": jmx,
              "lab.command.config": command_config, "lab.max.read.bytes": max_read_bytes}
     limit_s = timeout_s * 6 + 30
@@ -53,8 +55,7 @@ def read_facts(bootstrap: str, *, jmx: str | None = None, command_config: Path |
         settings = settings_file(Path(folder), "cluster-facts", {k: v for k, v in given.items() if v is not None},
                                  java=False)   # the security settings are the command config's, checked there
         argv = [java_executable(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
-                "-Dlog4j2.level=OFF", "-Dlog4j2.rootLevel=OFF", "-Dlog4j2.configurationFile=" + str(_quiet_log4j()),
-                "-cp", os.pathsep.join(map(str, [classes, *classpath])), "ClusterFacts", str(settings)]
+                "-cp", os.pathsep.join(map(str, classpath)), "ClusterFacts", str(settings)]
         returncode, stdout, stderr = _run(argv, limit_s, progress or (lambda event: None))
     if returncode is None:
         raise LabError(f"lab doctor: reading {bootstrap} did not finish in {limit_s:.0f} s: "
@@ -73,6 +74,13 @@ def read_facts(bootstrap: str, *, jmx: str | None = None, command_config: Path |
             else "see the error"
         raise LabError(f"lab doctor, step '{step}' ({bootstrap}): {error.splitlines()[0][:300]} -> {advice}.")
     return facts
+
+
+def collector() -> list[Path]:
+    """The collector's classpath, its compiled classes first: its jars fetched and its sources compiled once, into
+    the cache (a container image does this when it is built, and runs read-only after)."""
+    classpath = maven.classpath(JARS, label=f"doctor-{KAFKA_VERSION}")
+    return [compile_sources(SOURCES, classpath, label=f"ClusterFacts-{KAFKA_VERSION}"), *classpath]
 
 
 def _run(argv: list[str], limit_s: float, progress) -> tuple[int | None, str, str]:
@@ -123,10 +131,3 @@ def _last_json(stdout: str) -> dict | None:
                 return None
     return None
 
-
-def _quiet_log4j() -> Path:
-    """The client libraries log to log4j2: nothing on the terminal (the JSON is the output)."""
-    path = CACHE_DIR / "java-classes" / "doctor-log4j2.properties"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_shared(path, SILENT)
-    return path

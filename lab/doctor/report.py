@@ -20,7 +20,8 @@ class Finding:
     consequence: str    # what will happen, and when
     when_ms: int | None  # epoch ms when it can start to bite (None: under load, not on a clock)
     notebook: str       # the course notebook that reproduces it ("": none does)
-    rereads: int | None = None   # offsets-expire: records a restart with `earliest` re-reads (log start to committed)
+    rereads: int | None = None   # offsets-expire: records a restart with `earliest` re-reads (log start to committed;
+                                 # counted read_committed, else the offsets: an upper bound)
     quota_bytes_s: float | None = None      # quota-on-streams-eos-producer: the producer byte-rate quota
     headroom_bytes_s: float | None = None   # ... minus what its producers send now (JMX; None without it)
 

@@ -73,6 +73,20 @@ def section(facts: dict, name: str):
         else value
 
 
+def counted_records(facts: dict, committed: dict) -> tuple[int, int] | None:
+    """(records before a group's committed offsets, records from them to the end), over all its partitions, as the
+    collector counted them read_committed (markers and aborted records left out); None when one was not counted."""
+    counts = (section(facts, "group_records") or {}).get("partitions") or {}
+    before = after = 0
+    for tp, offset in committed.items():
+        part = counts.get(tp) or {}
+        if str(offset) not in (part.get("before") or {}):
+            return None
+        before += part["before"][str(offset)]
+        after += part["records"] - part["before"][str(offset)]
+    return before, after
+
+
 def read_ms(facts: dict, name: str, now_ms: int) -> int:
     """When a section was read (its own moment, so that a slow reading of the rest counts no idle time), else now."""
     done = (facts.get("section_read_ms") or {}).get(name)
@@ -122,6 +136,19 @@ def offsets_expire(facts: dict, now_ms: int) -> list[Finding]:
             if "earliest" in log:
                 reread += max(0, offset - max(log["earliest"], 0))
                 lag += max(0, log["latest"] - offset)
+        records = counted_records(facts, committed)
+        if records:
+            markers, (reread, lag) = reread + lag - sum(records), records
+            rereads_text = (f"re-reads {reread:,} records (counted from log start to committed offset, "
+                            "read_committed" + (f"; {markers:,} other offsets hold transaction markers or aborted "
+                                                "records: no consumer gets a marker, and only a read_uncommitted one "
+                                                "the aborted records)" if markers > 0 else ")"))
+        else:
+            counting = facts.get("group_records") if isinstance(facts.get("group_records"), dict) else {}
+            why = (f" ({str(counting['error'])[:160]})" if "error" in counting else
+                   " (the read reached its bound: --timeout, --max-read-mb)" if counting.get("stopped") else "")
+            rereads_text = (f"re-reads up to {reread:,} records (offsets from log start to committed offset; not "
+                            f"counted{why}: transaction markers and aborted records take offsets too)")
         for topic in sorted({split_partition(tp)[0] for tp in committed}):
             t = topics.get(topic) or {}
             r = t.get("retention_ms")
@@ -163,9 +190,9 @@ def offsets_expire(facts: dict, now_ms: int) -> list[Finding]:
         when = ("when unknown: the commit times in __consumer_offsets could not be read" if when_ms is None else
                 f"{'expire in ' + duration_text(when_ms - now_ms) if when_ms > now_ms else 'are due to expire now'}"
                 f" if it stays empty (deleted at the coordinator's next sweep, every {duration_text(sweep_ms)})")
-        consequence = (f"group {gid}: offsets {when}; on restart `earliest` re-reads up to {reread:,} records "
-                       f"(log start to committed offset), `latest` skips the {lag:,} not yet consumed and all that "
-                       "arrive until the restart" + ("; " + "; ".join(windows) if windows else ""))
+        consequence = (f"group {gid}: offsets {when}; on restart `earliest` {rereads_text}, `latest` skips the "
+                       f"{lag:,} not yet consumed and all that arrive until the restart"
+                       + ("; " + "; ".join(windows) if windows else ""))
         commit_text = ", ".join(f"{tp} @ {_stamp(ms)}" for tp, ms in sorted(last.items())[:4]) or "unknown"
         evidence = (f"state {g.get('state')}, {len(members or [])} member(s), committed {_short(committed)}; last "
                     f"commit {commit_text} (from __consumer_offsets); offsets.retention.minutes={retention_min}; "

@@ -35,8 +35,8 @@ import org.apache.kafka.common.utils.Sanitizer;
  * progress goes to stderr as `LAB {"kind": "progress", ...}` lines.
  *
  * args[0]: its settings (Lab.load): bootstrap.servers, and lab.command.config (FILE), lab.jmx (host:port,...),
- * lab.timeout.ms and lab.max.read.bytes (the internal topics' reads stop at N bytes, or after the timeout, and say
- * how far they got in "log_reads")
+ * lab.timeout.ms and lab.max.read.bytes (the internal topics' reads, and the count of what empty groups would
+ * re-read, stop at N bytes or after the timeout, and say how far they got: "log_reads", "group_records")
  */
 public class ClusterFacts {
     static final List<String> BROKER_CONFIGS = List.of("offsets.retention.minutes",
@@ -47,7 +47,6 @@ public class ClusterFacts {
     static long timeoutMs = 20000;
 
     interface Section { Object read() throws Exception; }
-
     interface MBeanRows { List<Map<String, Object>> read(String hostPort, MBeanServerConnection mbeans) throws Exception; }
 
     public static void main(String[] argv) throws Exception {
@@ -94,7 +93,7 @@ public class ClusterFacts {
             section("producers", () -> producers(admin, topics));
             section("quotas", () -> quotas(admin));
             try (KafkaConsumer<ByteBuffer, ByteBuffer> consumer = new KafkaConsumer<>(consumerProps(props))) {
-                section("topic_offsets", () -> topicOffsets(consumer, topics));
+                Map<String, Object> offsets = section("topic_offsets", () -> topicOffsets(consumer, topics));
                 // only the partitions of the groups and transactional ids found; all of them if those are unknown
                 CoordinatorLogs logs = new CoordinatorLogs(consumer, timeoutMs, maxReadBytes);
                 section("commit_log", () -> logs.commitLog(groups == null ? null : groupsWithOffsets(groups)));
@@ -103,6 +102,7 @@ public class ClusterFacts {
                     return logs.groupLog;
                 });
                 section("transaction_log", () -> logs.transactionLog(transactions == null ? null : transactions.keySet()));
+                section("group_records", () -> GroupRecords.count(logs, groups, offsets));   // records, not offsets
                 out.put("log_reads", logs.reads);
             }
         }

@@ -133,9 +133,9 @@ class CoordinatorLogs {
             return (System.nanoTime() - started) / 1e9;
         }
 
-        void progress(int partitionsComplete) {
+        void progress(int partitionsComplete, int partitions) {
             ClusterFacts.progress("topic", topic, "records", records, "bytes", bytes,
-                    "partitions_complete", partitionsComplete, "partitions", asked.size(), "seconds", seconds());
+                    "partitions_complete", partitionsComplete, "partitions", partitions, "seconds", seconds());
         }
 
         Map<String, Object> summary(Set<String> unknown) {
@@ -160,11 +160,30 @@ class CoordinatorLogs {
         Map<TopicPartition, Long> end = consumer.endOffsets(tps, Duration.ofMillis(timeoutMs));
         consumer.assign(tps);
         consumer.seekToBeginning(tps);
+        Set<TopicPartition> done = readRanges(read, end, r -> {
+            if (r.key() == null) return;
+            CoordinatorRecord rec;
+            try {
+                rec = serde.deserialize(r.key(), r.value());
+            } catch (RuntimeException unknownType) {   // record types this reading does not need
+                return;
+            }
+            apply.accept(rec);
+        });
+        for (TopicPartition tp : done) read.complete.add(tp.partition());
+        return read;
+    }
+
+    /** Read the assigned partitions from their positions, all at once, until each reaches its `end` offset or a
+     *  bound of `read` is hit; `apply` gets each record, oldest first (one past an end may come in the batch that
+     *  reached it). Returns the partitions read to their end. */
+    Set<TopicPartition> readRanges(LogRead read, Map<TopicPartition, Long> end,
+                                   Consumer<ConsumerRecord<ByteBuffer, ByteBuffer>> apply) {
         long deadline = System.currentTimeMillis() + timeoutMs;
         long nextProgress = System.currentTimeMillis() + 1000;
         Set<TopicPartition> cut = new HashSet<>();   // partitions with records left unread in the last batch
         Set<TopicPartition> done;
-        while ((done = readToEnd(end, cut)).size() < tps.size() && read.stopped == null) {
+        while ((done = readToEnd(end, cut)).size() < end.size() && read.stopped == null) {
             consumer.pause(done);   // what is written from now on is not part of this snapshot
             if (System.currentTimeMillis() > deadline) {
                 read.stopped = "time";
@@ -185,25 +204,17 @@ class CoordinatorLogs {
                     }
                     read.records++;
                     read.bytes += size;
-                    if (r.key() == null) continue;
-                    CoordinatorRecord rec;
-                    try {
-                        rec = serde.deserialize(r.key(), r.value());
-                    } catch (RuntimeException unknownType) {   // record types this reading does not need
-                        continue;
-                    }
-                    apply.accept(rec);
+                    apply.accept(r);
                 }
             }
             if (System.currentTimeMillis() >= nextProgress) {
                 nextProgress = System.currentTimeMillis() + 1000;
-                read.progress(done.size());
+                read.progress(done.size(), end.size());
             }
         }
-        for (TopicPartition tp : done) read.complete.add(tp.partition());
-        read.progress(done.size());   // and once at the end: where it got, however short the read
+        read.progress(done.size(), end.size());   // and once at the end: where it got, however short the read
         consumer.unsubscribe();
-        return read;
+        return done;
     }
 
     /** The partitions whose position reached their end offset, all records before it read. */

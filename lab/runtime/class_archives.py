@@ -30,7 +30,7 @@ from .files import into_place
 ENV = "KAFKA_LAB_CLASS_ARCHIVES"
 QUIET_FOR_S = 10.0      # a class list unchanged this long: the JVM that writes it has started up
 DUMP_TIMEOUT_S = 180.0
-KEPT = 16               # archives kept (40 to 70 MB each: 0.7 GB at most), the least used lately go first
+KEPT = 16               # archives kept (40 to 70 MB each: 1.1 GB at most), the least used lately go first
 _dumping: set[str] = set()
 _lock = threading.Lock()
 

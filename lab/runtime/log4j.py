@@ -1,6 +1,6 @@
 """Every log4j configuration the lab writes, built one way: a pattern, a root level, some loggers' levels, and
 where the lines go. Log4j 1 (reload4j: the programs, ZooKeeper-era brokers) and log4j 2 (brokers 4.0+, Spark's
-driver, the doctor) spell the same thing differently; the patterns are what lab.record.evidence reads back.
+driver) spell the same thing differently; the patterns are what lab.record.evidence reads back.
 
     write_shared(folder / "log4j.properties", PROGRAMS)     # a program's JVM: -Dlog4j.configuration=file:...
 """
@@ -53,7 +53,6 @@ def log4j2(pattern: str | None, root: str = "INFO", levels: dict | None = None, 
 PROGRAMS = log4j1(PROGRAM_PATTERN, levels=CLIENT_LEVELS)
 BROKER_LOG4J1 = log4j1(BROKER_PATTERN, levels=BROKER_LEVELS)
 BROKER_LOG4J2 = log4j2(BROKER_PATTERN, levels=BROKER_LEVELS)
-SILENT = log4j2(None, root="OFF")   # the doctor: its JSON is the output
 
 
 def spark_driver(log: Path | None) -> str:

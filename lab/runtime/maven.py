@@ -6,12 +6,16 @@ or, for a set first asked for on this machine (a version a learner chose), in th
 The jars live under `<cache>/maven` in the standard Maven layout; when they are there and match their
 checksums, nothing touches the network.
 
-Resolving and downloading is Apache Ivy's job: the Ivy jar that pyspark ships (Spark's own `--packages`
+Resolving a new set is Apache Ivy's job: the Ivy jar that pyspark ships (Spark's own `--packages`
 resolver), run on the lab's Java, with a cache of its own for each run (the repository is the only lasting copy). Chosen over a pure-Python resolver because it reads POMs the way Spark
 and Maven do (parents, imported BOMs, dependency management): the pure-Python one tried here resolved
 Kafka 4.3.1's broker with kafka-clients 3.8.0 and test-scoped jars. Where two paths of the graph ask for
 different versions Ivy takes the newest (Maven the nearest); a coordinate asked for directly is forced,
 so it wins as it does in Maven.
+
+A pinned set needs no resolver: its jars are downloaded one by one from Maven Central (the repository and its
+layout are the maven-artifact package's), checked against their SHA-256 before they go into place. That is how
+the doctor installed alone, without pyspark, gets its jars, and how the lab gets any locked jar it lacks.
 """
 from __future__ import annotations
 
@@ -21,7 +25,10 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
@@ -36,6 +43,8 @@ REPOSITORY = CACHE_DIR / "maven"                   # a Maven-layout file reposit
 UPDATE_LOCK_ENV = "KAFKA_LAB_UPDATE_LOCK"
 
 _checked: dict[str, list[Path]] = {}               # sets whose jars this process has verified
+DOWNLOAD_TIMEOUT_S = 60                            # per request: a stalled connection fails instead of hanging
+PROGRESS_S = 10                                    # a progress line at least this often while jars download
 
 
 def classpath(coordinates: list[str], *, label: str = "classpath") -> list[Path]:
@@ -49,7 +58,7 @@ def classpath(coordinates: list[str], *, label: str = "classpath") -> list[Path]
         _record(key, jars)
     missing = not_cached(jars)
     if missing:
-        _fetch(missing, label)
+        _fetch({jar: jars[jar] for jar in missing}, label)
         for jar in missing:
             if not _matches(path_of(jar), jars[jar]):
                 raise LabError(f"{path_of(jar)} does not match its pinned SHA-256 ({jars[jar][:12]}...): "
@@ -152,10 +161,69 @@ def _resolve(coordinates: list[str], label: str) -> dict[str, str]:
     return {jar: _sha256(path_of(jar)) for jar in found}
 
 
-def _fetch(jars: list[str], label: str) -> None:
-    """Download exactly these jars (no dependencies of theirs) into the repository."""
-    print(f"Fetching {len(jars)} {label} jars from Maven Central (once; cached in {REPOSITORY}) ...", flush=True)
-    _run_ivy([_dependency(j, 'transitive="false" conf="default->master"') for j in jars], label, jars)
+def _fetch(jars: dict[str, str], label: str) -> None:
+    """Download exactly these jars ({coordinate: sha256}, no dependencies of theirs) into the repository, four at
+    a time; a jar whose bytes differ from its pin never goes into place."""
+    say = _progress_line()
+    say(f"Fetching {len(jars)} {label} jars from Maven Central (once; cached in {REPOSITORY}) ...")
+    from maven_artifact.downloader import Downloader
+    central = Downloader()   # its default repository is Maven Central
+    got, done = _Tally(), threading.Event()
+
+    def report() -> None:   # a line every PROGRESS_S while it downloads: a slow network never looks stuck
+        while not done.wait(PROGRESS_S):
+            say(f"  {label}: {got.jars} of {len(jars)} jars, {got.bytes / 2**20:.1f} MB so far ...")
+    threading.Thread(target=report, daemon=True).start()
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(lambda item: _download(central, *item, got), jars.items()))
+    finally:
+        done.set()
+    say(f"  {label}: {got.jars} jars, {got.bytes / 2**20:.1f} MB")
+
+
+class _Tally:
+    """Jars and bytes downloaded so far, added to from the download threads."""
+
+    def __init__(self):
+        self.jars, self.bytes, self._lock = 0, 0, threading.Lock()
+
+    def add(self, nbytes: int = 0, jar: bool = False) -> None:
+        with self._lock:
+            self.bytes += nbytes
+            self.jars += jar
+
+
+def _progress_line():
+    """Where a download's progress goes: stdout in a notebook's kernel (stderr shows there as an error box), else
+    stderr (a command's stdout is its report: the doctor's)."""
+    stream = sys.stdout if "ipykernel" in sys.modules else sys.stderr
+    return lambda line: print(line, file=stream, flush=True)
+
+
+def _download(central, jar: str, sha256: str, got: _Tally | None = None) -> None:
+    from maven_artifact.artifact import Artifact
+    group, artifact, version, *classifier = jar.split(":")
+    url = Artifact(group, artifact, version, classifier[0] if classifier else None).uri(central.resolver.base)
+
+    def failed(_url, error):
+        raise LabError(_explain(str(error), [jar]) if "404" not in str(error) else
+                       f"Maven Central has no artifact {jar} ({url}).")
+    # requests trusts certifi's CAs unless told: SSL_CERT_FILE (a proxy's CA) counts here as for pip
+    verify = os.environ.get("SSL_CERT_FILE") or os.environ.get("REQUESTS_CA_BUNDLE") or True
+    with central.requestor.request(url, failed, stream=True, timeout=DOWNLOAD_TIMEOUT_S, verify=verify) as response:
+        with replacing(path_of(jar)) as tmp:
+            digest = hashlib.sha256()
+            with open(tmp, "wb") as out:
+                for chunk in response.iter_content(1 << 20):
+                    digest.update(chunk)
+                    out.write(chunk)
+                    if got is not None:
+                        got.add(len(chunk))
+            if digest.hexdigest() != sha256:   # raised inside: the half-made file is dropped, never renamed in
+                raise LabError(f"{url} does not match its pinned SHA-256 ({sha256[:12]}...): not used.")
+    if got is not None:
+        got.add(jar=True)
 
 
 def _dependency(coordinate: str, options: str) -> str:
@@ -198,7 +266,11 @@ def _run_ivy(deps: list[str], label: str, asked: list[str]) -> list[str]:
 
 
 def ivy_jar() -> Path:
-    import pyspark
+    try:
+        import pyspark
+    except ImportError:   # the doctor installed alone: its set is pinned, only another set needs resolving
+        raise LabError("resolving a set of jars the lock does not pin needs the whole lab (pyspark's Ivy): "
+                       "install it (`make install`), or use the pinned versions.") from None
     jars = sorted((Path(pyspark.__file__).parent / "jars").glob("ivy-*.jar"))
     if not jars:
         raise LabError("pyspark ships no Ivy jar here: reinstall the lab (`make reinstall`).")
@@ -209,7 +281,7 @@ def _explain(output: str, coordinates: list[str]) -> str:
     # Ivy names a module org#name;rev: say it the way Maven coordinates are written
     missing = sorted({f"{g}:{a}:{v}" for g, a, v in re.findall(r"module not found: ([^#\s]+)#([^;\s]+);(\S+)", output)})
     if re.search(r"Host \S+ not found|UnknownHost|Network is unreachable|Connection refused|timed out|"
-                 r"server access error", output, re.I):
+                 r"server access error|Failed to resolve|Name or service not known|name resolution", output, re.I):
         return ("Maven Central could not be reached, so the jars could not be fetched. "
                 "Connect to the network once; afterwards the cached jars are used offline.")
     if missing:

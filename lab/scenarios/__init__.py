@@ -64,6 +64,17 @@ class Notebook:
                 return {k.arg: ast.literal_eval(k.value) for k in call.keywords}
         return None
 
+    def defaults(self) -> dict:
+        """The lesson's parameters as the notebook's parameters cell sets them (where it differs from the spec's
+        defaults, the notebook's value is the one a learner runs), validated."""
+        for cell in json.loads(self.path.read_text())["cells"]:
+            if "parameters" in cell.get("metadata", {}).get("tags", []):
+                tree = ast.parse("".join(cell["source"]))
+                values = {t.id: ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
+                          for t in node.targets if isinstance(t, ast.Name)}
+                return self.lesson.spec.from_notebook(values)
+        return self.lesson.spec.validate()
+
     def shows(self) -> str:
         """What it is about, with where it was reported."""
         return self.failure + (f" (from {' and '.join(self.sources)})" if self.sources else "")

@@ -9,6 +9,7 @@
     fixed = lesson.mitigate(result, poll_interval_ms=12000)            # the learner's fix, written in the cell
     lesson.check(1, MY_ANSWER)                             # a tick, or a cross and a hint; lesson.solution(1)
     record(**result.as_record(), **fixed.as_record(), **guess.as_record())
+    lesson.end(cluster)                                    # the last cell: its broker and this kernel's Spark stop
 
 A lesson module defines what is its own (its parameters, their rules, what it needs from the cluster, the body that
 runs on a lab.toolbox.Run and returns an outcome, its question, its exercises) and ends with
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..config import KAFKA_VERSION
-from .memory import child_pids, peak_rss
+from .memory import APP_MB, child_pids, peak_rss, refuse_unless_it_fits
 from .mitigate import Mitigate
 from .params import Param, Spec
 from .predict import Prediction, predict
@@ -36,19 +37,22 @@ class Lesson:
     def __init__(self, key: str, title: str, *, params: list[Param], needs: Callable[[dict], dict],
                  body: Callable, question: Callable[[dict], tuple], measured_answer: Callable[[dict, dict], object],
                  rules=(), exercises: dict[int, Exercise] | None = None, apps: tuple[str, ...] = (),
-                 spark_audit: bool = False, mitigate_base: dict | None = None):
+                 spark_audit: bool = False, mitigate_base: dict | None = None,
+                 apps_at_once: Callable[[dict], int] = lambda p: 1,
+                 app_mb: float | Callable[[dict], float] = APP_MB):
         """`key` names its runs and its record ("poll_loop"); `needs(p)` -> {nodes, broker_config[, version,
         extra_listener, jmx]} (the lab's Kafka unless it names a version; jmx=True: a broker with JMX, which only the
         lab's own gives);
         `body(lab, p)` -> its outcome; `question(p)` -> (text, choices or None for a number[, tolerance of a
         number]); `measured_answer(record, p)`: this run's answer to it, from what the run recorded (the outcome's
         as_record()), None when it did not measure it; `apps`: a marker in the command line of each program it starts (their memory is sampled); `mitigate_base`: what its Mitigate step sets whatever the fix (for example only the variant
-        without a fix)."""
+        without a fix); `apps_at_once(p)`: the most programs it runs side by side, each about `app_mb` MB (or
+        app_mb(p)): a run that would not fit the free memory is refused before it starts."""
         self.key, self.title = key, title
         self.spec = Spec(*params, rules=tuple(rules))
         self._needs, self.body, self._question, self._measured = needs, body, question, measured_answer
         self.exercises = dict(exercises or {})
-        self.apps, self.spark_audit = tuple(apps), spark_audit
+        self.apps, self.spark_audit, self.apps_at_once, self.app_mb = tuple(apps), spark_audit, apps_at_once, app_mb
         self.mitigate = Mitigate(self.run, self.spec, base=mitigate_base)
         self.last: LessonResult | None = None   # the run the learner predicted: its exercises judge it
 
@@ -76,14 +80,10 @@ class Lesson:
         the learner's, taken as the run starts and printed beside the measurement at its end; that run is the one
         lesson.check() judges (`remember`, default: when there is a prediction)."""
         p = self.spec.validate(**params)
+        cluster, needs, options = self._where(p, cluster)
+        self.refuse_unless_it_fits(p, cluster, needs)
         if prediction is not None:
             prediction.take()
-        needs = self.needs(p)
-        options = {"jmx": needs.pop("jmx")} if needs.get("jmx") else {}   # for a broker the run starts
-        if options and getattr(cluster, "jmx", None) is None:
-            cluster = None   # it lacks the JMX this lesson reads: a broker of its own, with JMX (never an external one)
-        if getattr(cluster, "owns_broker", False) and cluster.running and cluster.nodes > needs["nodes"]:
-            needs = {**needs, "nodes": cluster.nodes}   # a bigger lab cluster fits: run there, as the lesson did
         with Run(self.key.replace("_", "-"), cluster=cluster, progress=progress, spark_audit=self.spark_audit,
                  cluster_options=options, **needs) as lab:
             stop = threading.Event()
@@ -104,6 +104,46 @@ class Lesson:
             self.last = result
         return result
 
+    def _where(self, p: dict, cluster) -> tuple:
+        """(the cluster to offer the run, what its broker must have, options for a broker the run starts)."""
+        needs = self.needs(p)
+        options = {"jmx": needs.pop("jmx")} if needs.get("jmx") else {}   # for a broker the run starts
+        if options and getattr(cluster, "jmx", None) is None:
+            cluster = None   # it lacks the JMX this lesson reads: a broker of its own, with JMX (never an external one)
+        if getattr(cluster, "owns_broker", False) and cluster.running and cluster.nodes > needs["nodes"]:
+            needs = {**needs, "nodes": cluster.nodes}   # a bigger lab cluster fits: run there, as the lesson did
+        return cluster, needs, options
+
+    def refuse_unless_it_fits(self, p: dict, cluster=None, needs: dict | None = None) -> None:
+        """One line (a LabError) before anything starts when the run's brokers, programs and Spark would not fit
+        the memory that is free now; a cluster it borrows and a Spark already up cost nothing new."""
+        if needs is None:
+            cluster, needs, _ = self._where(p, cluster)
+        fits = getattr(cluster, "fits", None)
+        borrowed = cluster is not None and (not getattr(cluster, "owns_broker", True)
+                                            or (getattr(cluster, "running", False) and fits and fits(**needs)))
+        spark = False
+        if self.spark_audit:
+            from ..audit.spark import current_session
+            spark = current_session() is None
+        app_mb = self.app_mb(p) if callable(self.app_mb) else self.app_mb
+        refuse_unless_it_fits(0 if borrowed else needs["nodes"], self.apps_at_once(p), spark, app_mb=app_mb)
+
+    def end(self, cluster=None) -> None:
+        """The notebook's last cell: what the lesson took goes back. Its cluster stops (an outside one is left as
+        it is) and so does this kernel's Spark session, whose driver JVM would hold its memory for as long as the
+        kernel stays open; the panel, or an audit asked for later, starts what it needs again."""
+        from ..audit.spark import current_session, stop_spark
+        stopped = [what for what, up in (("its broker", getattr(cluster, "owns_broker", False)
+                                          and getattr(cluster, "running", False)),
+                                         ("Spark", current_session() is not None)) if up]
+        if cluster is not None:
+            cluster.stop()
+        stop_spark()
+        print(f"Lesson over: {' and '.join(stopped) or 'nothing'} stopped, memory given back. The panel above "
+              "still runs the lesson, on a broker of its own." if stopped else
+              "Lesson over: nothing of it is running. The panel above still runs the lesson, on a broker of its own.")
+
     def check(self, number: int, answer):
         """Exercise `number` judged on the run the learner predicted; before it ran, a line saying so."""
         if self.last is None:
@@ -120,6 +160,10 @@ class Lesson:
 
     def _answer(self, outcome, p: dict):
         return self._measured(outcome.as_record(), p)
+
+    def measured_answer(self, record: dict, p: dict):
+        """A run's answer to its question, from what it recorded (an executed notebook's results: the answer key)."""
+        return self._measured(record, p)
 
     def result(self, outcome, run_id: str = "run-1", cluster=None, **params) -> "LessonResult":
         """A result of this lesson around an outcome made elsewhere (a unit test's rows), at these parameters."""

@@ -4,11 +4,11 @@
     print(fixed.verdict())      # clean, or the failure again: judged by the same measurement as the failure
     fixed.table()               # anything else is the fixed run's own result
 
-A fix that names no parameter of the lesson, gives a value it cannot take, or changes nothing is refused before
-its run starts, with a hint; no fix at all skips the step. The fixed run goes on the cluster the failure ran on,
-while it is up. A lesson (lab.toolbox.lesson) exposes it as `lesson.mitigate`, a `Mitigate(run, spec,
-base={...})`, where `base` holds what every fixed run sets regardless of the fix (for example: leave out the
-side-by-side variants the learner did not ask for).
+A fix that names no parameter of the lesson, gives a value it cannot take, or changes nothing at all is refused
+before its run starts, with a hint (a value it repeats beside one it changes is fine); no fix at all skips the
+step. The fixed run goes on the cluster the failure ran on, while it is up. A lesson (lab.toolbox.lesson) exposes
+it as `lesson.mitigate`, a `Mitigate(run, spec, base={...})`, where `base` holds what every fixed run sets
+regardless of the fix (for example: leave out the side-by-side variants the learner did not ask for).
 """
 from __future__ import annotations
 
@@ -69,16 +69,16 @@ class Mitigate:
 
     def check(self, params: dict, fix: dict | None) -> dict:
         """The fixed run's parameters; refused (LabError) when the fix names no parameter of this scenario, gives
-        a value it cannot take, or changes nothing. An empty fix passes: the step is skipped."""
+        a value it cannot take, or changes nothing at all. An empty fix passes: the step is skipped."""
         if fix is None:
             fix = {}
         if not isinstance(fix, dict):
             raise LabError(f"A fix is parameters and their fixed values, like lesson.mitigate(result, caching=False); "
                            f"got {fix!r}.")
         fixed = self.spec.validate(**{**params, **self.base, **fix})   # unknown names, bad values: with a hint
-        unchanged = {k: v for k, v in fix.items() if params[k] == fixed[k]}
-        if unchanged:
-            raise LabError(f"{_named(unchanged)} is what the run that failed already has: a fix must change it.")
+        if fix and all(params[k] == fixed[k] for k in fix):
+            raise LabError(f"{_named(fix)} {'is' if len(fix) == 1 else 'are'} what the run that failed already has: "
+                           "a fix must change something.")
         return fixed
 
     def __call__(self, before: Result, cluster=None, progress: bool = True, **fix) -> Mitigation:

@@ -1,37 +1,71 @@
-"""The "tune and re-run" panel of every notebook, generated from the scenario's parameter spec.
+"""The "tune and re-run" panel at the end of every lesson notebook, generated from the lesson's parameter spec.
 
-    panel(lesson.spec, lesson.run, cluster=cluster, **PARAMS, only=[...])
+    panel(lesson, cluster=cluster, **PARAMS, only=[...])
 
-Run starts the scenario in a worker thread, so the kernel stays free for the Stop button and
-the panel shows live progress: the phase, a countdown bar for the long waits, and the events
-as they happen. When the run ends its verdict, explanation, table and figure replace the
-progress. The panel borrows the notebook's cluster while that is up and fits the parameters;
-otherwise the run starts a broker of its own and stops it when it ends (lab.toolbox.Run).
-Stop kills every process the run started, at once. A failed run shows one line.
+Shown wherever a person runs the notebook (JupyterLab, Notebook); a run that says it is headless
+(KAFKA_LAB_HEADLESS=1 in the kernel's environment: the lab's tests and `make site`, or a CI of your own that runs
+the notebooks) shows none and builds none: a kernel cannot tell reliably whether a widget front end is attached
+(front ends draw a widget without a word back to the kernel), so the headless runner says so.
 
-CSS classes (the browser test's handles): lab-panel, lab-panel-run, lab-panel-stop,
-lab-panel-status (text starts with running / done: / stopped / failed:), lab-panel-progress.
+Before each run the learner answers the lesson's question for the values set (lab.toolbox.panel_predict); Run
+starts the lesson in a worker thread, so the kernel stays free for the Stop button and the panel shows live
+progress: the phase, a countdown bar for the long waits, and the events as they happen. When the run ends its
+verdict, explanation, table and figure replace the progress, and a row of the panel's table sets the prediction
+beside the measurement. The panel borrows the notebook's cluster while that is up and fits the parameters;
+otherwise the run starts a broker of its own and stops it when it ends (lab.toolbox.Run). Values the spec refuses,
+and a run that would not fit the memory that is free, are refused in one line before anything starts. Stop kills
+every process the run started, at once. A failed run shows one line. A panel's run is never the one the lesson's
+exercises judge.
+
+CSS classes (the browser test's handles): lab-panel, lab-panel-run, lab-panel-stop, lab-panel-predict,
+lab-panel-history, lab-panel-status (text starts with running / done: / stopped / failed: / refused:),
+lab-panel-progress.
 """
 from __future__ import annotations
 
+import contextlib
 import html
+import os
 import threading
 import time
 import traceback
 
 from ..config import WORK_DIR
 from ..runtime.processes import children_of_thread, stop_thread
-from .params import Param, Spec
+from .panel_predict import PanelQuestion, RunHistory
+from .params import Param
 from .run import Progress, observed
 from .timeline import TONES
 
 _shown: list["Panel"] = []   # the panels shown in this kernel, newest last (tests click them)
+HEADLESS = "KAFKA_LAB_HEADLESS"   # set to 1 by whoever runs the notebooks with no one to see them
+
+
+def headless() -> bool:
+    """Whether this kernel's runner said no one sees its widgets (KAFKA_LAB_HEADLESS=1)."""
+    return os.environ.get(HEADLESS, "").strip().lower() not in ("", "0", "false", "no")
+
+
+@contextlib.contextmanager
+def headless_kernels(on: bool = True):
+    """Kernels started inside (papermill's) inherit KAFKA_LAB_HEADLESS=1, or, with on=False, run as a learner's
+    do whatever this process has; the environment as it was afterwards."""
+    before = os.environ.pop(HEADLESS, None)
+    if on:
+        os.environ[HEADLESS] = "1"
+    try:
+        yield
+    finally:
+        os.environ.pop(HEADLESS, None)
+        if before is not None:
+            os.environ[HEADLESS] = before
 
 
 def control(p: Param, value):
     """The ipywidget for one parameter: its range and choices come from the spec."""
     import ipywidgets as w
-    label = f"{p.name.upper()}" + (f" ({p.unit})" if p.unit else "")
+    said = ", ".join(filter(None, [p.unit, _range(p)]))   # "s, 1 to 600"
+    label = p.name.upper() + (f" ({said})" if said else "")
     common = dict(description=label, tooltip=p.help, style={"description_width": "initial"},
                   layout=w.Layout(width="420px"))
     if p.choices and p.many:
@@ -50,6 +84,14 @@ def control(p: Param, value):
     if p.type is float:
         return w.BoundedFloatText(value=value, **bounds, **common)
     return w.Text(value=str(value), **common)
+
+
+def _range(p: Param) -> str:
+    """The range a learner may set, from the spec: '1 to 600' (the control refuses a value outside it)."""
+    if p.choices or p.type not in (int, float) or (p.lo is None and p.hi is None):
+        return ""
+    return f"{p.lo:g} to {p.hi:g}" if p.lo is not None and p.hi is not None else \
+        (f"at least {p.lo:g}" if p.lo is not None else f"at most {p.hi:g}")
 
 
 class PanelProgress(Progress):
@@ -98,7 +140,7 @@ class PanelProgress(Progress):
         left = children_of_thread(self.worker)
         return {"seconds": round(time.time() - self.t0, 1), "stopped": self.stopping.is_set(),
                 "left_running": len(left), "run_ids": [r.id for r in self.runs],
-                "own_cluster": any(r.owns_cluster for r in self.runs)}
+                "own_cluster": any(getattr(r, "owns_cluster", False) for r in self.runs)}   # a Run may be half made
 
 
 class _WidgetBar:
@@ -125,16 +167,16 @@ class _WidgetBar:
 
 
 class Panel:
-    """Controls for a spec's parameters, Run and Stop, live progress, and the last result."""
+    """Controls for a lesson's parameters, its question, Run and Stop, live progress, the last result and a row
+    for every run."""
 
-    def __init__(self, spec: Spec, scenario, *, show=None, title: str = "Try it yourself", only=None,
-                 **values):
+    def __init__(self, lesson, *, show=None, title: str = "Try it yourself", only=None, **values):
         import ipywidgets as w
-        self.spec, self.scenario = spec, scenario
+        self.lesson, self.spec = lesson, lesson.spec
         self.show_result = show or (lambda result, display: result.show(display))
-        names = [p.name for p in spec.params if only is None or p.name in only]
+        names = [p.name for p in self.spec.params if only is None or p.name in only]
         self.fixed = {k: v for k, v in values.items() if k not in names}
-        self.controls = {n: control(spec.by_name[n], values.get(n, spec.by_name[n].default)) for n in names}
+        self.controls = {n: control(self.spec.by_name[n], values.get(n, self.spec.by_name[n].default)) for n in names}
         self.run_button = w.Button(description="Run", button_style="primary", icon="play")
         self.stop_button = w.Button(description="Stop", button_style="danger", icon="stop", disabled=True)
         self.status, self.phase, self.events = w.HTML(), w.HTML(), w.HTML()
@@ -142,21 +184,27 @@ class Panel:
         self.bar_label = w.HTML(layout=w.Layout(display="none"))
         self.progress_box = w.VBox([self.phase, w.HBox([self.bar, self.bar_label]), self.events])
         self.out = w.Output()
-        self.box = w.VBox([w.HTML(f"<h4>{html.escape(title)}</h4>"), *self.controls.values(),
-                           w.HBox([self.run_button, self.stop_button, self.status]), self.progress_box, self.out])
+        self.question = PanelQuestion(lesson, lambda: {**self._fixed_params(), **self.values()})
+        for c in self.controls.values():
+            c.observe(self.question.refresh, names="value")
+        self.history = RunHistory(self.values())
+        # the runs' table above the last result: a new row stays in view however long the result below it
+        self.box = w.VBox([w.HTML(f"<h4>{html.escape(title)}</h4>"), *self.controls.values(), self.question.box,
+                           w.HBox([self.run_button, self.stop_button, self.status]), self.history.widget,
+                           self.progress_box, self.out])
         for widget, css in [(self.box, "lab-panel"), (self.run_button, "lab-panel-run"),
                             (self.stop_button, "lab-panel-stop"), (self.status, "lab-panel-status"),
                             (self.progress_box, "lab-panel-progress")]:
             widget.add_class(css)
         self.run_button.on_click(lambda _: self.start())
         self.stop_button.on_click(lambda _: self.stop())
-        self.last_result, self.last_outcome, self._progress = None, None, None
+        self.last_result, self.last_outcome, self._progress, self._prediction = None, None, None, None
         self._done, self._lock = threading.Event(), threading.Lock()
         self._done.set()   # idle
 
     # ------------------------------------------------------------------ what the buttons do
     def values(self) -> dict:
-        """The controls' values as scenario parameters (an empty text box is None where allowed)."""
+        """The controls' values as the lesson's parameters (an empty text box is None where allowed)."""
         import ipywidgets as w
         return {name: None if isinstance(c, w.Text) and self.spec.by_name[name].none and c.value == ""
                 else c.value for name, c in self.controls.items()}
@@ -166,9 +214,11 @@ class Panel:
             return
         try:
             params = self.spec.validate(**{**self._fixed_params(), **self.values()})
+            self.lesson.refuse_unless_it_fits(params, self.fixed.get("cluster"))
         except Exception as exc:  # refused before anything starts: one line, nothing ran
-            self._finish(None, f"failed: {_one_line(exc)}", {"error": _one_line(exc)})
+            self._finish(None, f"refused: {_one_line(exc)}", {"error": _one_line(exc)})
             return
+        self._prediction = self.question.take()
         progress = self._progress = PanelProgress(self)
         self._done.clear()
         self.run_button.disabled, self.stop_button.disabled = True, False
@@ -214,7 +264,7 @@ class Panel:
         try:
             with observed(progress):
                 extras = {k: v for k, v in self.fixed.items() if k not in self.spec.by_name}   # cluster=
-                result = self.scenario(**extras, **params)
+                result = self.lesson.run(**extras, **params, remember=False)   # the exercises judge the lesson's
         except BaseException as exc:  # noqa: BLE001 - reported in the panel, not raised in a dead thread
             error = exc
             self._log_traceback(exc)
@@ -230,6 +280,10 @@ class Panel:
             self._finish(progress, f"failed: {_one_line(error)}", outcome)
         else:
             outcome.update(verdict=result.verdict(), failure_reproduced=result.failed)
+            if self._prediction is not None and progress.current:
+                self._prediction.compare(result.measured_answer())
+                outcome.update(prediction=self._prediction.answer, measured=self._prediction.measured,
+                               prediction_right=self._prediction.right())
             if progress.current:
                 self.last_result = result
                 self.show_result(result, self.out.append_display_data)
@@ -251,6 +305,11 @@ class Panel:
             self.last_outcome = {**outcome, "status": text}
             self.progress_box.layout.display = "none" if "verdict" in outcome else None
             self.status.value = text
+            prediction = self._prediction if progress is not None else None
+            row = self.history.add(self.values(), prediction, html.unescape(text))
+            self.last_outcome["history_row"] = row
+            if progress is not None:   # a run refused before it started keeps the answer for the next try
+                self.question.next_run()
             self.run_button.disabled, self.stop_button.disabled = False, True
             self._done.set()
             return True
@@ -263,12 +322,14 @@ class Panel:
             f.write("".join(traceback.format_exception(exc)))
 
     # ------------------------------------------------------------------ for tests: click as a user would
-    def click(self, values: dict | None = None, *, stop_after: float | None = None,
+    def click(self, values: dict | None = None, *, prediction=None, stop_after: float | None = None,
               timeout: float = 900) -> dict:
-        """Set controls (name -> value), click Run (and Stop after `stop_after` s), wait for the end.
+        """Set controls (name -> value), answer the question (`prediction`), click Run (and Stop after
+        `stop_after` s), wait for the end.
 
-        Returns the outcome: verdict and failure_reproduced, or error, or stopped; seconds;
-        left_running (processes of the run still alive at its end: must be 0); the status line.
+        Returns the outcome: verdict and failure_reproduced (with prediction, measured, prediction_right when
+        answered), or error, or stopped; seconds; left_running (processes of the run still alive at its end: must
+        be 0); the status line; history_row, the run's row in the panel's table.
         """
         import ipywidgets as w
         for name, value in (values or {}).items():
@@ -279,6 +340,8 @@ class Panel:
                 c.value = "" if value is None else ", ".join(map(str, value)) if isinstance(value, list) else str(value)
             else:
                 c.value = value
+        if prediction is not None:
+            self.question.answer(prediction)
         self.last_outcome = None
         self.run_button.click()
         if stop_after is not None and self.running:
@@ -311,21 +374,24 @@ def _lab_error():
     return LabError
 
 
-def panel(spec: Spec, scenario, *, show=None, title: str = "Try it yourself", only=None, **values) -> Panel:
-    """Show a panel for the spec's parameters (`only` = a subset) that calls scenario(**params).
+def panel(lesson, *, show=None, title: str = "Try it yourself", only=None, **values) -> None:
+    """Show a panel for the lesson's parameters (`only` = a subset) that runs the lesson with them (last_panel()
+    gives it; a cell that ends with this call shows it once); headless (KAFKA_LAB_HEADLESS=1), nothing is built or
+    shown.
 
     `values` are the starting values (the notebook's parameters) and fixed keyword arguments such
     as `cluster=`. `show(result, display)` draws a result (default: result.show(display)).
     """
+    if headless():
+        return None
     from IPython.display import display
-    p = Panel(spec, scenario, show=show, title=title, only=only, **values)
+    p = Panel(lesson, show=show, title=title, only=only, **values)
     _shown.append(p)
     display(p.box)
-    return p
 
 
 def last_panel() -> Panel:
     """The panel shown last in this kernel."""
     if not _shown:
-        raise LookupError("no panel has been shown in this kernel (is INTERACTIVE = True?)")
+        raise LookupError(f"no panel has been shown in this kernel (is {HEADLESS} set in its environment?)")
     return _shown[-1]

@@ -30,12 +30,14 @@ class Prediction:
         self.measured = None
         self.taken = False
 
-    def take(self) -> None:
-        """The answer as it is now, kept: a run calls this when it starts, and locks the widget."""
+    def take(self, quiet: bool = False) -> None:
+        """The answer as it is now, kept: a run calls this when it starts, and locks the widget. `quiet`: say nothing
+        (a panel shows the answer in its own table)."""
         if not self.taken:
             self.given, self.taken = self.answer, True
             if self.widget is not None:   # a given answer was printed with the question already
                 self.widget.disabled = True
+            if self.widget is not None and not quiet:
                 print(f"Your prediction: {self._shown(self.given)}." if self.given is not None else
                       "No prediction made: the run shows what happens.")
 
@@ -63,8 +65,14 @@ class Prediction:
     def against(self, measured) -> str:
         """Print (and return) the prediction beside what this run measured. The line is returned as Printed: a
         notebook cell that ends with this call shows it once, not again as the cell's value."""
+        line = self.compare(measured)
+        print(line)
+        return Printed(line)
+
+    def compare(self, measured) -> str:
+        """Keep what the run measured; the line that sets the prediction beside it."""
         self.measured = measured
-        shown = f"{measured:g}" if isinstance(measured, (int, float)) and not isinstance(measured, bool) else measured
+        shown = shown_value(measured)
         if measured is None:
             line = "This run did not measure it: what the question asks about did not run (see the parameters)."
         elif self.answer is None:
@@ -73,8 +81,7 @@ class Prediction:
             said = self._shown(self.answer)
             line = (f"You said: {said}. This run measured: {shown}. "
                     + ("As you predicted." if self.right() else "Not what you predicted: the cells below show why."))
-        print(line)
-        return Printed(line)
+        return line
 
     def _shown(self, answer) -> str:
         return str(answer) if self.choices else f"{float(answer):g}"
@@ -82,6 +89,21 @@ class Prediction:
     def as_record(self) -> dict:
         """The prediction's fields for record(): what was predicted, what was measured, whether they matched."""
         return {"prediction": self.answer, "prediction_measured": self.measured, "prediction_right": self.right()}
+
+
+def shown_value(value) -> str:
+    """A measured answer as a learner reads it: a number without trailing zeros, anything else as it is."""
+    return f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+
+
+def answer_widget(choices: tuple | None, value=None):
+    """The widget a learner answers with: radio buttons for choices (none chosen), a text box for a number."""
+    import ipywidgets as w
+    if choices:
+        return w.RadioButtons(options=list(choices), value=value if value in choices else None,
+                              layout=w.Layout(width="max-content"))
+    return w.Text(value="" if value is None else str(value), placeholder="your number",
+                  layout=w.Layout(width="160px"))
 
 
 def predict(question: str, choices=None, tolerance: float = 0.25, *, given=None, show: bool = True) -> Prediction:
@@ -99,8 +121,7 @@ def predict(question: str, choices=None, tolerance: float = 0.25, *, given=None,
     if show and given is None:
         import ipywidgets as w
         from IPython.display import display
-        widget = (w.RadioButtons(options=list(choices), value=None, layout=w.Layout(width="max-content"))
-                  if choices else w.Text(placeholder="your number", layout=w.Layout(width="160px")))
+        widget = answer_widget(choices)
         display(w.VBox([w.HTML(f"<b>Predict:</b> {question}"), widget]))
     elif show:
         print(f"Predict: {question}\nYour prediction: {given} (taken when the run starts)")

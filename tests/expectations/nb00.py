@@ -9,7 +9,7 @@ PANEL_FAILS = True   # the injected duplicate and aborted records are found
 
 
 def check(r):
-    # A lesson notebook: its panel borrows the notebook's cluster while it is up (the click after cluster.stop()
+    # A lesson notebook: its panel borrows the notebook's cluster while it is up (the click after lesson.end(cluster)
     # starts one of its own, see check_panel's Stop)
     assert r["panel_cluster_up"]["own_cluster"] is False, r["panel_cluster_up"]
     assert 17 <= r["java"] <= 21 and r["java_from"]

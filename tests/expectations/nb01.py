@@ -8,7 +8,6 @@ PARAMETERS = dict(
     EARLY_DOWNTIME_S=10,
     PREDICTION="it resumes where it stopped",    # a wrong prediction: the run says what it measured instead
     FIX={"downtime_s": 20},    # the Mitigate cell's fix here: the earliest and latest groups back within the 60 s retention
-    INTERACTIVE=False,
 )
 
 # The control: down 20 s < the 60 s retention, so no group loses its offsets. Three groups (the seed's
@@ -20,7 +19,6 @@ CONTROL = dict(
     VARIANTS=["earliest", "latest", "error"],
     SPARK=False,
     FIX={},                    # nothing to mitigate: the Mitigate cell runs no fix
-    INTERACTIVE=False,
 )
 
 # Exercise 1 counts what `latest` skipped once its offsets were gone: judged only on a run where they went

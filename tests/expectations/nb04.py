@@ -14,7 +14,6 @@ PARAMETERS = {
     "KEYS": 30,
     "RATE": 50,
     "PREDICTION": "yes, it serves a stale value",
-    "INTERACTIVE": False,
 }
 
 # The control: a fixed version (PR #13369 is in 3.4.1 and 3.5.0) in the affected slot, caching on, the

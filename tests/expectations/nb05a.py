@@ -12,7 +12,6 @@ PARAMETERS = {
     "COMMIT_INTERVAL_MS": 1000,
     "FIX": {"guarantees": ["exactly_once_v2"], "crash_points": ["before_read", "after_commit"]},
     "PREDICTION": "some inputs twice",   # wrong: exactly-once held
-    "INTERACTIVE": False,
 }
 
 # The panel: one exactly-once run without a crash.

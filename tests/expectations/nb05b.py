@@ -12,7 +12,6 @@ PARAMETERS = {
     "LOOP_SECONDS": 12,
     "FIX": {"handlers": ["dead_letter"]},
     "PREDICTION": DROPPED,   # wrong: REPLACE_THREAD loops on the record
-    "INTERACTIVE": False,
 }
 
 # The control: a malformed input skipped by the DeserializationExceptionHandler: everything real comes out.

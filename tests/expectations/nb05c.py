@@ -11,7 +11,6 @@ PARAMETERS = {
     "LOOP_SECONDS": 12,
     "FIX": {"schema_modes": ["tolerant"]},
     "PREDICTION": None,   # the widget's path: no prediction made
-    "INTERACTIVE": False,
 }
 
 

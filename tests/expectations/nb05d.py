@@ -18,7 +18,6 @@ PARAMETERS = {
     "LOOP_SECONDS": 12,
     "FIX": {"output_max_bytes": 20300},
     "PREDICTION": REFUSED_FATES[2],   # wrong: Kafka's own handler answers FAIL, at every restart
-    "INTERACTIVE": False,
 }
 
 

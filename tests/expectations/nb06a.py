@@ -9,7 +9,6 @@ PARAMETERS = {
     "GROWTH_RATE": 1000,
     "FIX": FIX,
     "PREDICTION": 15000,   # every key kept: right
-    "INTERACTIVE": False,
 }
 
 

@@ -6,7 +6,6 @@ PARAMETERS = {
     "RESTORE_SIZES_MB": [2, 4, 8],
     "FIX": {"restore_modes": ["standby"]},
     "PREDICTION": "only what its checkpoint does not cover",   # wrong: exactly-once wipes after a kill -9
-    "INTERACTIVE": False,
 }
 
 # The control: a clean shutdown (the checkpoint is written: nothing to restore), which no Mitigate step runs.

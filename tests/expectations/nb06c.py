@@ -8,7 +8,6 @@ PARAMETERS = {
     "MEMORY_MB_PER_STORE": 24,
     "FIX": {"memory_configs": ["shared"]},
     "PREDICTION": "no, it grows past 128 MB",   # right
-    "INTERACTIVE": False,
 }
 
 # The panel: the lesson, shared, one partition.

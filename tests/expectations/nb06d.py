@@ -7,7 +7,6 @@ PARAMETERS = {
     "CHANGELOG_PHASE_S": 2,
     "FIX": {"changelog_variants": ["explicit"]},
     "PREDICTION": None,   # the widget's path: no prediction made
-    "INTERACTIVE": False,
 }
 
 

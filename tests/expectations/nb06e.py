@@ -9,7 +9,6 @@ PARAMETERS = {
     "DISK_LIMIT_KB": 512,
     "FIX": {"disk_limit_kb": 4096},
     "PREDICTION": "yes: RocksDB's compaction shrinks its files to make room",   # wrong
-    "INTERACTIVE": False,
 }
 
 

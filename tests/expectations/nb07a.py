@@ -17,7 +17,6 @@ PARAMETERS = {
     # the Mitigate step: the other three ways of running the same consumers, side by side
     "FIX": {"poll_variants": ["max_poll_records_1", "longer_interval", "pause_resume"]},
     "PREDICTION": "no, it moves on",   # wrong: 400 x 20 ms of work outlasts the 6 s interval
-    "INTERACTIVE": False,
 }
 VARIANTS_FIXED = ("max_poll_records_1", "longer_interval", "pause_resume")
 

@@ -10,7 +10,6 @@ PARAMETERS = {
     "PAR_WINDOW_S": 5,
     "FIX": {"par_partitions": [3]},
     "PREDICTION": 2,   # right: 3 instances on 2 partitions, 2 busy
-    "INTERACTIVE": False,
 }
 
 

@@ -10,7 +10,6 @@ PARAMETERS = {
     "LOOKUP_WINDOW_S": 8,
     "FIX": {"lookup_modes": ["cache", "batch", "threads"], "lookup_threads": 6},
     "PREDICTION": None,   # the widget's path: no prediction made
-    "INTERACTIVE": False,
 }
 
 # The control: 10 records/s x 50 ms, half of one thread's second: the direct app keeps up.

@@ -13,7 +13,6 @@ PARAMETERS = {
     "FIX": {"bounce_replication": 3, "bounce_acks": "all",
             "bounce_apps": ["2.7.2", "4.3.1/shutdown_client", "4.3.1/replace_thread"]},
     "PREDICTION": "it resumes processing after the bounce",   # wrong: 2.7.2 dies
-    "INTERACTIVE": False,
 }
 
 

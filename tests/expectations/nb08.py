@@ -10,7 +10,6 @@ PARAMETERS = dict(
     MESSAGES=40,
     FIX={"setups": []},        # the Mitigate step: every risk mitigated, on the same broker and retentions
     PREDICTION=0,              # a wrong guess: the verification measures the re-reads
-    INTERACTIVE=False,
 )
 
 # The control: nothing risky (the group stays a member, the producer commits twice a second, no quota, a current
@@ -23,7 +22,6 @@ CONTROL = dict(
     MESSAGES=40,
     VERIFY=False,
     FIX={},
-    INTERACTIVE=False,
 )
 
 # The panel, clicked in the CONTROL run: the diagnosis only, of a healthy cluster.

@@ -121,4 +121,5 @@ def _copy_with_faults(lab: Run, target: str, ids: list[str], aborted: int) -> No
 
 lesson = Lesson("setup_check", "Setup check", params=PARAMS, needs=needs, body=check, question=question,
                 measured_answer=measured_answer,
-                exercises=EXERCISES, spark_audit=True)
+                exercises=EXERCISES, spark_audit=True,
+                apps_at_once=lambda p: 0)   # no program of its own: the kernel produces, copies and reads

@@ -15,6 +15,7 @@ from ...toolbox import Param, Run, lab_lines
 from ...toolbox.admin import committed_offsets, group_offsets, set_group_offsets, topic_offsets
 from ...toolbox.apps import stop_together
 from ...toolbox.lesson import Lesson
+from ...toolbox.memory import PYTHON_APP_MB
 from ...toolbox.streaming import audit_many
 from ...record.generator import generate
 from ...record.history import History
@@ -293,9 +294,15 @@ def every_variant(lab: Run, p: dict) -> OffsetExpiryResult:
     return _Experiment(lab, p).go()
 
 
+def groups_at_once(p: dict) -> int:
+    # one consumer process per variant: all run until the one shared stop, and come back beside each other
+    return len(p["variants"])
+
+
 # The Mitigate step: the source's two groups (earliest, latest) again, with the learner's fix: a downtime within the
 # retention, or a retention longer than the downtime.
 lesson = Lesson("offset_expiry", "A quiet service comes back", params=PARAMS, rules=[_something_to_run],
                 needs=needs, body=every_variant, question=question, measured_answer=measured_answer,
-                exercises=EXERCISES, apps=(APP_MODULE,), spark_audit=True,
+                exercises=EXERCISES, apps=(APP_MODULE,), spark_audit=True, apps_at_once=groups_at_once,
+                app_mb=PYTHON_APP_MB,
                 mitigate_base={"variants": ["earliest", "latest"], "spark": False})

@@ -9,10 +9,17 @@ from ...toolbox.params import something_to_run
 from . import txn_expiry as chapter
 from .exercises import EXERCISES
 
+
+def clients_in_the_round(p: dict) -> int:
+    # one idle round: every Python mode and every Java producer run together
+    return len(p["python_modes"]) + len(p["java_clients"])
+
+
 lesson = Lesson("clients", "An idle transactional id", needs=chapter.needs, body=chapter.idle_rounds,
                 params=chapter.params(*chapter.IDLE, "python_modes", "heartbeat_ms", "heartbeat_misses",
                                       "java_clients"),
                 rules=[chapter.at_most_8_clients, something_to_run("python_modes", "java_clients")],
                 question=chapter.question, measured_answer=chapter.clients_answer, exercises=EXERCISES["clients"],
                 apps=("lab.apps.eos_app", "IdleTransactionalProducer"), spark_audit=True,
+                apps_at_once=clients_in_the_round,
                 mitigate_base={"java_clients": []})

@@ -19,9 +19,15 @@ def run_lesson(lab: Run, p: dict) -> chapter.TxnExpiryResult:
                                    cluster=lab.cluster)
 
 
+def producers_at_once(p: dict) -> int:
+    # one Java producer per broker, the brokers one after the other; the pinned ZooKeeper's try starts no program
+    return 1 if p["zookeeper_brokers"] else 0
+
+
 lesson = Lesson("old_brokers", "A producer whose records retention deleted", needs=chapter.needs, body=run_lesson,
                 params=chapter.params("broker_version", "zookeeper_brokers", "client_version", "retention_ms",
                                       "check_pinned_zookeeper"),
                 rules=[something_to_run("zookeeper_brokers", "check_pinned_zookeeper")],
                 question=chapter.old_broker_question, measured_answer=chapter.old_broker_answer,
-                exercises=EXERCISES["old_brokers"], mitigate_base={"check_pinned_zookeeper": False})
+                exercises=EXERCISES["old_brokers"], mitigate_base={"check_pinned_zookeeper": False},
+                apps_at_once=producers_at_once)

@@ -24,11 +24,16 @@ def run_lesson(lab: Run, p: dict) -> QuotaResult:
                        cluster=lab.cluster)
 
 
+def apps_in_the_lineup(p: dict) -> int:
+    # the app under study, its comparisons and its variants run side by side, each under its own quota
+    return len(chapter.lineup(p))
+
+
 # The Mitigate step runs the app under study again, alone, with the learner's setting.
 lesson = Lesson("over_quota", "An app slightly over its quota", needs=chapter.needs, body=run_lesson,
                 params=chapter.params("streams_version", "other_version", "quota", *chapter.LOAD, "duration_s",
                                       "compare", "variants", "headroom", "variant_request_timeout_ms",
                                       "variant_transaction_timeout_ms"),
                 question=chapter.question, measured_answer=fencing_answer, exercises=EXERCISES["over_quota"],
-                apps=("QuotaStateApp", "lab.apps.quota_eos_loop"), spark_audit=True,
+                apps=("QuotaStateApp", "lab.apps.quota_eos_loop"), spark_audit=True, apps_at_once=apps_in_the_lineup,
                 mitigate_base={"compare": [], "variants": []})

@@ -18,9 +18,14 @@ def run_lesson(lab: Run, p: dict) -> QuotaResult:
                        cluster=lab.cluster)
 
 
+def apps_per_wave(p: dict) -> int:
+    # one app per (client, ratio), in waves of SWEEP_PARALLEL: a wave's apps run together
+    return min(p["sweep_parallel"], len(p["sweep_versions"]) * len(p["sweep_ratios"]))
+
+
 lesson = Lesson("sweep", "Load against quota, client by client", needs=chapter.needs, body=run_lesson,
                 params=chapter.params(*chapter.LOAD, "sweep_ratios", "sweep_versions", "sweep_seconds",
                                       "sweep_parallel"),
                 rules=[something_to_run("sweep_ratios")], question=chapter.sweep_question, measured_answer=sweep_answer,
                 exercises=EXERCISES["sweep"],
-                apps=("QuotaStateApp", "lab.apps.quota_eos_loop"))
+                apps=("QuotaStateApp", "lab.apps.quota_eos_loop"), apps_at_once=apps_per_wave)

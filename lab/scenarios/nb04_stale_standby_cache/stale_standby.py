@@ -178,9 +178,18 @@ def _variant(lab: Run, label: str, version: str, caching: bool, p: dict) -> "Var
                     rss.result(10))
 
 
+def instances_at_once(p: dict) -> int:
+    # the most instances PROGRAM has up at one time (each variant runs it, one variant after the other)
+    up, most = set(), 0
+    for i in parse_program(p["program"]):
+        up ^= {i}
+        most = max(most, len(up))
+    return most
+
+
 # The Mitigate step: the same program again, alone, with the learner's fix (caching off, or another version).
 # Its key names its runs and is printed while a run goes (a run's folder, its topics): it names the setting only.
 lesson = Lesson("store_reads", "Reads while tasks move between instances", params=PARAMS,
                 rules=[_leaves_one_running], needs=needs, body=every_variant, question=question,
                 measured_answer=measured_answer, exercises=EXERCISES, apps=(MAIN,), spark_audit=True,
-                mitigate_base={"compare": False})
+                apps_at_once=instances_at_once, mitigate_base={"compare": False})

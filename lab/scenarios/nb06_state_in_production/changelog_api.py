@@ -373,6 +373,12 @@ EXERCISES = {
     ),
 }
 
+
+def variants_side_by_side(p: dict) -> int:
+    # every variant's version 1 runs beside the others, then their version 2 (version 1 stopped first)
+    return len(p["changelog_variants"])
+
+
 lesson = Lesson("changelog", "A downstream reader of a changelog", params=PARAMS, rules=RULES, needs=needs,
                 body=run_lesson, question=question, measured_answer=measured_answer, exercises=EXERCISES,
-                apps=("ChangelogApp",))
+                apps=("ChangelogApp",), apps_at_once=variants_side_by_side)

@@ -49,6 +49,11 @@ def worst_case_mb(p: dict, config: str, partitions: int) -> float:
     return HEAP_MB + JVM_OVERHEAD_MB + rocksdb + readers
 
 
+def largest_app_mb(p: dict) -> float:
+    """The memory check's size of one app: the most one may take (its RocksDB is what the lesson measures)."""
+    return max(worst_case_mb(p, config, partitions) for config, partitions in apps(p))
+
+
 def apps(p: dict) -> list[tuple[str, int]]:
     return [(config, partitions) for partitions in p["memory_partitions"] for config in p["memory_configs"]]
 
@@ -324,6 +329,12 @@ EXERCISES = {
     ),
 }
 
+
+def configs_per_round(p: dict) -> int:
+    # one round per partition count, one after the other: a round runs one app per config side by side
+    return len(p["memory_configs"])
+
+
 lesson = Lesson("memory", "RocksDB's memory and the partitions", params=PARAMS, rules=RULES, needs=needs,
                 body=run_lesson, question=question, measured_answer=measured_answer, exercises=EXERCISES,
-                apps=("RocksMemoryApp",))
+                apps=("RocksMemoryApp",), apps_at_once=configs_per_round, app_mb=largest_app_mb)

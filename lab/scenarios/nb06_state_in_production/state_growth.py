@@ -307,5 +307,12 @@ EXERCISES = {
     ),
 }
 
+
+def stores_side_by_side(p: dict) -> int:
+    # one app per store kind, all fed the same keys at once
+    return len(p["growth_kinds"])
+
+
 lesson = Lesson("growth", "Ever-new keys in a store", params=PARAMS, rules=RULES, needs=needs, body=run_lesson,
-                question=question, measured_answer=measured_answer, exercises=EXERCISES, apps=("StateGrowthApp",))
+                question=question, measured_answer=measured_answer, exercises=EXERCISES, apps=("StateGrowthApp",),
+                apps_at_once=stores_side_by_side)

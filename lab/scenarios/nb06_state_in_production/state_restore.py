@@ -226,5 +226,12 @@ EXERCISES = {
     ),
 }
 
+
+def instances_side_by_side(p: dict) -> int:
+    # every mode's app runs through the whole lesson: eos and alos one instance each, standby RESTORE_INSTANCES
+    return sum(p["restore_instances"] if mode == "standby" else 1 for mode in p["restore_modes"])
+
+
 lesson = Lesson("restore", "A restart after a crash", params=PARAMS, rules=RULES, needs=needs, body=run_lesson,
-                question=question, measured_answer=measured_answer, exercises=EXERCISES, apps=("RestoreApp",))
+                question=question, measured_answer=measured_answer, exercises=EXERCISES, apps=("RestoreApp",),
+                apps_at_once=instances_side_by_side)

@@ -266,6 +266,12 @@ EXERCISES = {
     ),
 }
 
+
+def apps_side_by_side(p: dict) -> int:
+    # one app per BOUNCE_APPS release, all riding the same bounce
+    return len(p["bounce_apps"])
+
+
 lesson = Lesson("bounce", "A broker bounce under Kafka Streams", params=PARAMS, rules=RULES, needs=needs,
                 body=run_lesson, question=question, measured_answer=measured_answer, exercises=EXERCISES,
-                apps=("BounceApp",), spark_audit=True)
+                apps=("BounceApp",), spark_audit=True, apps_at_once=apps_side_by_side)

@@ -192,6 +192,12 @@ EXERCISES = {
     ),
 }
 
+
+def instances_per_round(p: dict) -> int:
+    # one round per partition count, one after the other: a round runs an app per instance count, all side by side
+    return sum(p["par_instances"])
+
+
 lesson = Lesson("partitions", "More instances for a busy app", params=PARAMS, rules=RULES, needs=needs,
                 body=run_lesson, question=question, measured_answer=measured_answer, exercises=EXERCISES,
-                apps=("ThroughputApp",))
+                apps=("ThroughputApp",), apps_at_once=instances_per_round)

@@ -314,10 +314,15 @@ EXERCISES = {
     ),
 }
 
+def consumers_side_by_side(p: dict) -> int:
+    # one consumer per client and variant (pause_resume not for Kafka Streams), all watched at once
+    return sum(applies(c, f) for c in p["poll_clients"] for f in p["poll_variants"])
+
+
 # The Run step runs the consumers in their baseline (poll_variants' default); the Mitigate step runs them again with
 # the learner's values over the parameters: the other variants (the notebook's written fix), or a baseline with a
 # longer interval or a smaller batch.
 lesson = Lesson("poll_loop", "Work between two polls", params=PARAMS, rules=RULES, needs=needs,
                 body=run_lesson, question=question, measured_answer=measured_answer, exercises=EXERCISES,
                 apps=("PollLoopConsumer", "SlowRecordApp", "lab.apps.consumer_app"), spark_audit=True,
-                mitigate_base={"poll_variants": ["baseline"]})
+                apps_at_once=consumers_side_by_side, mitigate_base={"poll_variants": ["baseline"]})

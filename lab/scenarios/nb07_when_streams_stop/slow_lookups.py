@@ -237,6 +237,13 @@ EXERCISES = {
     ),
 }
 
+
+def modes_side_by_side(p: dict) -> int:
+    # one app per mode, all reading the same input at once (the lookup service is a thread of the kernel)
+    return len(p["lookup_modes"])
+
+
 # The Run step runs the direct app (lookup_modes' default); the Mitigate step runs the learner's modes instead.
 lesson = Lesson("lookups", "A lookup per record", params=PARAMS, rules=RULES, needs=needs, body=run_lesson,
-                question=question, measured_answer=measured_answer, exercises=EXERCISES, apps=("ThroughputApp",))
+                question=question, measured_answer=measured_answer, exercises=EXERCISES, apps=("ThroughputApp",),
+                apps_at_once=modes_side_by_side)
