@@ -145,6 +145,7 @@ def build(site: Path, numbers: list[str] | None = None, parameters: dict[str, di
     has the cores and memory for two lessons side by side, else one), then the index; returns {name: {"seconds":
     run time, "page": path}}, also written to build.json. `parameters`: {name: {...}} for smaller runs than the
     defaults (the tests). Each notebook runs in a process of its own: its kernel, brokers and ports are its own."""
+    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
     site = Path(site)
     chosen = names(numbers)
@@ -155,12 +156,19 @@ def build(site: Path, numbers: list[str] | None = None, parameters: dict[str, di
     out(f"{len(chosen)} notebook(s), {workers} at a time, each at its "
         f"{'given' if parameters else 'default'} parameters ...")
     started = time.monotonic()
-    with ProcessPoolExecutor(workers) as pool:
-        running = {pool.submit(_run_one, name, site, (parameters or {}).get(name)): name for name in chosen}
-        for done in as_completed(running):
-            name, seconds, page = done.result()
+    # one: here, in this process; more: spawned, never forked (a fork of a process with threads, a test runner's,
+    # can hang on a lock another thread held)
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) if workers > 1 else None
+    try:
+        done = (f.result() for f in as_completed([pool.submit(_run_one, name, site, (parameters or {}).get(name))
+                                                  for name in chosen])) if pool else \
+            (_run_one(name, site, (parameters or {}).get(name)) for name in chosen)
+        for name, seconds, page in done:
             built[name] = {"seconds": round(seconds, 1), "page": page}
             out(f"{name}: {seconds:.0f} s, {site / page}")
+    finally:
+        if pool:
+            pool.shutdown(cancel_futures=True)
     record.write_text(json.dumps(built, indent=1) + "\n")
     out(f"Site: {index(site, built)} ({time.monotonic() - started:.0f} s in all)")
     return built
