@@ -10,6 +10,8 @@
 #   make lab KAFKA_LAB_IP=0.0.0.0   JupyterLab on another interface (a container, a cloud workspace), token kept
 #   make lab PLAYGROUND=1           also a broker to poke around (KAFKA_LAB_PLAYGROUND in JupyterLab)
 #   make lab KAFKA_LAB_IDLE_MINUTES=0   keep idle kernels (default: shut down after 30 idle minutes)
+#   make room [IP=ADDRESS] [PORT=8765] [NEW=1]   a teacher's room: the room's votes and runs, live (docs/teaching.md)
+#   make lab ROOM=URL                this lab in that room: its predictions and runs go to the teacher's page
 #   make lab KIT=DIR                 install from an offline kit, with no network at all (make kit, below)
 #   make kit KIT_DIR=DIR [KIT_PLATFORMS=all]   write that kit (a teacher, once, with the network)
 #   make site [SITE_DIR=site] [NOTEBOOKS="00 04"]   every notebook executed at its defaults, as a static site
@@ -30,7 +32,7 @@ PY      = $(VENV)/bin/python
 # KIT=DIR: every package from the kit's wheels, never from the network (lab/commands/kit.py)
 PIP_FROM = $(if $(KIT),--no-index --find-links $(abspath $(KIT))/wheels)
 
-.PHONY: lab test install reinstall jars fetch-all check prune tools doctor bench kit site clean-notebooks
+.PHONY: room lab test install reinstall jars fetch-all check prune tools doctor bench kit site clean-notebooks
 
 $(VENV)/.installed: pyproject.toml
 	@test -n "$(PYTHON)" || { echo "No Python 3.11 to 3.13 found: install one (python.org, Homebrew, apt, pyenv) or give PYTHON=..."; exit 1; }
@@ -64,7 +66,11 @@ prune: install
 	$(PY) -m lab prune $(if $(KEEP),--keep $(KEEP))
 
 lab: jars
-	$(PY) -m lab start $(if $(KAFKA_LAB_IP),--ip $(KAFKA_LAB_IP)) $(if $(PLAYGROUND),--playground) $(if $(KAFKA_LAB_IDLE_MINUTES),--idle-minutes $(KAFKA_LAB_IDLE_MINUTES))
+	$(PY) -m lab start $(if $(KAFKA_LAB_IP),--ip $(KAFKA_LAB_IP)) $(if $(PLAYGROUND),--playground) $(if $(KAFKA_LAB_IDLE_MINUTES),--idle-minutes $(KAFKA_LAB_IDLE_MINUTES)) $(if $(ROOM),--room $(ROOM))
+
+# The teacher's room (lab/room): learners' predictions and runs, live on the teacher's page; it needs no jars
+room: install
+	$(PY) -m lab room $(if $(IP),--ip $(IP)) $(if $(PORT),--port $(PORT)) $(if $(NEW),--new)
 
 # Tools some tests need, from Debian's packages when root with apt-get (CI, containers); without them those
 # tests are skipped and say why: docker-compose only validates docker-compose.yml (no Docker engine needed);

@@ -14,10 +14,12 @@ from IPython.display import Markdown, display
 from .cluster import kafka_cluster
 from .toolbox.panel import panel
 from .toolbox.predict import predict
+from .toolbox.room import join_room
 from .record.recorded import record
 from .scenarios import COURSE, course_table, notebook
 
-__all__ = ["display", "Markdown", "record", "panel", "predict", "kafka_cluster", "setup", "COURSE", "course_table"]
+__all__ = ["display", "Markdown", "record", "panel", "predict", "kafka_cluster", "setup", "COURSE", "course_table",
+           "join_room"]
 
 def one_line_errors() -> None:
     """In this kernel, a LabError raised in a cell (a value out of range, a refused fix, a jar missing offline) shows

@@ -1,10 +1,13 @@
 import os
+import shutil
 import uuid
 
 import psutil
 import pytest
 
 SUITE_MARK = "KAFKA_LAB_SUITE"
+# Debian's chromium, which the browser tests (test_browser.py, test_room_page.py) drive with Playwright
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 NOTEBOOK_RUNS = ("tests/test_notebooks.py::test_notebook[",)
@@ -34,7 +37,7 @@ MEASURED_S = {
     "01_quiet_service[control]": 55,
     "tests/test_site.py": 60, "00_setup_check[failure]": 30,
     "tests/test_doctor.py": 45, "08_diagnose_your_cluster[control]": 31,
-    "tests/test_panel.py": 25,
+    "tests/test_panel.py": 25, "tests/test_room.py": 35, "tests/test_room_page.py": 12,
 }
 HEAVY = ("07a_poll_loop", "07d_broker_bounce", "06c_rocksdb_memory", "03a_over_quota",
          "tests/test_browser.py")
@@ -167,3 +170,19 @@ def no_jvm_left_behind():
     left = jvms_of_this_suite(token)
     if left:
         pytest.fail(f"JVMs left running after the suite: {left}")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """A headless chromium (Debian's, no browser download), or the test skipped and why."""
+    if not CHROMIUM:
+        pytest.skip("chromium is not installed: `make test` installs Debian's chromium package when it runs as root "
+                    "with apt-get; elsewhere install it (apt-get install chromium) to run the browser test")
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="the playwright package is not installed (pip install -e '.[dev]')")
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True)
+        try:
+            yield browser
+        finally:
+            browser.close()

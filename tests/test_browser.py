@@ -31,7 +31,6 @@ from tests.test_notebooks import with_fix
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "notebooks"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 # The notebooks and the parameters injected into them (as papermill does); None: the notebook as committed.
 NOTEBOOKS = {
@@ -50,21 +49,6 @@ pytestmark = pytest.mark.browser
 
 
 # ---------------------------------------------------------------- the browser, JupyterLab
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM:
-        pytest.skip("chromium is not installed: `make test` installs Debian's chromium package when it runs as root "
-                    "with apt-get; elsewhere install it (apt-get install chromium) to run the browser test")
-    sync_api = pytest.importorskip(
-        "playwright.sync_api", reason="the playwright package is not installed (pip install -e '.[dev]')")
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True)
-        try:
-            yield browser
-        finally:
-            browser.close()
-
 
 @pytest.fixture(scope="module")
 def lab(browser, tmp_path_factory):

@@ -53,7 +53,7 @@ def test_make_lab_says_once_that_idle_kernels_are_shut_down_and_starts_no_broker
     from lab.commands import main
     ran = []
     monkeypatch.setattr(main.subprocess, "run", lambda cmd, env, check: ran.append((cmd, env)))
-    main.start(Namespace(port=free_port(), ip="127.0.0.1", idle_minutes=30, playground=False))
+    main.start(Namespace(port=free_port(), ip="127.0.0.1", idle_minutes=30, playground=False, room=None))
     out = capsys.readouterr().out
     assert out.count("idle for 30 minutes is shut down to give its memory back") == 1, out
     assert "Playground" not in out and "KAFKA_LAB_PLAYGROUND" not in ran[0][1]

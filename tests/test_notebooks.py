@@ -21,6 +21,7 @@ Each notebook `NN_name` has `tests/expectations/nbNN.py` with
 Every run's outputs must be quiet: no Spark WARN, JVM warning or librdkafka `%N|` line in a cell.
 """
 import ast
+import contextlib
 import importlib
 import json
 import os
@@ -37,12 +38,17 @@ from lab.notebook import COURSE
 from lab.toolbox.panel import headless_kernels
 from lab.scenarios import mitigate_call, notebook as notebook_entry
 from lab.record.recorded import read_results
+from lab.toolbox.room import ROOM_ENV
+from tests.room_server import assert_room_heard, room_lines, running_room, silent_room
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "notebooks"
 NAMES = [entry.name for entry in COURSE]
 CELL_TIMEOUT = 600  # seconds; papermill's default is "never"
 STOP_AFTER_S = 3   # the panel's Stop is clicked this long after its Run
+# Runs made in a workshop's room (lab/room): one whose room is up must tell it what it recorded; one whose room the
+# network lost (a port that never answers) must run as it does alone, with one line more.
+ROOM_RUNS = {("07a_poll_loop", "failure"): "up", ("07a_poll_loop", "control"): "lost"}
 # Spark's console log line, the JVM's own warnings, librdkafka's `%4|1700000000.123|GETPID|…`
 NOISE = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (WARN|INFO|ERROR) |^WARNING: |Using Spark's default log4j"
                    r"|^%\d\|\d+\.\d+\|")
@@ -140,7 +146,7 @@ def with_exercises_tried(notebook: Path, into: Path, skip: tuple = ()) -> Path:
 
 
 @pytest.mark.parametrize("name, variant", runs())
-def test_notebook(name: str, variant: str, tmp_path: Path):
+def test_notebook(name: str, variant: str, tmp_path: Path, monkeypatch):
     expect = expectations(name)
     if variant == "control":
         assert hasattr(expect, "check_control"), f"tests/expectations for {name} has CONTROL but no check_control"
@@ -158,11 +164,20 @@ def test_notebook(name: str, variant: str, tmp_path: Path):
     only_in_other = "TRIED_IN_FAILURE_ONLY" if variant == "control" else "TRIED_IN_CONTROL_ONLY"
     notebook = with_exercises_tried(notebook, tmp_path / f"tried-{notebook.name}", skip=getattr(expect, only_in_other, ()))
     output = tmp_path / f"{name}.ipynb"
-    with headless_kernels(not interactive(expect, variant)):
-        papermill.execute_notebook(
-            str(notebook), str(output), parameters=parameters, kernel_name="python3",
-            cwd=str(NOTEBOOK_DIR), execution_timeout=CELL_TIMEOUT, log_output=True,
-            stdout_file=sys.stdout, stderr_file=sys.stderr, progress_bar=False)
+    in_room = ROOM_RUNS.get((name, variant))
+    with contextlib.ExitStack() as stack:
+        room = stack.enter_context(running_room(tmp_path / "room.sqlite")) if in_room == "up" else None
+        if in_room:
+            monkeypatch.setenv(ROOM_ENV, room.url if room else stack.enter_context(silent_room()))
+        with headless_kernels(not interactive(expect, variant)):
+            papermill.execute_notebook(
+                str(notebook), str(output), parameters=parameters, kernel_name="python3",
+                cwd=str(NOTEBOOK_DIR), execution_timeout=CELL_TIMEOUT, log_output=True,
+                stdout_file=sys.stdout, stderr_file=sys.stderr, progress_bar=False)
+        if room is not None:   # the kernel gave its last messages time to go at its exit
+            assert_room_heard(room, read_results(output), notebook_entry(name.split("_")[0]).lesson.key)
+    lines = room_lines(output)
+    assert len(lines) == (1 if in_room == "lost" else 0), f"lines about the room: {lines}"
     if os.environ.get("KAFKA_LAB_KEEP_NOTEBOOKS"):   # keep the executed notebook (benchmarks read its results)
         keep = Path(os.environ["KAFKA_LAB_KEEP_NOTEBOOKS"])
         keep.mkdir(parents=True, exist_ok=True)

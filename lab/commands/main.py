@@ -107,6 +107,9 @@ def start(args) -> None:
     import secrets
 
     from ..cluster import KafkaCluster
+    from ..toolbox.room import ROOM_ENV, room_answers, room_url
+    if args.room:
+        room_url(args.room)   # a mistyped address is said before anything starts
     port, token = free_port(args.port), secrets.token_urlsafe(24)
     cmd = jupyter_command(port, token, ROOT / "notebooks", ip=args.ip, idle_minutes=args.idle_minutes)
     with KafkaCluster(name="playground") if args.playground else contextlib.nullcontext() as cluster:
@@ -115,6 +118,12 @@ def start(args) -> None:
             print(f"Playground Kafka {cluster.version} at {cluster.bootstrap} "
                   f"(log: {cluster.log_path()}); set as KAFKA_LAB_PLAYGROUND in JupyterLab.")
             env["KAFKA_LAB_PLAYGROUND"] = cluster.bootstrap
+        if args.room:
+            env[ROOM_ENV] = room_url(args.room)
+            print(f"In the room {env[ROOM_ENV]}: each notebook's predictions, runs and exercises go to the teacher's "
+                  "page (a random id of this laptop, no name, no address)." if room_answers(args.room) else
+                  f"The room at {env[ROOM_ENV]} does not answer now (is the address right, the network the "
+                  "teacher's?): the lab starts anyway, and its notebooks send when the room answers.")
         if port != args.port:
             print(f"Port {args.port} is in use: JupyterLab takes {port}.")
         host = "127.0.0.1" if args.ip in ("127.0.0.1", "0.0.0.0", "::") else args.ip
@@ -262,6 +271,9 @@ def main() -> None:
     p.add_argument("--idle-minutes", type=float, default=float(os.environ.get(IDLE_ENV, IDLE_MINUTES)),
                    help=f"shut down a kernel idle this long, to give its memory back (default {IDLE_MINUTES:g}, or "
                         f"{IDLE_ENV}; 0: never)")
+    p.add_argument("--room", default=os.environ.get("KAFKA_LAB_ROOM"),
+                   help="a workshop's room (the address the teacher's `make room` printed): every notebook's "
+                        "predictions and runs go to the teacher's page")
     p.set_defaults(run=start)
     p = sub.add_parser("prune", help="delete old run folders under the work folder")
     p.add_argument("--keep", type=int, default=8, help="run folders to keep (default 8)")
@@ -272,6 +284,8 @@ def main() -> None:
     p.set_defaults(run=params)
     from .answers import add_parser as add_answers
     add_answers(sub)
+    from ..room.command import add_parser as add_room
+    add_room(sub)
     p = sub.add_parser("doctor", help="read-only diagnosis of a cluster against the failures of this course",
                        description=EXIT_CODES)
     from ..doctor.report import EXIT_USAGE

@@ -15,11 +15,13 @@ A lesson module defines what is its own (its parameters, their rules, what it ne
 runs on a lab.toolbox.Run and returns an outcome, its question, its exercises) and ends with
 `lesson = Lesson(...)`. An outcome has failed, verdict(), explain(), table(), figure(), as_record() and, when
 audited, `audits`; its analysis is pure functions of the run's history. The exercises judge the run the learner
-predicted (the notebook's Run cell), not a panel's, a fix's or an exercise's own run.
+predicted (the notebook's Run cell), not a panel's, a fix's or an exercise's own run. In a workshop's room
+(lab.toolbox.room), that run sends the learner's vote and what it measured, and each exercise check its verdict.
 """
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -29,6 +31,7 @@ from .mitigate import Mitigate
 from .params import Param, Spec
 from .predict import Prediction, predict
 from .result import Checked, Exercise, Result
+from .room import current_room, headline_figures, on_change, sendable, tell_room
 from .run import Run
 from .timeline import Timeline
 
@@ -72,7 +75,14 @@ class Lesson:
 
     def predict(self, p: dict, given=None, show: bool = True) -> Prediction:
         """Its Predict step: a widget in Jupyter, or `given` (a notebook's PREDICTION) headless."""
-        return predict(*self.question(p), given=given, show=show)
+        prediction = predict(*self.question(p), given=given, show=show)
+        if prediction.widget is not None:   # in a room, the answer counts as it is chosen: the room votes, then runs
+            on_change(prediction.widget, lambda: None if prediction.taken else self._vote(prediction))
+        return prediction
+
+    def _vote(self, prediction: Prediction) -> None:
+        tell_room("vote", self.key, answer=sendable(prediction.answer),
+                  choices=[str(c)[:200] for c in prediction.choices][:10] if prediction.choices else None)
 
     def run(self, cluster=None, progress: bool = True, prediction: Prediction | None = None,
             remember: bool | None = None, **params) -> "LessonResult":
@@ -82,8 +92,12 @@ class Lesson:
         p = self.spec.validate(**params)
         cluster, needs, options = self._where(p, cluster)
         self.refuse_unless_it_fits(p, cluster, needs)
+        remember = remember or (remember is None and prediction is not None)
         if prediction is not None:
             prediction.take()
+        if remember and prediction is not None:   # the learner's run: in a room, its prediction is the vote
+            self._vote(prediction)
+        started = time.monotonic()
         with Run(self.key.replace("_", "-"), cluster=cluster, progress=progress, spark_audit=self.spark_audit,
                  cluster_options=options, **needs) as lab:
             stop = threading.Event()
@@ -100,8 +114,12 @@ class Lesson:
                               peak_rss_mb=peak, answer=self._answer(outcome, p))
         if prediction is not None:
             prediction.against(result.measured_answer())
-        if remember or (remember is None and prediction is not None):
+        if remember:
             self.last = result
+        if remember and current_room() is not None:
+            tell_room("run", self.key, reproduced=bool(result.failed), measured=sendable(result.measured_answer()),
+                      right=prediction.right() if prediction is not None else None,
+                      seconds=round(time.monotonic() - started, 1), figures=headline_figures(result.as_record()))
         return result
 
     def _where(self, p: dict, cluster) -> tuple:

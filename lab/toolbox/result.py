@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
 from ..errors import LabError
+from .room import tell_room
 from .timeline import Timeline
 
 
@@ -84,13 +85,16 @@ class Result:
             return Checked.say(False, f"Exercise {number}: {self.not_reproduced}, so it has nothing to judge your "
                                       "answer on. Run the lesson at its defaults, then try again.",
                                "did not reproduce the failure")
+        hints = self._wrong_answers.get(number, 0)   # wrong answers so far: each was shown a hint
         try:
             exercise.check(self, answer)
         except (AssertionError, LabError) as exc:
-            wrong = self._wrong_answers[number] = self._wrong_answers.get(number, 0) + 1
+            wrong = self._wrong_answers[number] = hints + 1
             hint = str(exc) or "Not quite."
             closer = f"\n  Closer: {exercise.closer}" if wrong > 1 and exercise.closer else ""
+            tell_room("exercise", self.scenario, number=number, right=False, hints=min(hints, 100))
             return Checked.say(False, f"✗ Exercise {number}. {hint}{closer}", hint)
+        tell_room("exercise", self.scenario, number=number, right=True, hints=min(hints, 100))
         return Checked.say(True, f"✓ Exercise {number}: right.", "correct")
 
     def solution(self, number: int, display=None) -> None:
