@@ -11,7 +11,9 @@
 """
 from __future__ import annotations
 
+import csv
 import http.client
+import io
 import json
 import random
 import socket
@@ -169,6 +171,11 @@ def test_the_page_streams_the_summary(tmp_path):
         stream.close()
         page = urllib.request.urlopen(room.teacher_url, timeout=10)
         assert "default-src 'self'" in page.headers["Content-Security-Policy"]
+        # a learner's text opens in a spreadsheet as text, never as a formula
+        room.send(message("vote", "poll_loop", laptop(), answer='=HYPERLINK("http://x","y")', choices=None))
+        exported = urllib.request.urlopen(f"{room.url}/export.csv?token={room.token}", timeout=10).read().decode()
+        rows = list(csv.DictReader(io.StringIO(exported)))
+        assert [r["answer"] for r in rows] == ["no, it moves on", '\'=HYPERLINK("http://x","y")'], rows
 
 
 # ---------------------------------------------------------------- the learner's side

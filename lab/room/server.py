@@ -9,7 +9,7 @@
 
 The room code is on every path and the teacher's token on every teacher's request: a wrong one is a 404 or a 403.
 A network address or a laptop that sends too fast is refused (429) before its message is read. Nothing a learner
-sends is run or written into HTML: the page draws it as text.
+sends is run or written into HTML (the page draws it as text) or a spreadsheet formula (the CSV export).
 """
 from __future__ import annotations
 

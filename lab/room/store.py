@@ -73,7 +73,7 @@ class Store:
         writer = csv.DictWriter(out, fieldnames=columns)
         writer.writeheader()
         for row in rows:
-            writer.writerow({k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in row.items()})
+            writer.writerow({k: json.dumps(v) if isinstance(v, (dict, list)) else inert(v) for k, v in row.items()})
         return out.getvalue()
 
     def summary(self) -> dict:
@@ -87,6 +87,11 @@ class Store:
 
 
 EXPORT_FIRST = ("at", "laptop", "lesson", "kind", "id")
+
+
+def inert(value):
+    """A learner's text as a spreadsheet cell that stays text: one that opens like a formula gets a quote first."""
+    return "'" + value if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
 
 
 def spread(values: list) -> dict | None:
