@@ -80,8 +80,9 @@ def test_the_exercise_a_limit_with_room_to_spare_is_an_experiment(monkeypatch, c
     # 30,000 keys at 32.8 bytes a key need 960.9 KB; half as much again is 1,442 KB
     assert five.solution(r) == 1442 and five.wrong(r) == 512   # the lesson's own limit, which filled
     for answer, hint in [(512, "fewer than the 30,000 keys fed"), (960, "fewer than"), (1922, "more than twice"),
-                         (30_000 * 33, "more than twice"), ("1 MB", "whole number"), (0, "fewer than"),
-                         ("none", "whole number"), ("", "whole number"), ([], "whole number")]:
+                         (30_000 * 33, "more than twice"), ("1 MB", "as a number"), (0, "fewer than"),
+                         ("none", "as a number"), ("", "as a number"), ([], "as a number"),
+                         (float("inf"), "finite")]:
         with pytest.raises(AssertionError, match=f"^Not quite: .*{hint}"):
             five.check(r, answer)
         assert not r.check(1, answer)
@@ -91,6 +92,7 @@ def test_the_exercise_a_limit_with_room_to_spare_is_an_experiment(monkeypatch, c
     assert calls == [{"cluster": None, "disk_limit_kb": 1442, "disk_more_kb": 8192,
                       "disk_records": 30_000, "disk_rate": 2000.0, "disk_memtable_kb": 128}]
     assert "Measured: never full, 30,000 of 30,000 keys in the store" in capsys.readouterr().out
+    assert r.check(1, 1441.3) and calls[-1]["disk_limit_kb"] == 1442   # computed KB, rounded up: the limit holding it
     filled["full"] = True   # a run whose store filled all the same: what was measured decides
     with pytest.raises(AssertionError, match="with 1,000 KB the store was full at 16,000 keys"):
         five.check(r, 1000)

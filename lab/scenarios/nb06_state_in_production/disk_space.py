@@ -21,7 +21,7 @@ from ...toolbox.checks import half_the_free_disk
 from ...toolbox import Param
 from ...toolbox.lesson import Lesson
 from ...errors import LabError
-from ...toolbox.result import Exercise, count, expect
+from ...toolbox.result import Exercise, expect, number
 from ...toolbox.streams_app import ERROR_STATES, stop_all
 from .state_app import feed, state_app
 
@@ -283,7 +283,9 @@ def _check_limit_kb(result, answer) -> None:
     """An experiment: the disk lesson runs again with the learner's limit, fed the same keys; whether the store
     filled decides."""
     need, p, per_key = _needed_kb(result), result.params, _disk(result)["sst_bytes_per_key"]
-    given = count(answer, "KB")
+    value = number(answer, "the limit in KB")
+    expect(math.isfinite(value), "give the limit in KB as a finite number")
+    given = math.ceil(value)   # a computed 2,592.77 KB is 2,593: the limit that holds it
     expect(given >= need, f"{given:,} KB of SST files hold about {int(given * 1024 / per_key):,} keys at the {per_key} "
            f"bytes a key this run measured: fewer than the {p['disk_records']:,} keys fed (and a limit is in KB: "
            "1,024 bytes)")
@@ -311,17 +313,17 @@ EXERCISES = {
         check=_check_limit_kb,
         solution=_headroom_limit_kb,
         why="A store without a TTL keeps every key it ever saw, so its SST files grow by about the same number of "
-            "bytes with every new key: the `sst_bytes_per_key` the lesson measured while the store filled (the key, "
-            "its value and RocksDB's own framing). Every key fed needs `DISK_RECORDS x sst_bytes_per_key` bytes, "
-            "divided by 1,024 for KB. This solution keeps half as much again to spare: the bytes per key vary a "
+            "bytes with every new key: the bytes of SST files per key the lesson measured while the store filled "
+            "(its verdict and explanation give them: the key, its value and RocksDB's own framing). Every key fed "
+            "needs `DISK_RECORDS` times those bytes, divided by 1,024 for KB, rounded up. This solution keeps half as much again to spare: the bytes per key vary a "
             "little from run to run, and the keys still in the memtable reach the files at the next flush. The "
             "same arithmetic sizes a production volume: its bytes divided by the bytes a key and by the new keys "
             "a second is how long it lasts. The changelog on the brokers grows beside it, and compaction keeps "
             "every key too. Watch the state directory's size, or give the store a TTL (lesson 06a).",
         wrong=lambda r: min(r.params["disk_limit_kb"], math.floor(_needed_kb(r)) - 1),   # the limit that filled
-        closer="Every key fed stays in the store, and each takes about the same bytes of SST files "
-               "(`sst_bytes_per_key`): the limit must hold all of them, in KB of 1,024 bytes, with room for the "
-               "bytes a key to vary from run to run.",
+        closer="Every key fed stays in the store, and each takes about the same bytes of SST files (the bytes a "
+               "key in the run's verdict and explanation): the limit must hold all of them, in KB of 1,024 bytes, "
+               "with room for the bytes a key to vary from run to run.",
     ),
 }
 
