@@ -10,7 +10,7 @@
 #   make lab KAFKA_LAB_IP=0.0.0.0   JupyterLab on another interface (a container, a cloud workspace), token kept
 #   make lab PLAYGROUND=1           also a broker to poke around (KAFKA_LAB_PLAYGROUND in JupyterLab)
 #   make lab KAFKA_LAB_IDLE_MINUTES=0   keep idle kernels (default: shut down after 30 idle minutes)
-#   make room [IP=ADDRESS] [PORT=8765] [NEW=1]   a teacher's room: the room's votes and runs, live (docs/teaching.md)
+#   make room [IP=ADDRESS] [ROOM_PORT=8765] [NEW=1]   a teacher's room: the room's votes and runs, live (docs/teaching.md)
 #   make lab ROOM=URL                this lab in that room: its predictions and runs go to the teacher's page
 #   make lab KIT=DIR                 install from an offline kit, with no network at all (make kit, below)
 #   make kit KIT_DIR=DIR [KIT_PLATFORMS=all]   write that kit (a teacher, once, with the network)
@@ -70,7 +70,7 @@ lab: jars
 
 # The teacher's room (lab/room): learners' predictions and runs, live on the teacher's page; it needs no jars
 room: install
-	$(PY) -m lab room $(if $(IP),--ip $(IP)) $(if $(PORT),--port $(PORT)) $(if $(NEW),--new)
+	$(PY) -m lab room $(if $(IP),--ip $(IP)) $(if $(ROOM_PORT),--port $(ROOM_PORT)) $(if $(NEW),--new)
 
 # Tools some tests need, from Debian's packages when root with apt-get (CI, containers); without them those
 # tests are skipped and say why: docker-compose only validates docker-compose.yml (no Docker engine needed);

@@ -66,7 +66,7 @@ async def serve(store, args) -> None:
     try:
         sockets = tornado.netutil.bind_sockets(args.port, address=args.ip)
     except OSError as exc:
-        raise LabError(f"cannot listen on {args.ip}:{args.port} ({exc.strerror}): another port (PORT=...), or an "
+        raise LabError(f"cannot listen on {args.ip}:{args.port} ({exc.strerror}): another port (ROOM_PORT=...), or an "
                        "address of this machine") from None
     server = tornado.httpserver.HTTPServer(application(Room(store, args.per_address)), max_body_size=1 << 20)
     server.add_sockets(sockets)

@@ -2,8 +2,9 @@
 
     join_room("http://192.168.1.20:8765/CODE")   # a notebook cell; or `make lab ROOM=...` (KAFKA_LAB_ROOM) for all
 
-Then a lesson's run sends the prediction it took at its start and, at its end, what it measured; an exercise's
-check sends whether the answer was right and after how many hints. Each message carries a random id of this laptop
+Then a lesson's Predict widget sends the learner's answer once it settles (the room votes before anyone runs), its
+run sends the prediction it took at its start and, at its end, what it measured; an exercise's check sends whether
+the answer was right and after how many hints. Each message carries a random id of this laptop
 (kept in the lab's cache folder), never a name or an address. Sending never holds a cell: a message goes into a
 queue that one thread posts with a short timeout; a room that does not answer costs one line, once, and nothing else.
 """
@@ -55,7 +56,7 @@ class RoomLink:
         self.laptop = laptop or laptop_id()
         self.queue: queue.Queue = queue.Queue()
         self.sent = self.refused = 0
-        self.unreachable = False   # said once
+        self.said = False   # a problem with the room is said once, whatever it is
         self._thread = threading.Thread(target=self._post_all, name="room", daemon=True)
         self._thread.start()
 
@@ -95,8 +96,8 @@ class RoomLink:
             return json.loads(response.read())
 
     def _say_once(self, line: str) -> None:
-        if not self.unreachable:
-            self.unreachable = True
+        if not self.said:
+            self.said = True
             print(line, flush=True)
 
 
