@@ -114,6 +114,9 @@ def test_bad_input_is_refused_and_nothing_kept(tmp_path):
         assert refused(room, b"{not json") == 400
         assert refused(room, b"\xff\xfe") == 400
         assert refused(room, b"[1, 2]") == 400
+        for constant in (b"NaN", b"Infinity", b"-Infinity", b"1e400", b"1" * 20):   # Python's JSON takes them
+            body = json.dumps({**good, "answer": 0}).encode().replace(b'"answer": 0', b'"answer": ' + constant)
+            assert refused(room, body) == 400, constant
         for bad in (message("vote", "not_a_lesson", who, answer=None, choices=None),
                     message("shout", "poll_loop", who),
                     {**good, "id": "../../etc"}, {**good, "laptop": "A" * 32}, {**good, "extra": 1},
@@ -140,6 +143,25 @@ def test_an_address_that_floods_is_refused(tmp_path):
         assert burst[:10] == [200] * 10 and taken < 15 and set(burst) == {200, 429}, burst
         assert room.summary()["laptops"] == taken, "a refused laptop is not in the room"
     assert any("joined" in line for line in room.output)
+
+
+def test_made_up_laptops_cannot_fill_the_room(tmp_path):
+    # new laptop ids from one address: 150 at once (a room's worth), then one every 10 s
+    with running_room(tmp_path / "room.sqlite") as room:
+        burst = [room.send(message("vote", "poll_loop", laptop(), answer=None, choices=None)) for _ in range(160)]
+        taken = [status for status, _ in burst].count(200)
+        assert 150 <= taken < 155 and burst[-1] == (429, {"error": "too many new laptops from this address"}), taken
+        assert room.summary()["laptops"] == taken
+
+
+def test_a_laptop_leaves_at_most_its_share(tmp_path, monkeypatch):
+    from lab.room import store as stores
+    monkeypatch.setattr(stores, "MAX_PER_LAPTOP", 3)
+    store, who = stores.Store(tmp_path / "room.sqlite"), laptop()
+    for _ in range(3):
+        assert store.full(who) is None and store.add(message("vote", "poll_loop", who, answer=None, choices=None))
+    assert store.full(who) == "this laptop has sent the most a room keeps" and store.full(laptop()) is None
+    store.close()
 
 
 def test_a_restarted_room_resumes_and_new_starts_afresh(tmp_path):
@@ -212,7 +234,8 @@ def test_no_room_sends_nothing(monkeypatch):
     assert learner.current_room() is None
 
 
-@pytest.mark.parametrize("url", ["", "192.168.1.20:8765/abc", "http://host:8765/", "ftp://h/x", "http://h/a/b"])
+@pytest.mark.parametrize("url", ["", "192.168.1.20:8765/abc", "http://host:8765/", "ftp://h/x", "http://h/a/b",
+                                 "http://h:abc/CODE"])
 def test_a_mistyped_room_is_said_before_anything(url):
     from lab.errors import LabError
     with pytest.raises(LabError, match="not a room's address"):
@@ -223,6 +246,7 @@ def test_headline_figures_are_the_records_numbers():
     record = {"scenario": "x", "failure_reproduced": True, "param_poll_batch": 500, "records_lost": 480,
               "stuck": False, "time_to_failure_s": 12.5, "verdict": "text", "nan": float("nan"),
               "time_to_error_s": {"streams-3.7.0": 15.03}, "audit": {"app": {"lost": 0, "note": "x"}},
+              "forever": float("inf"),
               "peak_rss_mb": {"apps": None, "brokers": 336.5}}
     assert learner.headline_figures(record) == {
         "records_lost": 480, "stuck": False, "time_to_failure_s": 12.5, "time_to_error_s_streams_3_7_0": 15.03,

@@ -5,12 +5,14 @@ one of these three kinds, for one of the course's lessons, within these sizes.
 """
 from __future__ import annotations
 
+import json
+import math
 from functools import lru_cache
 
 import jsonschema
 
 MAX_BYTES = 8 * 1024   # one message; a run's is under 2 KB
-HEX32 = {"type": "string", "pattern": "^[0-9a-f]{32}$"}
+HEX32 = {"type": "string", "pattern": "^[0-9a-f]{32}$", "maxLength": 32}   # $ also matches before a "\n"
 TEXT = {"type": "string", "maxLength": 200}
 SHORT = {"type": "string", "maxLength": 40}
 ANSWER = {"anyOf": [TEXT, {"type": "number"}, {"type": "null"}]}
@@ -50,6 +52,37 @@ _VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 
 class BadMessage(ValueError):
     """A message the room refuses: its reason, for the 400 the sender gets."""
+
+
+MOST_DIGITS = 15   # a whole number a float holds exactly; a longer one is no measurement of a lesson
+
+
+def _no_constant(name: str):
+    raise BadMessage(f"{name} is not a number the room takes")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise BadMessage(f"{text[:20]} is not a number the room takes")
+    return value
+
+
+def _short_int(text: str) -> int:
+    if len(text.lstrip("-")) > MOST_DIGITS:
+        raise BadMessage(f"a whole number of more than {MOST_DIGITS} digits is not one the room takes")
+    return int(text)
+
+
+def parse(body: bytes) -> dict:
+    """A request's body as a checked message; BadMessage (why) otherwise. NaN, Infinity, 1e400 and 4,000-digit
+    numbers, which Python's JSON reader takes, are refused: the summary would carry them into JSON no browser reads,
+    or fail on them."""
+    try:
+        message = json.loads(body, parse_constant=_no_constant, parse_float=_finite, parse_int=_short_int)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise BadMessage("not JSON, or nested too deep") from exc
+    return check(message)
 
 
 def check(message) -> dict:

@@ -8,7 +8,7 @@
     GET  /CODE/export.json|csv?token=T   every message kept
 
 The room code is on every path and the teacher's token on every teacher's request: a wrong one is a 404 or a 403.
-A network address or a laptop that sends too fast is refused (429) before its message is read. Nothing a learner
+A network address or a laptop that sends too fast is refused (429) before its message is parsed or kept. Nothing a learner
 sends is run or written into HTML (the page draws it as text) or a spreadsheet formula (the CSV export).
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ import tornado.locks
 import tornado.web
 from tornado.iostream import StreamClosedError
 
-from .messages import MAX_BYTES, BadMessage, check
+from .messages import MAX_BYTES, BadMessage, parse
 from .store import Store
 
 PAGE = Path(__file__).resolve().parent / "page"
@@ -32,6 +32,14 @@ ASSETS = {"teacher.js": "application/javascript", "teacher.css": "text/css", "te
 EVENTS_EVERY_S = 0.25   # the page is sent a new summary at most this often
 PING_S = 15             # a comment line this often keeps the events stream open through proxies
 LAPTOP_BURST, LAPTOP_PER_S = 30, 1.0   # one laptop: a lesson's messages at once, then one a second
+# new laptop ids from one address: a room's worth at once (on a workshop's network each laptop has its own address),
+# then one every 10 s; someone making up ids cannot fill the room's 500
+NEW_LAPTOPS_BURST, NEW_LAPTOPS_PER_S = 150, 0.1
+
+
+def same(given: str, secret: str) -> bool:
+    """A constant-time comparison of what a request gave with the room's secret (any text, any length)."""
+    return hmac.compare_digest(given.encode("utf-8", "surrogatepass"), secret.encode())
 
 
 class Buckets:
@@ -61,6 +69,7 @@ class Room:
         self.store = store
         self.addresses = Buckets(burst=10 * per_address, per_s=per_address)
         self.laptops = Buckets(burst=LAPTOP_BURST, per_s=LAPTOP_PER_S)
+        self.new_laptops = Buckets(burst=NEW_LAPTOPS_BURST, per_s=NEW_LAPTOPS_PER_S)
         self.changed = tornado.locks.Condition()
         self.version = 0
 
@@ -79,11 +88,11 @@ class RoomHandler(tornado.web.RequestHandler):
         self.set_header("Referrer-Policy", "no-referrer")
 
     def prepare(self):
-        if not hmac.compare_digest(self.path_kwargs.get("code", ""), self.room.store.code):
+        if not same(self.path_kwargs.get("code", ""), self.room.store.code):
             self.refuse(404, "no such room")
 
     def teacher_only(self):
-        if not hmac.compare_digest(self.get_query_argument("token", ""), self.room.store.token):
+        if not same(self.get_query_argument("token", ""), self.room.store.token):
             self.refuse(403, "the teacher's token is needed")
 
     def refuse(self, status: int, why: str):
@@ -102,15 +111,17 @@ class Send(RoomHandler):
         if len(self.request.body) > MAX_BYTES:
             self.refuse(413, f"a message is at most {MAX_BYTES} bytes")
         try:
-            message = check(json.loads(self.request.body))
-        except (ValueError, UnicodeDecodeError) as exc:   # BadMessage, or not JSON at all
-            self.refuse(400, str(exc) if isinstance(exc, BadMessage) else "not JSON")
+            message = parse(self.request.body)
+        except BadMessage as exc:
+            self.refuse(400, str(exc))
         store = self.room.store
         if not self.room.laptops.take(message["laptop"]):
             self.refuse(429, "too many messages from this laptop: slow down")
-        if store.room_full(message["laptop"]):
-            self.refuse(429, "the room is full")
         new_laptop = message["laptop"] not in store.laptops
+        if new_laptop and not self.room.new_laptops.take(self.request.remote_ip):
+            self.refuse(429, "too many new laptops from this address")
+        if why := store.full(message["laptop"]):
+            self.refuse(429, why)
         stored = store.add(message)
         if stored:
             self.room.stored()

@@ -12,12 +12,13 @@ import secrets
 import sqlite3
 import statistics
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from .messages import lessons
 
 MAX_LAPTOPS = 500   # a room's laptops: an id past these is refused (a sender making up ids fills nothing)
+MAX_PER_LAPTOP = 1000   # messages a laptop may leave in the room: a day of 22 lessons sends a few hundred
 
 
 class Store:
@@ -40,16 +41,21 @@ class Store:
         self.code, self.token = row
         # every kept message, in the order kept: the summary is drawn from memory, the file is read once
         self.kept = [{**json.loads(body), "at": at}
-                     for at, body in self.db.execute("SELECT at, body FROM messages ORDER BY at, id")]
-        self.laptops = {m["laptop"] for m in self.kept}
+                     for at, body in self.db.execute("SELECT at, body FROM messages ORDER BY rowid")]   # as they came
+        self.laptops = Counter(m["laptop"] for m in self.kept)   # laptop -> its messages kept
         self._summary = None
 
     @property
     def count(self) -> int:
         return len(self.kept)
 
-    def room_full(self, laptop: str) -> bool:
-        return laptop not in self.laptops and len(self.laptops) >= MAX_LAPTOPS
+    def full(self, laptop: str) -> str | None:
+        """Why the room keeps nothing more from this laptop, or None."""
+        if laptop not in self.laptops and len(self.laptops) >= MAX_LAPTOPS:
+            return "the room is full"
+        if self.laptops[laptop] >= MAX_PER_LAPTOP:
+            return "this laptop has sent the most a room keeps"
+        return None
 
     def add(self, message: dict) -> bool:
         """Keep a checked message; False when its id is kept already (a message sent twice counts once)."""
@@ -59,7 +65,7 @@ class Store:
                                   json.dumps(message, sort_keys=True)))
         if cursor.rowcount:
             self.kept.append({**message, "at": at})
-            self.laptops.add(message["laptop"])
+            self.laptops[message["laptop"]] += 1
             self._summary = None
         return bool(cursor.rowcount)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import math
 import os
 import platform
 import queue
@@ -35,18 +36,26 @@ def room_url(url: str) -> str:
     """The room's address as the teacher's `make room` printed it, checked: http(s)://host:port/CODE."""
     parts = urllib.parse.urlsplit(url.strip())
     code = parts.path.strip("/")
+    try:
+        parts.port   # a port that is not a number is a ValueError here
+    except ValueError:
+        code = ""
     if parts.scheme not in ("http", "https") or not parts.hostname or not code or "/" in code:
         raise LabError(f"{url!r} is not a room's address: paste the line `make room` printed, like "
                        "http://192.168.1.20:8765/k7q2x9...")
     return f"{parts.scheme}://{parts.netloc}/{code}"
 
 
+# The room is on the workshop's own network: never through a proxy the laptop's settings name for the internet
+DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
 def room_answers(url: str) -> bool:
     """Whether the room at `url` answers now (its address says it is open): `make lab ROOM=...` checks once."""
     try:
-        with urllib.request.urlopen(room_url(url), timeout=TIMEOUT_S) as response:
+        with DIRECT.open(room_url(url), timeout=TIMEOUT_S) as response:
             return json.loads(response.read()).get("room") == "open"
-    except (OSError, ValueError):
+    except Exception:   # whatever went wrong, the answer is no (a port that speaks no HTTP, a bad reply)
         return False
 
 
@@ -85,14 +94,14 @@ class RoomLink:
             except urllib.error.HTTPError as exc:   # the room refused it (a 4xx): said once, the lab goes on
                 self.refused += 1
                 self._say_once(f"The room refused a message ({exc.code}: {exc.read()[:200].decode(errors='replace')}).")
-            except (OSError, ValueError) as exc:
+            except Exception as exc:   # the network, or a reply that is not the room's: the lab goes on without it
                 self._say_once(f"The room at {self.url} did not answer ({getattr(exc, 'reason', exc)}): this lab "
                                "goes on without it.")
 
     def post(self, message: dict) -> dict:
         request = urllib.request.Request(f"{self.url}/send", data=json.dumps(message).encode(),
                                          headers={"Content-Type": "application/json"}, method="POST")
-        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+        with DIRECT.open(request, timeout=TIMEOUT_S) as response:
             return json.loads(response.read())
 
     def _say_once(self, line: str) -> None:
@@ -147,7 +156,7 @@ def on_change(widget, send, settle_s: float = 1.5) -> None:
 
 def sendable(value):
     """An answer as the room takes it: a number, a short text, or None."""
-    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and value == value):
+    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)):
         return value
     return str(value)[:200]
 
@@ -162,7 +171,7 @@ def headline_figures(record: dict) -> dict:
             for key, inner in value.items():
                 if not str(key).startswith("param_"):   # the run's settings, not what it measured
                     walk(f"{prefix}_{key}", inner, depth + 1)
-        elif isinstance(value, (bool, int, float)) and value == value:   # value == value: not NaN
+        elif isinstance(value, bool) or (isinstance(value, (int, float)) and math.isfinite(value)):
             name = re.sub(r"[^a-z0-9]+", "_", prefix.lower()).strip("_")[:64]
             if name and len(figures) < MAX_FIGURES:
                 figures.setdefault(name, value)
