@@ -3,10 +3,10 @@ SQLite file after a full day's room, and how long a vote takes to reach the teac
 
     .venv/bin/python benchmarks/room_bench.py [--laptops 100] [--votes 20] [--json]
 
-Starts the real server as a subprocess on 127.0.0.1, port 0, with its database in a temporary folder. Then
+Starts the real server as `make room` does (tests/room_server.py), port 0, its database in a temporary folder. Then
 --laptops simulated laptops (threads, each with its own random laptop id, its own keep-alive connection and its own
-source address, 127.0.0.2 and up, as laptops on a network have: Linux, where all of 127/8 is loopback) each send, for every lesson of the course, a vote,
-a run and one exercise answer. The server lets a laptop send a burst of 30 messages, then 1 a second: so every
+source address, 127.0.0.2 and up, as laptops on a network have: Linux, where all of 127/8 is loopback) each send,
+for every lesson of the course, a vote, a run and one exercise answer. The server lets a laptop send a burst of 30 messages, then 1 a second: so every
 laptop sends its messages in rounds of at most 30 (ten lessons) as fast as the server answers, all laptops at once,
 and the rounds are apart by the time the laptops' allowance takes to fill again. Messages a second is every message
 over the time spent sending (the rounds, not the waits between them). Then the server's resident memory and its
@@ -19,16 +19,14 @@ import argparse
 import http.client
 import json
 import os
-import queue
 import random
-import re
-import shutil
+import queue
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 import uuid
 from pathlib import Path
 
@@ -38,31 +36,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from lab.scenarios import COURSE  # noqa: E402
+from tests.room_server import running_room  # noqa: E402
 
 BURST, REFILL_S = 30, 1.0          # the server's allowance per laptop: a burst of 30, then 1 a second
 PER_LESSON = 3                     # a vote, a run, an exercise answer
 ROUND = BURST // PER_LESSON        # lessons a laptop sends in one round
-
-
-def start_server(folder: Path):
-    """The server's process, and (host, port, code, token) from the lines it prints."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen([sys.executable, "-m", "lab", "room", "--ip", "127.0.0.1", "--port", "0",
-                             "--db", str(folder / "room.sqlite")], cwd=ROOT, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=open(folder / "server.err", "w"))
-    lines: queue.Queue = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
-    url = token = None
-    deadline = time.monotonic() + 60
-    while not (url and token):
-        try:
-            line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
-        except queue.Empty:
-            raise SystemExit(f"the room printed no URL and token in 60 s: {(folder / 'server.err').read_text()[-2000:]}")
-        url = url or (re.search(r"Room (?:open|resumed) at (http://\S+)", line) or [None, None])[1]
-        token = token or (re.search(r"token=([\w-]+)", line) or [None, None])[1]
-    host, port, code = re.match(r"http://([^:/]+):(\d+)/(\S+)", url).groups()
-    return proc, (host, int(port), code, token)
 
 
 def course() -> list[tuple[str, tuple | None]]:
@@ -203,28 +181,19 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args()
     load_before = [round(x, 2) for x in os.getloadavg()]
-    folder = Path(tempfile.mkdtemp(prefix="room-bench-"))
-    proc = None
-    try:
-        lessons = course()
-        proc, server = start_server(folder)
-        rss_idle = psutil.Process(proc.pid).memory_info().rss
-        sent = load(server, args.laptops, lessons)
-        rss = psutil.Process(proc.pid).memory_info().rss
-        db = {p.name: p.stat().st_size for p in folder.glob("room.sqlite*")}
-        delay = sse_delay(server, args.votes, lessons)
-        result = {"load_average_before": load_before, "cpus": os.cpu_count(), **sent,
-                  "rss_mb_idle": round(rss_idle / 2**20, 1), "rss_mb_after": round(rss / 2**20, 1),
-                  "db_bytes": db, "db_mb": round(sum(db.values()) / 2**20, 2), "vote_to_event": delay}
-    finally:
-        if proc:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        shutil.rmtree(folder, ignore_errors=True)
+    with tempfile.TemporaryDirectory(prefix="room-bench-") as tmp:
+        folder, lessons = Path(tmp), course()
+        with running_room(folder / "room.sqlite") as room:   # the server as `make room` starts it, stopped after
+            parts = urllib.parse.urlsplit(room.url)
+            server = (parts.hostname, parts.port, room.code, room.token)
+            rss_idle = psutil.Process(room.process.pid).memory_info().rss
+            sent = load(server, args.laptops, lessons)
+            rss = psutil.Process(room.process.pid).memory_info().rss
+            db = {p.name: p.stat().st_size for p in folder.glob("room.sqlite*")}
+            delay = sse_delay(server, args.votes, lessons)
+    result = {"load_average_before": load_before, "cpus": os.cpu_count(), **sent,
+              "rss_mb_idle": round(rss_idle / 2**20, 1), "rss_mb_after": round(rss / 2**20, 1),
+              "db_bytes": db, "db_mb": round(sum(db.values()) / 2**20, 2), "vote_to_event": delay}
     if args.json:
         print(json.dumps(result, indent=2))
         return

@@ -108,8 +108,7 @@ def start(args) -> None:
 
     from ..cluster import KafkaCluster
     from ..toolbox.room import ROOM_ENV, room_answers, room_url
-    if args.room:
-        room_url(args.room)   # a mistyped address is said before anything starts
+    room = room_url(args.room) if args.room else None   # a mistyped address is said before anything starts
     port, token = free_port(args.port), secrets.token_urlsafe(24)
     cmd = jupyter_command(port, token, ROOT / "notebooks", ip=args.ip, idle_minutes=args.idle_minutes)
     with KafkaCluster(name="playground") if args.playground else contextlib.nullcontext() as cluster:
@@ -118,11 +117,11 @@ def start(args) -> None:
             print(f"Playground Kafka {cluster.version} at {cluster.bootstrap} "
                   f"(log: {cluster.log_path()}); set as KAFKA_LAB_PLAYGROUND in JupyterLab.")
             env["KAFKA_LAB_PLAYGROUND"] = cluster.bootstrap
-        if args.room:
-            env[ROOM_ENV] = room_url(args.room)
-            print(f"In the room {env[ROOM_ENV]}: each notebook's predictions, runs and exercises go to the teacher's "
-                  "page (a random id of this laptop, no name, no address)." if room_answers(args.room) else
-                  f"The room at {env[ROOM_ENV]} does not answer now (is the address right, the network the "
+        if room:
+            env[ROOM_ENV] = room
+            print(f"In the room {room}: each notebook's predictions, runs and exercises go to the teacher's "
+                  "page (a random id of this laptop, no name, no address)." if room_answers(room) else
+                  f"The room at {room} does not answer now (is the address right, the network the "
                   "teacher's?): the lab starts anyway, and its notebooks send when the room answers.")
         if port != args.port:
             print(f"Port {args.port} is in use: JupyterLab takes {port}.")
