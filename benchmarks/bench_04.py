@@ -35,7 +35,7 @@ def main() -> None:
         version, _, mode = c.partition(":")
         # one variant per run (no mitigations); the spec checks every value, and the version, before anything starts
         configs.append(lesson.spec.validate(streams_version=version, caching=mode != "nocache", compare=False,
-                                              program=args.program, step_seconds=args.step,
+                                              compare_versions=[], program=args.program, step_seconds=args.step,
                                               settle_seconds=args.step))
 
     rows = []

@@ -126,15 +126,31 @@ def test_acks_follow_the_client_unless_chosen_and_explain_a_loss_despite_replica
     assert out.failed and "acks=1" in out.explain() and "1 truncation(s)" in out.explain()
 
 
-def test_the_predict_question_names_the_first_app_and_the_run_answers_it():
-    p = SPEC.validate(bounce_apps=["2.7.2", f"{KAFKA_VERSION}/shutdown_client"], bounce_down_s=15)
+def test_the_predict_question_asks_what_happens_to_each_release_and_the_run_answers_it():
+    p = SPEC.validate(bounce_apps=["2.7.2", KAFKA_VERSION], bounce_down_s=15)
     text, choices = bb.question(p)
-    assert "(2.7.2)" in text and "10,000 ms" in text and "15 s" in text and choices == bb.SURVIVES
-    record = {"bounce": {"2.7.2": _row("2.7.2", died=True), f"{KAFKA_VERSION}/shutdown_client": _row("x")}}
-    assert bb.measured_answer(record, p) == "its stream threads stop and it stops processing for good"
+    assert f"2.7.2 and {KAFKA_VERSION}" in text and "at-least-once" in text and "10,000 ms" in text \
+        and "15 s" in text, text
+    assert choices == ("both ride it out and lose nothing",
+                       f"2.7.2 stops for good; {KAFKA_VERSION} rides it out and loses nothing",
+                       f"2.7.2 stops for good; {KAFKA_VERSION} rides it out but loses records",
+                       "both stop for good")
+    new = f"{KAFKA_VERSION}/shutdown_client"   # the record's key of an app named by its release alone
+    record = {"bounce": {"2.7.2": _row("2.7.2", died=True), new: _row(new, lost=19)}}
+    assert bb.measured_answer(record, p) == choices[2]
+    record["bounce"][new] = _row(new)
+    assert bb.measured_answer(record, p) == choices[1]
     record["bounce"]["2.7.2"] = _row("2.7.2")
-    assert bb.measured_answer(record, p) == "it resumes processing after the bounce"
+    assert bb.measured_answer(record, p) == choices[0]
+    record["bounce"] = {"2.7.2": _row("2.7.2", died=True), new: _row(new, died=True)}
+    assert bb.measured_answer(record, p) == choices[3]
+    # an outcome none of the choices names is said the same way
+    record["bounce"] = {"2.7.2": _row("2.7.2", lost=1), new: _row(new, died=True)}
+    assert bb.measured_answer(record, p) == f"2.7.2 rides it out but loses records; {KAFKA_VERSION} stops for good"
     assert bb.measured_answer({"bounce": {}}, p) is None
+    one = SPEC.validate(bounce_apps=[KAFKA_VERSION], bounce_down_s=15)
+    assert bb.question(one)[1] == ("it rides it out and loses nothing", "it rides it out but loses records",
+                                   "it stops for good")
 
 
 def test_the_run_asked_about_names_no_handler_and_the_mitigate_step_adds_them():

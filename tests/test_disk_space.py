@@ -44,10 +44,11 @@ def test_a_full_store_and_its_recovery_are_measured_and_said():
     assert m["predicted_keys_at_full"] == int(524_288 / (262_144 / 8_000)) and m["restart_died"] is True
     assert "died again" in o.verdict() and "30,000 of 30,000 keys" in o.verdict()
     assert "crash loop" in o.explain() and "Max allowed space was reached" in o.explain()
-    assert d.measured_answer(o.as_record(), o.params) == d.ANSWERS[0]
+    assert d.measured_answer(o.as_record(), o.params) == d.STOPS
     control = outcome(full=False, limit_kb=4096)
     assert not control.failed and "never full" in control.verdict()
-    assert d.measured_answer(control.as_record(), control.params) == d.ANSWERS[3]
+    # its files never came near the limit: the question (what the app does once they reach it) was not measured
+    assert d.measured_answer(control.as_record(), control.params) is None
     assert control.measured()["restart_died"] is None and len(control.table()) == 1
     # a thread that died of something else is not a full store
     other = outcome()
@@ -116,7 +117,23 @@ def test_the_disk_fix_runs_the_disk_lesson_again():
 
 
 def test_the_predict_choices_are_four_distinct_beliefs():
-    """The limit stops the app; compaction shrinks live data; the store evicts like a cache; the keys are small."""
+    """Compaction shrinks live data; the store evicts like a cache; the writes fail and the app stops; the limit is
+    only a warning. Nothing in the question does the arithmetic of the bytes a key."""
     text, choices = d.question(d.lesson.spec.validate())
     assert "60,000 keys" in text and "1,024 KB" in text and choices == d.ANSWERS and len(set(choices)) == 4
-    assert "compaction" in choices[1] and "evicted" in choices[2] and "compaction" not in choices[2]
+    assert "compaction" in choices[0] and "evicted" in choices[1] and "compaction" not in choices[1]
+    assert choices[2] == d.STOPS and "warning" in choices[3] and "byte" not in text
+
+
+def test_every_choice_is_an_outcome_the_run_tells_apart():
+    """An app alive to the end whose files went past the limit: a warning; whose store lost keys it had held:
+    evicted; whose files reached the limit and every key is in: compaction made room."""
+    def alive(keys_max, keys_end, sst):
+        o = outcome(full=False, limit_kb=512)
+        o.phases["full"]["keys_max"], o.phases["full"]["keys_end"] = keys_max, keys_end
+        o.phases["full"]["reports"].append(report(7, keys_end, sst))
+        return d.measured_answer(o.as_record(), o.params)
+    assert alive(30_000, 30_000, 600_000) == d.ANSWERS[3]
+    assert alive(20_000, 17_000, 520_000) == d.ANSWERS[1]
+    assert alive(30_000, 30_000, 510_000) == d.ANSWERS[0]
+    assert alive(30_000, 30_000, 300_000) is None

@@ -8,8 +8,10 @@ from lab.toolbox import checks
 from lab.toolbox import Timeline
 from lab.scenarios.nb05_exactly_once_under_crashes import analysis, crash_points, exception_handlers, production_errors
 from lab.scenarios.nb05_exactly_once_under_crashes import schema_change, streams_app
-from lab.scenarios.nb05_exactly_once_under_crashes.report import (CARRIED_ON, FATES, REFUSED_FATES, SCHEMA_FATES, Crash, EosCrashResult, Failing,
-                                                                  fate, fate_answer, output_answer)
+from lab.scenarios.nb05_exactly_once_under_crashes.answers import (
+    CARRIED_ON, DUPLICATE_ANSWERS, FATES, HANDLER_ANSWERS, REFUSED_ANSWERS, SCHEMA_FATES, fate, handler_answer,
+    output_answer, refused_answer, schema_answer)
+from lab.scenarios.nb05_exactly_once_under_crashes.report import Crash, EosCrashResult, Failing
 
 CRASHES, HANDLERS, SCHEMA, REFUSED = (m.lesson for m in (crash_points, exception_handlers, schema_change,
                                                          production_errors))
@@ -332,31 +334,60 @@ def test_markers_not_read_stay_unknown():
 
 
 def test_each_lesson_has_its_question_and_the_run_answers_it(no_maven):
-    p = HANDLERS.spec.validate(handlers=["replace_thread", "continue"])
-    guess = HANDLERS.predict(p, FATES[2], show=False)
-    assert "REPLACE_THREAD" in guess.question and guess.choices == FATES
-    assert "(SHUTDOWN_CLIENT)" in SCHEMA.predict(SCHEMA.spec.validate(), show=False).question
+    p = HANDLERS.spec.validate()
+    guess = HANDLERS.predict(p, HANDLER_ANSWERS[2], show=False)
+    assert "REPLACE_THREAD" in guess.question and guess.choices == HANDLER_ANSWERS
+    assert "every attempt" not in guess.question and "dead" not in guess.question
     with pytest.raises(LabError, match="not one of the answers"):
         CRASHES.predict(CRASHES.spec.validate(), "x")
-    loops = {"replace_thread": failing("handler replace_thread", uncaught=4, responses=["REPLACE_THREAD"]),
-             "continue": failing("handler continue", lost=1)}
     def recorded(runs):   # what a run records of each of its runs, as far as the answer reads it
         return {k: {"outcome": f.outcome} for k, f in runs.items()}
-    # a thread replaced into the same record and an app restarted into it are one answer: stuck
-    assert fate_answer("handlers")({"handlers": recorded(loops)}, p) == FATES[0]
-    schema = {"shutdown_client": failing("schema shutdown_client", deaths=2), "tolerant": failing("schema tolerant")}
-    assert fate_answer("schema")({"schema": recorded(schema)}, {}) == SCHEMA_FATES[0]
-    assert SCHEMA.predict(SCHEMA.spec.validate(), show=False).choices == SCHEMA_FATES
-    # the deserialization handler skipped its malformed input on purpose: it kept going without that record
-    skipped = {"deserialization": {"outcome": "clean", "dropped_records": 1}}
-    assert fate_answer("handlers")({"handlers": skipped}, {}) == FATES[2]
-    assert output_answer({"crashes": {}}, p) is None   # no crash ran: the crash question was not measured
+    # a thread replaced into the same record and an app restarted into it: neither got past it; CONTINUE did
+    runs = {"shutdown_client": failing("handler shutdown_client", deaths=3),
+            "replace_thread": failing("handler replace_thread", uncaught=4, responses=["REPLACE_THREAD"]),
+            "continue": failing("handler continue", lost=1)}
+    assert handler_answer({"handlers": recorded(runs)}, p) == HANDLER_ANSWERS[1] == "only continue"
+    runs["shutdown_client"] = failing("handler shutdown_client", deaths=1, carried_on=True)   # had it carried on
+    assert handler_answer({"handlers": recorded(runs)}, p) == "shutdown_client and continue"
+    del runs["continue"]   # not all three ran: the question was not measured
+    assert handler_answer({"handlers": recorded(runs)}, p) is None
+    assert handler_answer({"handlers": {"deserialization": {"outcome": "clean"}}}, p) is None
+
+    # 05a: the at-least-once points that wrote duplicates, once all four ran and crashed
+    alos = {pt: crash(pt, "at_least_once", duplicates=3 if pt != "after_commit" else 0)
+            for pt in ("before_read", "during_processing", "after_send_before_commit", "after_commit")}
+    eos = crash("after_send_before_commit", "exactly_once_v2", aborted_visible=5)
+    def crashes(runs):
+        return {"crashes": {c.label: c.summary() for c in runs}}
+    cp = CRASHES.spec.validate()
+    assert output_answer(crashes([*alos.values(), eos]), cp) == DUPLICATE_ANSWERS[3]
+    alos["before_read"] = crash("before_read", "at_least_once")
+    assert output_answer(crashes(alos.values()), cp) == "during_processing and after_send_before_commit"
+    assert output_answer(crashes([alos["before_read"], eos]), cp) is None   # not all four points ran
+    assert output_answer({"crashes": {}}, cp) is None   # no crash ran: the crash question was not measured
+    alos["after_commit"] = crash("after_commit", "at_least_once", crashed=False)
+    assert output_answer(crashes(alos.values()), cp) is None   # a point never reached proves nothing
+    assert "at_least_once" in CRASHES.predict(cp, show=False).question
+
+    # 05c: CONTINUE's dropped inputs against their keys
+    sp = SCHEMA.spec.validate()
+    assert SCHEMA.predict(sp, show=False).choices == SCHEMA_FATES and "CONTINUE" in SCHEMA.predict(sp, show=False).question
+    def schema(**m):
+        return {"schema": {"continue": {"outcome": failing("schema continue", **m).outcome, "lost": m.get("lost", 0),
+                                        "lost_keys": m.get("lost_keys", 0), "wrong_values": m.get("wrong_values", 0)}}}
+    assert schema_answer(schema(lost=112, lost_keys=10), sp) == SCHEMA_FATES[2]
+    assert schema_answer(schema(lost=10, lost_keys=10), sp) == SCHEMA_FATES[1]
+    assert schema_answer(schema(uncaught=3, responses=["REPLACE_THREAD"]), sp) == SCHEMA_FATES[0]
+    assert schema_answer(schema(wrong_values=40), sp) == SCHEMA_FATES[3]
+    assert schema_answer(schema(), sp) == SCHEMA_FATES[4]
+    assert schema_answer({"schema": {"replace_thread": {"outcome": "crash loop (threads replaced)"}}}, sp) is None
+
     assert [fate(o) for o in ("crash loop (threads replaced)", "app stopped (restarted, died again)", CARRIED_ON,
                               "records dropped", "clean: the poison record is in the dead-letter topic",
                               "clean")] == [FATES[0], *FATES]
-    for choices in (FATES, SCHEMA_FATES, REFUSED_FATES):   # distinct, none the answer worded twice
-        assert len(set(choices)) == len(choices) == 5
-    assert "every attempt" not in HANDLERS.predict(p, show=False).question
+    assert fate("clean", dropped=1) == FATES[2]   # the deserialization handler skipped its input on purpose
+    for choices in (DUPLICATE_ANSWERS, HANDLER_ANSWERS, SCHEMA_FATES, REFUSED_ANSWERS):   # distinct choices
+        assert len(set(choices)) == len(choices) >= 4
 
 
 def test_the_handler_and_schema_exercises_are_judged_by_what_ran_else_by_the_mechanism(no_maven, capsys):
@@ -431,8 +462,12 @@ def test_the_production_error_lesson_asks_and_answers(no_maven, capsys):
                                              wrappers=["Cannot execute transactional method because we are in an "
                                                        "error state"])}
     r = lesson_result(REFUSED, EosCrashResult("refused", p, "run", Timeline(T0), refused=runs), **p)
-    recorded = {"refused": {k: {"outcome": f.outcome} for k, f in runs.items()}}   # what the answer reads
-    assert fate_answer("refused")(recorded, r.params) == REFUSED_FATES[0]
+    recorded = {"refused": {k: {"outcome": f.outcome, "guarantee": f.m["guarantee"]} for k, f in runs.items()}}
+    assert refused_answer(recorded, r.params) == REFUSED_ANSWERS[1] == "only CONTINUE under at_least_once"
+    del recorded["refused"]["continue"]   # route answers CONTINUE too, after its note: it stands in
+    assert refused_answer(recorded, r.params) == REFUSED_ANSWERS[1]
+    del recorded["refused"]["continue · EOS v2"]   # not all three ran
+    assert refused_answer(recorded, r.params) is None
     assert [f.outcome for f in runs.values()] == ["app stopped (restarted, died again)", "records dropped",
                                                   "clean: the refused record is noted in its own topic",
                                                   "app stopped (restarted, died again)"]

@@ -171,3 +171,14 @@ def test_no_module_over_400_lines():
     long = {str(p.relative_to(ROOT)): n for p in [*(ROOT / "lab").rglob("*.py"), *(ROOT / "lab").rglob("*.java")]
             if (n := len(p.read_text().splitlines())) > 400}
     assert not long, long
+
+
+def test_notebooks_are_committed_clean_each_cell_with_its_own_id():
+    """No outputs, no execution counts (`python -m lab clean-notebooks`), and an id on every cell, none twice (nbformat
+    4.5 requires them, and a notebook without them is rewritten each time it is opened)."""
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        cells = json.loads(path.read_text())["cells"]
+        code = [c for c in cells if c["cell_type"] == "code"]
+        assert not [c for c in code if c["outputs"] or c["execution_count"] is not None], path.name
+        ids = [c.get("id") for c in cells]
+        assert None not in ids and len(set(ids)) == len(ids), f"{path.name}: cells without an id, or one id twice"

@@ -59,7 +59,6 @@ LESSON_NOTEBOOK_SECTIONS = ["## Setup", "## Parameters", "## The setting", "## P
 SECTIONS = {"00_setup_check": [s for s in LESSON_NOTEBOOK_SECTIONS if s != "## Mitigate"],
             "08_diagnose_your_cluster": [*LESSON_NOTEBOOK_SECTIONS[:9], "## Your cluster",
                                          *LESSON_NOTEBOOK_SECTIONS[9:]]}
-CORE_WORDS = 900   # a lesson's core markdown, outside its folded deep dives
 
 
 def expectations(name: str):
@@ -261,9 +260,11 @@ def test_parameters_cell_is_readable_by_papermill(name: str):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_notebook_surface(name: str):
-    """One level-1 heading (the title), then the course's sections in order."""
-    headings = [line.rstrip() for c in _cells(name) if c["cell_type"] == "markdown"
-                for line in "".join(c["source"]).splitlines() if re.match(r"#{1,6} ", line)]
+    """One level-1 heading (the title), then the course's sections in order (a `# comment` in a fenced code block is
+    no heading)."""
+    prose = [re.sub(r"^```.*?^```", "", "".join(c["source"]), flags=re.M | re.S) for c in _cells(name)
+             if c["cell_type"] == "markdown"]
+    headings = [line.rstrip() for text in prose for line in text.splitlines() if re.match(r"#{1,6} ", line)]
     titles = [h for h in headings if h.startswith("# ")]
     assert len(titles) == 1, f"{name}: exactly one level-1 heading, found {titles}"
     assert headings[0] == titles[0], f"{name}: the title comes first, before {headings[0]!r}"
@@ -345,38 +346,6 @@ def test_the_learner_predicts_before_the_run_and_the_run_takes_the_answer(name: 
                                                               "**PARAMS)"]
     assert len(asked) == 1 and len(ran) == 1 and asked[0] < ran[0], (name, asked, ran)
     assert any("**guess.as_record()" in src for src in code), f"{name}: the prediction is not recorded"
-
-
-def core_words(markdown: str) -> int:
-    """Words a learner reads on a lesson's core path: its markdown outside folded `<details>` deep dives."""
-    return len(re.sub(r"<details>.*?</details>", " ", markdown, flags=re.S).split())
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_a_lesson_reads_short_with_its_depth_folded_and_its_terms_in_the_glossary(name: str):
-    """At most CORE_WORDS words of core markdown; objectives at the top, three key points at the end; every link to
-    the glossary lands on one of its entries."""
-    cells = _cells(name)
-    prose = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
-    assert core_words(prose) <= CORE_WORDS, f"{name}: {core_words(prose)} words outside its deep dives"
-    key = next("".join(c["source"]) for c in cells if "".join(c["source"]).startswith("## Key points"))
-    assert len(re.findall(r"^[-*] ", key, re.M)) == 3, f"{name}: three key points"
-    glossary = (ROOT / "docs" / "glossary.md").read_text()
-    entries = set(re.findall(r'<a id="([\w-]+)"></a>', glossary))
-    linked = set(re.findall(r"\]\(\.\./docs/glossary\.md#([\w-]+)\)", prose))
-    assert linked <= entries, f"{name}: glossary links without an entry: {sorted(linked - entries)}"
-
-
-# What a parameter's comment must not say above the question: which value fails, which is the fix or the control,
-# which versions are affected, an example answer.
-GIVE_AWAY = re.compile(r"\b(affected|fixed|fix|fixes|control|fails?|failure|broken|e\.g\.)\b", re.I)
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_the_parameters_cell_says_what_each_knob_is_not_which_value_fails(name: str):
-    cell = next("".join(c["source"]) for c in _cells(name) if "parameters" in c["metadata"].get("tags", []))
-    said = [line for line in cell.splitlines() if GIVE_AWAY.search(line)]
-    assert not said, f"{name}: the parameters cell hints at the answer: {said}"
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -32,12 +32,41 @@ def test_the_run_asked_about_is_the_baseline_and_the_other_variants_are_the_miti
     """The Predict question's run has the baseline only (the other variants, read beside it, would read as its
     fixes); the Mitigate step takes them as its fix and runs them, every client, without the baseline."""
     p = SPEC.validate()
-    assert p["poll_variants"] == ["baseline"] and poll_loop.asked_variant(p) == "java/baseline"
+    assert p["poll_variants"] == ["baseline"] and poll_loop.asked_variant(p) == "baseline"
     fix = {"poll_variants": ["max_poll_records_1", "longer_interval", "pause_resume"]}
     fixed = poll_loop.lesson.mitigate.check(p, fix)
     assert fixed["poll_variants"] == fix["poll_variants"] and fixed["poll_clients"] == p["poll_clients"]
     # a fix of the baseline's own numbers runs the baseline alone again
     assert poll_loop.lesson.mitigate.check(p, {"poll_interval_ms": 20_000})["poll_variants"] == ["baseline"]
+
+
+def test_the_predict_question_asks_which_consumers_loop_and_each_choice_is_an_outcome_of_the_arithmetic():
+    """Which consumers keep reading the same batch: every client, none, the plain clients only (their batch outlasts
+    the interval, Streams' one record does not), or Streams only (the reverse). Each choice is one a run can give."""
+    p = SPEC.validate(**SMALL)
+    text, choices = poll_loop.question(p)
+    assert "400 records a poll, 20 ms of work each" in text and "9,000 ms" in text and "6,000 ms" in text, text
+    assert choices == ("all three", "none of them: each moves on",
+                       "the Java consumer and the librdkafka consumer, not Kafka Streams", "only Kafka Streams")
+
+    def record(*looping):
+        return {"poll_loop": {f"{c}/baseline": {"looped": c in looping} for c in poll_loop.CLIENTS}}
+    assert poll_loop.measured_answer(record("java", "librdkafka", "streams"), p) == choices[0]
+    assert poll_loop.measured_answer(record(), p) == choices[1]
+    assert poll_loop.measured_answer(record("java", "librdkafka"), p) == choices[2]
+    assert poll_loop.measured_answer(record("streams"), p) == choices[3]
+    assert poll_loop.measured_answer({"poll_loop": {}}, p) is None
+    # each choice is what the arithmetic gives at some setting of the question's own numbers
+    settings = [{}, {"poll_interval_ms": 20_000}, {"poll_slow_record_ms": 1000}, {"poll_batch": 100}]
+    for choice, change in zip(choices, settings):
+        q = {**p, **change}
+        looping = [c for c in poll_loop.CLIENTS if poll_loop.expected_to_loop(q, "baseline", c)]
+        assert poll_loop.measured_answer(record(*looping), q) == choice, (choice, change)
+    # one client: its own yes or no; pause_resume leaves Kafka Streams out
+    one = SPEC.validate(**SMALL, poll_clients=["java"])
+    assert poll_loop.question(one)[1] == ("yes: it keeps reading it", "no: it moves on")
+    paused = SPEC.validate(**SMALL, poll_variants=["pause_resume"])
+    assert poll_loop.question(paused)[1] == ("both", "none of them: each moves on")
 
 
 @pytest.mark.parametrize("values, message", [

@@ -247,6 +247,27 @@ def quota_result(tmp_path, fenced_affected: bool = True, variants=("transaction_
     return FENCING.result(QuotaResult("over_quota", p, "x", None, roles=roles, main=main), **p)
 
 
+def test_03a_asks_which_release_is_fenced_and_answers_from_its_own_rows():
+    """The question names the releases that run under the quota (STREAMS_VERSION and, run beside it, OTHER_VERSION)
+    and asks which are fenced: no yes/no bet, its choices producible by the run (nobody, the release from before the
+    change, both); the answer is read from the two apps' rows."""
+    text, choices = qf.question(FENCING.spec.defaults)
+    assert "3.8.1" in text and "4.3.1" in text and "1.10x" in text and "45 s" in text, text
+    assert choices == ("none of them", "only Kafka Streams 3.8.1", "every Kafka Streams version")
+    assert not re.search(r"\bfix|bug|stuck|KAFKA-", text)
+    row = lambda version, crashes: {"version": version, "crashes": crashes}   # noqa: E731
+    answer = lambda app, other=None: fencing_answer({"app": app, **({"other_version": other} if other else {})},
+                                                    FENCING.spec.defaults)   # noqa: E731
+    assert answer(row("3.8.1", 1), row("4.3.1", 0)) == choices[1]
+    assert answer(row("3.8.1", 0), row("4.3.1", 0)) == choices[0]
+    assert answer(row("3.8.1", 2), row("4.3.1", 1)) == choices[2]
+    assert answer(row("3.8.1", 0), row("4.3.1", 1)) == "only Kafka Streams 4.3.1"   # none of the choices: named
+    # the app alone (COMPARE without OTHER_VERSION, as the Mitigate step runs it): asked about it alone
+    alone = FENCING.spec.validate(compare=[], quota=55000)
+    assert qf.question(alone)[1] == ("none of them", "Kafka Streams 3.8.1") and "0.70x" in qf.question(alone)[0]
+    assert answer(row("3.8.1", 0)) == "none of them" and answer(row("3.8.1", 3)) == "Kafka Streams 3.8.1"
+
+
 class _Rerun:
     """Stands in for the lesson's run() in exercise 2's experiment: records each call, and measures what it is told."""
 

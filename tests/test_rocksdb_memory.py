@@ -117,21 +117,35 @@ def _state_result(p, outcome):
     return memory.lesson.result(outcome, **p)
 
 
-def test_the_predict_question_asks_about_the_budget_and_the_run_answers_it():
+def test_the_predict_question_asks_how_much_and_the_run_answers_it():
     p = SPEC.validate(memory_partitions=[1, 8])
     rows = [row(p, "default", 1, 20, 32, 56), row(p, "default", 8, 160, 259, 420),
             row(p, "shared", 8, 52, 130, 126)]   # 130 MB: within the LRU cache's overshoot
     text, choices = memory.question(p)
-    assert "8 input partitions" in text and choices == ("yes, within 128 MB", "no, it grows past 128 MB")
+    # three ranges, each what a belief gives: the options' 98 MB once for the app, once per store, once per store
+    # per partition
+    assert "8 input partitions" in text and "98 MB in all" in text and choices == (
+        "at most 98 MB: one block cache and write buffers for the whole app",
+        "98 to 196 MB: one block cache and write buffers for each store",
+        "more than 196 MB: one block cache and write buffers for each store on each partition")
     # in plain words: what each partition writes, not the store instances the learner is to count
     assert "each partition writes 40 MB to each store" in text and "instance" not in text
     # the question's run is the default config alone; the shared one is the Mitigate step's fix
     assert memory.lesson.mitigate.check(SPEC.validate(), {"memory_configs": ["shared"]})["memory_configs"] == ["shared"]
     record = memory.Outcome(rows, 128, 2, 24).as_record()
-    assert memory.measured_answer(record, p) == "no, it grows past 128 MB"
+    assert memory.measured_answer(record, p) == choices[2]   # 160 + 259 MB
     shared = {**p, "memory_configs": ["shared"]}
-    assert memory.measured_answer(record, shared) == "yes, within 128 MB"
+    text, by_shared = memory.question(shared)
+    assert "one block cache of 128 MB" in text and by_shared[0] == "at most 128 MB: one shared cache for the whole app"
+    assert memory.measured_answer(record, shared) == by_shared[0]
     assert memory.measured_answer(record, {**p, "memory_partitions": [1, 4]}) is None   # no row at 4
+    # every range is an outcome a run can give: less data per store, or fewer partitions, take less
+    small = [row(p, "default", 8, 40, 40, 80), row(p, "default", 1, 60, 80, 150)]
+    record = memory.Outcome(small, 128, 2, 1).as_record()
+    assert memory.measured_answer(record, p) == choices[0]
+    assert memory.measured_answer(record, {**p, "memory_partitions": [1]}) == choices[1]
+    # one store: the range per store is the range per app
+    assert len(memory.question({**p, "memory_stores": 1})[1]) == 2
 
 
 def test_the_exercise_the_partitions_a_budget_holds_at_the_measured_memory_per_instance(capsys):

@@ -262,7 +262,7 @@ def test_the_predict_widget_votes_as_it_is_chosen(tmp_path, monkeypatch):
         monkeypatch.setattr(learner, "_room", learner.RoomLink(room.url, laptop=laptop()))
         monkeypatch.setattr(learner, "_from_environment", True)
         guess = lesson.predict(lesson.spec.validate(), show=True)
-        first, second = lesson.question(lesson.spec.validate())[1]
+        first, second, *_ = lesson.question(lesson.spec.validate())[1]
         guess.widget.value = first
         guess.widget.value = second   # changed within the settling time: one vote, the second
         deadline = time.monotonic() + 30

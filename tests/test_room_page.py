@@ -50,7 +50,7 @@ def text(page, selector: str) -> str:
 def test_the_teachers_page(browser, tmp_path):
     from lab.room.messages import lessons
     course = lessons()
-    yes, no = course["poll_loop"]["choices"]
+    yes, no, *others = course["poll_loop"]["choices"]   # its other choices get no vote: a bar of 0 each
     restart = course["offset_expiry"]["choices"]
     assert course["partitions"]["choices"] is None and course["growth"]["choices"] is None   # number questions
     laptops = [uuid.uuid4().hex for _ in range(12)]
@@ -99,6 +99,7 @@ def test_the_teachers_page(browser, tmp_path):
             assert card.locator("[data-testid=question]").inner_text() == course["poll_loop"]["question"]
             assert card.locator("[data-testid=votes-total]").inner_text() == "7 predictions"
             assert bars(page, "poll_loop") == [("choice", yes, "3", "43%"), ("choice", no, "2", "29%"),
+                                               *(("choice", c, "0", "0%") for c in others),
                                                ("other", HOSTILE, "1", "14%"), ("none", "no prediction", "1", "14%")]
             assert bars(page, "offset_expiry") == [("choice", c, "2" if c == restart[1] else "0",
                                                     "100%" if c == restart[1] else "0%") for c in restart]
@@ -117,7 +118,7 @@ def test_the_teachers_page(browser, tmp_path):
             vote("poll_loop", laptops[3], yes)
             vote("poll_loop", laptops[10], no)
             vote("poll_loop", laptops[11], no)
-            expected = [("choice", yes, "4", "44%"), ("choice", no, "3", "33%"),
+            expected = [("choice", yes, "4", "44%"), ("choice", no, "3", "33%"), *(("choice", c, "0", "0%") for c in others),
                         ("other", HOSTILE, "1", "11%"), ("none", "no prediction", "1", "11%")]
             assert eventually(lambda: bars(page, "poll_loop"), expected) == expected
             assert text(page, "[data-testid=laptops]") == "12"

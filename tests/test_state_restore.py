@@ -44,8 +44,8 @@ def test_the_defaults_the_small_test_and_the_control_are_accepted():
     p = SPEC.validate()
     assert p["restore_modes"] == ["eos", "alos", "standby"] and p["restore_shutdown"] == "kill"
     assert p["restore_version"] == "4.3.1" and len(p["restore_sizes_mb"]) >= 3
-    SPEC.validate(restore_sizes_mb=[2, 4, 8])
-    SPEC.validate(restore_sizes_mb=[2, 4, 8], restore_shutdown="clean")
+    SPEC.validate(restore_sizes_mb=[2, 4, 48])
+    SPEC.validate(restore_sizes_mb=[2, 4, 48], restore_shutdown="clean")
     # one instance is enough when the standby mode is not chosen
     SPEC.validate(restore_modes=["eos"], restore_instances=1)
     # no standby on two instances: the survivor restores everything, a valid experiment
@@ -172,3 +172,27 @@ def test_the_exercise_ten_gib_at_the_measured_exactly_once_rate(capsys):
     # no exactly-once mode: the exercise asks for one
     with pytest.raises(LabError, match="add 'eos' to RESTORE_MODES"):
         two.solution(result(s.Outcome([row("alos", 8, 10, 8_309, 0.10, 2.5)], "4.3.1", "kill"), modes=["alos"]))
+
+
+def test_the_predict_question_asks_which_apps_replay_everything_and_the_run_answers_it():
+    """Several apps: which of them replay the whole changelog (none; exactly-once; it and at-least-once; all), each
+    set a reading of a restart that a run can give; one app alone: nothing, its tail or the whole changelog."""
+    p = SPEC.validate()
+    text, choices = s.question(p)
+    assert "Three apps" in text and "128 MB" in text and "kill -9" in text
+    assert choices == ("none of them: their stores are still on local disk", "only the exactly-once app",
+                       "the exactly-once app and the at-least-once app", "all of them")
+    crash = [row("eos", 64, 66_446, 66_446, 0.60, 2.3, wiped=True), row("alos", 64, 12_545, 66_447, 0.15, 1.4),
+             row("standby", 64, 0, 66_448, 0.01, 6.8, standby_lag={"0": 0})]
+    assert s.measured_answer(s.Outcome(crash, "4.3.1", "kill").as_record(), p) == choices[1]
+    clean = [dict(r, restored_records=0, full_restore=False, wiped=False) for r in crash]
+    assert s.measured_answer(s.Outcome(clean, "4.3.1", "clean").as_record(), p) == choices[0]
+    every = [dict(r, restored_records=r["store_records"], full_restore=True) for r in crash]
+    assert s.measured_answer(s.Outcome(every, "4.3.1", "kill").as_record(), p) == choices[3]
+    # the last exactly-once restart (the largest size) is the one asked about
+    first = row("eos", 32, 100, 33_223, 0.01, 1.0)
+    assert s.measured_answer(s.Outcome([first, *crash], "4.3.1", "kill").as_record(), p) == choices[1]
+    alone = {**p, "restore_modes": ["alos"]}
+    text, choices = s.question(alone)
+    assert text.startswith("An app, at-least-once") and len(choices) == 3
+    assert s.measured_answer(s.Outcome(crash[1:2], "4.3.1", "kill").as_record(), alone) == choices[1]

@@ -280,11 +280,19 @@ def test_the_streams_and_old_broker_exercises_are_judged_by_the_run_and_by_the_m
                "streams-3.8.0": _summary(code=49, error="InvalidPidMappingException", handling="task migrated")}
     p = {"idle_s": 15, "expiration_ms": 10000, "cleanup_interval_ms": 1000, "streams_versions": ["3.7.0", "3.8.0"]}
     idle = tx.TxnExpiryResult("txn_expiry", p, "r", Timeline(0.0), clients=streams)
-    old = tx.TxnExpiryResult("txn_expiry", {"zookeeper_brokers": ["2.0.1"]}, "r", Timeline(0.0),
-                             part_c={"2.0.1": {"reproduced": True}, "4.3.1": {"reproduced": False}})
-    assert tx.streams_answer(idle.as_record(), p) == tx.STREAMS_ANSWERS[0]
+    old = tx.TxnExpiryResult("txn_expiry", {"zookeeper_brokers": ["2.0.1"], "broker_version": "4.3.1"}, "r",
+                             Timeline(0.0), part_c={"2.0.1": {"reproduced": True}, "4.3.1": {"reproduced": False}})
+    # each question names its releases, oldest first; each answer is one of its choices
+    assert tx.streams_answer(idle.as_record(), p) == "only 3.7.0" in tx.streams_question(p)[1]
     assert tx.clients_answer(idle.as_record(), p) is None          # no `python-crash` client in this run
-    assert tx.old_broker_answer(old.as_record(), old.params) == tx.OLD_BROKER_ANSWERS[0]
+    assert tx.old_broker_answer(old.as_record(), old.params) == "only 2.0.1" in tx.old_broker_question(old.params)[1]
+    both = {n: {**c, "handling": "thread died"} for n, c in streams.items()}
+    assert tx.streams_answer({"part_b": both}, p) == "both"
+    calm = {n: {**c, "error": None, "handling": None} for n, c in streams.items()}
+    assert tx.streams_answer({"part_b": calm}, p) == tx.STREAMS_NONE[1]
+    assert tx.streams_answer({"part_b": {"streams-3.7.0": streams["streams-3.7.0"]}}, p) is None   # one did not run
+    kept = {v: {"reproduced": False, "id_expired": v == "4.3.1"} for v in ("2.0.1", "4.3.1")}
+    assert tx.old_broker_answer({"part_c": kept}, old.params) == tx.OLD_BROKER_NONE[1]
     judged = {STREAMS: idle, OLD: old}
     for lesson, outcome in judged.items():
         _each_solution_passes_and_each_wrong_answer_is_refused(lesson.result(outcome))

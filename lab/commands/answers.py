@@ -44,7 +44,8 @@ def exercise_statement(notebook: Path, number: int) -> str | None:
     end; None when the notebook has none."""
     for cell in json.loads(notebook.read_text())["cells"]:
         source = "".join(cell["source"])
-        found = re.search(rf"\*\*Exercise {number}\b[.,:]", source) if cell["cell_type"] == "markdown" else None
+        found = (re.search(rf"\*\*Exercise {number}\b(?: \(optional\))?[.,:]", source)
+                 if cell["cell_type"] == "markdown" else None)
         if found:
             text = source[found.start():]
             return re.split(r"\n\s*\*\*Exercise \d", text)[0].strip()

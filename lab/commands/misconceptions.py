@@ -11,137 +11,238 @@ from __future__ import annotations
 
 CHOICES: dict[str, dict[str, str]] = {
     "01": {
-        "it resumes where it stopped": "a group's committed offsets are kept as long as its topic keeps its records",
-        "it re-reads what it had already processed": "once the group's offsets are gone, `earliest` sends it back to "
-                                                     "the oldest record its topic still holds",
-        "it skips what arrived while it was down": "a group that lost its offsets starts at the end of its topic, "
-                                                   "whatever auto.offset.reset says",
-        "it stops with an error": "a consumer whose offsets are gone fails instead of resetting them",
+        # the source's team: "the retention on the offsets and the retention on the messages is not necessarily the
+        # same" was their discovery; offsets live in `__consumer_offsets`, a compacted topic, read as kept for good
+        "where it stopped": "a group's committed offsets are kept as long as its topic keeps its records",
+        # Kafka's documentation of auto.offset.reset: "if the current offset does not exist any more"
+        "at the oldest record the topic still holds": "once the group's offsets are gone, `earliest` sends it back to "
+                                                      "the oldest record its topic still holds",
+        # the Java consumer's default (`latest`), taken as what every group without offsets does
+        "at the end of the topic": "a group that lost its offsets starts at the end of its topic, whatever "
+                                   "auto.offset.reset says",
+        # a common reading of auto.offset.reset as a setting for a new group's first start only (Stack Overflow
+        # answers put it so)
+        "nowhere: it stops with an error": "auto.offset.reset only applies to a new group; a known group whose "
+                                           "offsets vanished gets an error",
     },
     "02a": {
-        "it commits normally": "a transactional id stays valid however long its producer sits idle",
-        "it fails, and the input is processed again": "the failed transaction is never committed, and the restarted "
-                                                      "client reads its input again from the committed offsets",
-        "it fails, and the input is lost": "a transaction that fails takes the input it was processing with it",
+        # a reading of transactional.id.expiration.ms's documentation as a clean-up of dead producers' ids; the
+        # source's team "had no idea what it means"
+        "committed once, processed once": "a transactional id stays valid while its producer runs, however long it "
+                                          "sits idle",
+        # KIP-98's design: the output and the input's offsets commit together or not at all
+        "committed once, processed twice": "the failed transaction is never committed, and the restarted client "
+                                           "reads its input again from the committed offsets",
+        # the source: "process the same message again(!) ... it was a violation of our exactly-once constraint"
+        "committed twice": "a crash after the processing keeps its output, and the restart writes it again",
+        # librdkafka's transactions guide: after an abort the app must rewind to the committed offsets; apps that
+        # do not lose the batch
+        "never committed: lost": "a transaction that fails takes the input it was processing with it",
     },
     "02b": {
-        "the stream thread dies: the client goes to ERROR": "this release lets the expired id's error through to the "
-                                                            "uncaught exception handler, whose default shuts the "
-                                                            "client down",
-        "the task migrates: the thread carries on": "Kafka Streams treats an expired id like a lost task and recovers "
-                                                    "by itself",
-        "no error: Kafka Streams' own commits kept the id alive": "Kafka Streams' periodic commits keep its "
-                                                                  "transactional id in use while no input arrives",
+        # the source, on Kafka Streams 1.1: "This would cause the Kafka stream to shut down, the app to restart"
+        "both": "an expired transactional id stops a Kafka Streams app on every release, until restarted",
+        # KAFKA-16699 (Kafka Streams 3.8.0): the error handled as a TaskMigratedException
+        "only 3.7.0": "from 3.8.0 Kafka Streams handles the expired id like a fencing; before, the error reaches "
+                      "the uncaught exception handler, whose default stops the client",
+        # Kafka Streams' documentation: a ProducerFencedException becomes a TaskMigratedException, read as covering
+        # every producer error
+        "none: each carries on by itself, as after a fencing": "Kafka Streams has always recovered from an expired "
+                                                               "id by itself, as from a fencing",
+        # commit.interval.ms is 100 ms under exactly-once, read as a transaction every 100 ms, input or not
+        "none: Kafka Streams' own commits keep the id alive, no error": "Kafka Streams' periodic commits keep its "
+                                                                        "transactional id in use while no input "
+                                                                        "arrives",
     },
     "02c": {
-        "the broker has forgotten the producer: UNKNOWN_PRODUCER_ID": "an old broker drops a producer's state once "
-                                                                      "retention deleted all of its records, and says "
-                                                                      "so",
-        "no error: the broker still knows the producer": "a broker keeps a producer's state after retention deleted "
-                                                         "every record it wrote",
-        "the transactional id has expired: INVALID_PRODUCER_ID_MAPPING": "retention deleting a producer's records "
-                                                                         "expires its transactional id",
+        # the broker's own message: "removed due to hitting the retention limit", read as true of every release
+        "both": "a broker drops a producer's state once retention deleted all of its records, on every release",
+        # KAFKA-7190 (2.4.0, the first part of KIP-360)
+        "only 2.0.1": "before 2.4 a broker dropped a producer with its last records; from 2.4.0 it keeps it until "
+                      "the transactional id expires",
+        # the transaction coordinator keeps an id 7 days, taken to hold for the partitions' producer state too
+        "none: each still knows the producer, and the commit succeeds": "a broker keeps a producer's state while "
+                                                                        "its transactional id lives, whatever "
+                                                                        "retention deletes",
+        # the source's team tied the two errors to one cause and looked to transactional.id.expiration.ms
+        "none: each answers INVALID_PRODUCER_ID_MAPPING, the id expired with the records": "retention deleting a "
+                                                                                           "producer's records "
+                                                                                           "expires its "
+                                                                                           "transactional id",
     },
     "03a": {
-        "yes, it is fenced": "a quota's throttling can hold an exactly-once app's transaction until the app is fenced",
-        "no, it runs clean": "a quota only slows a client down; it cannot break its transactions",
+        # the report's author: "low throughput (<35KB/s) ... we should NOT expect InvalidProducerEpochException"
+        "none of them": "a quota only slows a client down; it cannot break its transactions",
+        # KAFKA-17455: before 4.0 (and 3.9.1) a throttled connection holds a transactional request for request.timeout.ms
+        "only Kafka Streams 3.8.1": "an older client waits out its whole request timeout behind a throttle, longer "
+                                    "than the transaction may stay open; a newer one waits only the throttle",
+        # the report's title and its first reading, "Quotas and Kafka Streams EOS": quotas themselves break EOS
+        "every Kafka Streams version": "any exactly-once app held back by a quota falls behind until a transaction "
+                                       "outlives transaction.timeout.ms, whatever its release",
     },
     "03b": {
+        # the report's author: "we should NOT expect InvalidProducerEpochException" at a modest load
         "none of them": "a quota only slows clients down; it never fences one",
+        # KAFKA-17455 read as the whole story: its fix (PR #17527) taken to end quota fencing
         "only Kafka Streams 3.8.1": "only the release with the bug is fenced, whatever the load",
+        # a common reading of transaction.timeout.ms: the coordinator aborts a slow transaction of any Java client
         "every Kafka Streams version": "past some load even a fixed Kafka Streams release is fenced, and a plain "
                                        "client is not",
+        # the report's title, "Quotas and Kafka Streams EOS": any transactional client over its quota
         "every client, confluent-kafka too": "any transactional client whose load outgrows its quota is fenced, "
                                              "whatever its library",
     },
     "04": {
-        "yes, it serves a stale value": "a store's cache can keep a value from before its task left the instance and "
-                                        "came back",
-        "no, every value is right": "exactly-once and standby replicas keep every value a store serves right",
+        # the Streams docs: standby replicas keep a copy of the state up to date, and exactly-once keeps it consistent
+        "none of them": "exactly-once and standby replicas keep every value a store serves right, in any release",
+        # KAFKA-14624 / KAFKA-14172: a recycled task kept its cache until PR #13369 (3.4.1, 3.5.0)
+        "only Kafka Streams 3.3.1": "an older release keeps a task's cache when the task turns standby and back; a "
+                                    "current one clears it",
+        # a common reading of the record cache's docs: a cache serves what it holds, in any release
+        "both": "a store's cache can serve a value from before its task left the instance and came back, in any "
+                "release",
     },
     "05a": {
-        "every input exactly once": "what the crash interrupted is aborted and done again, and read_committed never "
-                                    "shows the aborted output",
-        "some inputs twice": "the output sent before the crash stays, and the restarted app sends it again",
-        "some inputs missing": "what the app processed since its last commit is lost in the crash",
+        # the source post, point by point: "If we failed before reading it, we're fine [...] If we failed after
+        # sending it – again, we're fine"
+        "none of them": "a crash before the offsets are committed loses nothing and redoes nothing",
+        # Kafka's design docs on at-least-once: the consumer "crashes after processing the messages but before
+        # saving its position"
+        "only after_send_before_commit": "only an output already sent, its offset not yet committed, comes out twice",
+        # the post's per-record reasoning: only the record in hand is at stake
+        "during_processing and after_send_before_commit": "a crash before the record is processed has nothing to "
+                                                          "redo",
+        # the mechanism: at-least-once commits the offsets after the outputs (Kafka Streams' processing guarantees)
+        "before_read, during_processing and after_send_before_commit": "everything processed since the last commit "
+                                                                       "is redone, whichever record is in hand; "
+                                                                       "right after a commit there is nothing",
+        # the "at-least-once means duplicates" shorthand of blog posts and answers about delivery semantics
+        "all four": "any crash under at-least-once writes duplicates, even right after a commit",
     },
     "05b": {
-        "it is stuck: the same record fails again at every attempt (each new thread, each restart)":
-            "a record the processor cannot parse fails the same way each time, and every restart reads it again",
-        "it stops once; restarted, it carries on past that record": "a restart moves past the record that made the "
-                                                                    "app stop",
-        "it keeps going, without that record": "Kafka Streams drops a record its processor cannot take, by default",
-        "it keeps going, and that record is kept aside where someone can find it": "Kafka Streams puts such a record "
-                                                                                   "in a dead-letter topic by default",
-        "it keeps going: Kafka Streams retries that record until it goes through": "Kafka Streams retries a record "
-                                                                                   "that failed until it succeeds",
+        # a common reading of Kafka Streams' docs: a failed record is retried until it goes through
+        "none of them": "Kafka Streams retries a record that failed, so no answer gets the app past it",
+        # KIP-1033 (processing exception handler, 3.9): before it, an exception in a processor kills the thread
+        "only continue": "SHUTDOWN_CLIENT and REPLACE_THREAD only choose what happens after the thread dies; the "
+                         "record's offset was never committed, so it is read again",
+        # KIP-671 readers: REPLACE_THREAD as the answer that "recovers" a stream thread
+        "replace_thread and continue": "a replaced thread starts after the record that killed the old one",
+        # the source post: "letting the deployment service take care of starting the app again"
+        "shutdown_client and continue": "a restart moves past the record that made the app stop",
+        # a common reading of the uncaught exception handler's docs: each answer recovers the app
+        "all three": "any of the three answers makes the app recover and go on",
     },
     "05c": {
-        "it is stuck: it fails at the first input whose key has old state, again at every attempt":
-            "the restarted app restores the old state unchanged from the changelog, so it fails the same way each time",
-        "it stops once; restarted, it carries on with every key": "a restart rebuilds the store in the new format",
-        "it keeps going, without the inputs of keys that have old state": "Kafka Streams skips an input whose state "
-                                                                          "it cannot read",
-        "it keeps going, but each key that has old state counts again from zero": "state the app cannot read is "
-                                                                                  "treated as missing",
-        "it keeps going, and every key's count carries on from version 1's": "Kafka Streams converts a store's old "
-                                                                             "format to the new one",
+        # the deserialization handler's docs cover input records only; read as true of every handler
+        "none: it is stuck at the first input whose key has old state, again at every attempt":
+            "a processing exception handler does not cover a value read from the store",
+        # the source post's "lost data if you ignore the event", read as one event per key
+        "all but the first input of each key that has old state": "CONTINUE skips the one failing input, and the "
+                                                                  "key starts afresh with the next",
+        # KIP-1033: CONTINUE drops the record and goes on; nothing rewrites the key's state
+        "only the inputs of keys without old state: every input of a key that has old state is dropped":
+            "the old value stays in the store, so every later input of that key fails the same way",
+        # a common assumption about JSON: a field that is not there reads as empty
+        "all of them, but each key that has old state counts again from zero": "state the app cannot read is "
+                                                                               "treated as missing",
+        # the assumption that a restore goes through the new version's serde (it copies the changelog's bytes)
+        "all of them, each key's count carrying on from version 1's": "Kafka Streams converts a store's old format "
+                                                                      "to the new one",
     },
     "05d": {
-        "it is stuck: the broker refuses the same record again at every restart": "at-least-once commits no input "
-                                                                                  "past the refused output, so every "
-                                                                                  "restart sends it again",
-        "it stops once; restarted, it carries on past that record": "a restart moves past the output the broker "
-                                                                    "refused",
-        "it keeps going, without that record": "the default production exception handler drops a record the broker "
-                                               "refuses",
-        "it keeps going, and that record is noted where someone can find it": "Kafka Streams puts a refused record "
-                                                                              "in a dead-letter topic by default",
-        "it keeps going: the producer retries that record until the broker takes it": "the producer retries a "
-                                                                                      "refused record until it goes "
-                                                                                      "through",
+        # Stack Overflow threads on RecordTooLargeException in Kafka Streams: "the stream dies"
+        "none of them": "the broker refuses the record at every attempt, and no handler answer takes it out of the "
+                        "way",
+        # KAFKA-15259: CONTINUE under exactly_once does not continue (the transaction cannot commit)
+        "only CONTINUE under at_least_once": "CONTINUE drops the refused record; under exactly-once a transaction "
+                                             "with a failed send cannot commit, and the thread dies anyway",
+        # KAFKA-15259's own expectation, and the handler's javadoc: CONTINUE "continue processing"
+        "CONTINUE under both guarantees": "the handler's answer decides, whatever the guarantee",
+        # the post was "still not sure when exactly you would want" one; LogAndContinue is a deserialization handler
+        "all three": "Kafka's default production handler logs the refused record and goes on",
     },
     "06b": {
-        "the whole changelog, from its first offset": "after a crash under exactly-once the store has no valid "
-                                                      "checkpoint, so it is wiped and restored from the start",
-        "only what its checkpoint does not cover": "a store's checkpoint survives a crash and limits what it restores",
+        # RocksDB stores are persistent, on local disk: the common reading is that a restart only reopens them
+        "none of them: their stores are still on local disk": "a store on local disk survives a crash and is reused "
+                                                              "as it is",
+        # the exactly-once docs: a crash aborts the open transaction, and the store on disk may hold its writes
+        "only the exactly-once app": "after a crash under exactly-once the store has no valid checkpoint, so it is "
+                                     "wiped and restored from the start",
+        # the post: "Every time the application starts, or in the worst case restarts, the states stores will be
+        # restored using the corresponding changelog", read as a full replay whatever the guarantee
+        "the exactly-once app and the at-least-once app": "a crash leaves no store's checkpoint valid, whatever the "
+                                                          "guarantee",
+        # the same reading, with a standby read as a copy that is only rebuilt from the changelog when it takes over
+        "all of them": "every instance that takes over a task rebuilds its store from the changelog, even from a "
+                       "standby",
     },
     "06c": {
-        "yes, within 128 MB": "RocksDB's memory in an app is one fixed budget, whatever the number of stores and "
-                              "partitions",
-        "no, it grows past 128 MB": "each store of each task (one per partition) has its own cache and write buffers, "
-                                    "so the memory grows with stores times partitions",
+        # Kafka Streams' record cache (statestore.cache.max.bytes) is one budget for the whole instance: read as
+        # RocksDB's too
+        "at most 98 MB: one block cache and write buffers for the whole app": "RocksDB's memory in an app is one "
+                                                                              "fixed budget, whatever the number of "
+                                                                              "stores and partitions",
+        # RocksDBConfigSetter.setConfig is called with a store's name: read as one RocksDB per store of the topology
+        "98 to 196 MB: one block cache and write buffers for each store": "each store of the topology has one "
+                                                                          "RocksDB, shared by its partitions",
+        # the Kafka Streams memory management docs: each store instance (one per task) has its own cache and
+        # memtables
+        "more than 196 MB: one block cache and write buffers for each store on each partition": (
+            "each store of each task (one per partition) has its own cache and write buffers, so the memory grows "
+            "with stores times partitions"),
     },
     "06d": {
+        # the post's own setting, a changelog topic per store, read as a stable topic other teams may subscribe to
         "all of them": "a changelog topic keeps its name when the topology changes",
+        # a rolling deploy read as a gradual switch, old and new instances writing to the old topic for a while
         "some of them": "the new version writes part of its counts to the old changelog topic",
+        # the Kafka Streams docs on naming operators (KIP-307): generated names shift when the topology changes
         "none of them": "a generated store name, and with it its changelog topic's name, changes when a step is "
                         "added before the store",
     },
     "06e": {
-        "no: the app stops once its files reach the limit": "a store without a TTL keeps every key, and its files "
-                                                            "cannot grow past the limit",
-        "yes: RocksDB's compaction shrinks its files to make room": "compaction makes room for new keys by shrinking "
-                                                                    "the files",
-        "yes: the oldest keys are evicted to make room, as in a cache": "a state store evicts its oldest keys, as a "
-                                                                        "cache does",
-        "yes: every key fits within the limit": "the store's keys take less room than the limit",
+        # RocksDB's wiki presents compaction as what reclaims space (of overwritten and deleted keys), read as any
+        "RocksDB's compaction shrinks the files to make room, and it takes every key": "compaction makes room for "
+                                                                                       "new keys by shrinking the "
+                                                                                       "files",
+        # the post's own section "State Stores don't have TTL" answers it: stores were expected to forget old keys
+        "the oldest keys are evicted to make room, as in a cache, and it goes on": "a state store evicts its oldest "
+                                                                                   "keys, as a cache does",
+        # RocksDB's SstFileManager docs: past the limit, flushes and compactions fail with a background error
+        "its writes fail and the stream thread dies: the app stops": "a store without a TTL keeps every key, and "
+                                                                     "its files cannot grow past the limit",
+        # a size limit read as a soft one, as the broker's retention.bytes is (checked only now and then)
+        "nothing: the limit is only a warning, and the files grow past it": "a space limit only reports the "
+                                                                            "excess, as a monitoring threshold does",
     },
     "07a": {
-        "yes, it keeps reading the same batch": "work between two polls longer than max.poll.interval.ms makes the "
-                                                "consumer leave its group, so its commit fails and it reads the "
-                                                "batch again",
-        "no, it moves on": "a consumer that polls late only falls behind; it still commits and moves on",
-    },
-    "07c": {
-        "yes, it keeps up": "a call per record adds latency, not a limit on how many records a second get through",
-        "no, its lag keeps growing": "one thread that waits for every call finishes at most 1,000 ms / the call's "
-                                     "latency records a second",
+        "all three": "all the work between two polls counts against max.poll.interval.ms: a batch of records for "
+                     "the plain clients, one slow record for Kafka Streams",
+        # KIP-62's background heartbeat read as keeping a slow consumer in its group (a common reading of the
+        # consumer's docs on heartbeats)
+        "none of them: each moves on": "the background heartbeat thread (KIP-62) keeps each consumer in its group "
+                                       "however long it works",
+        # the batch taken for the whole story: max.poll.records is the usual advice for this failure
+        "the Java consumer and the librdkafka consumer, not Kafka Streams": "only a large batch outlasts the "
+                                                                            "interval; Kafka Streams' slow record "
+                                                                            "is one record",
+        # the interval read as a time per record (many answers describe it as the time to process a message)
+        "only Kafka Streams": "max.poll.interval.ms bounds the time one record takes, not the whole batch",
     },
     "07d": {
-        "its stream threads stop and it stops processing for good": "in this release, sends that time out while the "
-                                                                    "leader is away kill the stream threads",
-        "it resumes processing after the bounce": "Kafka Streams waits out a broker bounce and carries on by itself",
+        # "Kafka Streams retries until the broker is back" (a common reading of the clients' retries)
+        "both ride it out and lose nothing": "Kafka Streams waits out a broker bounce in every release and carries "
+                                             "on from its last commit",
+        # KIP-572 and KIP-671 (2.8) read as the whole fix: a revived task replays from its last commit
+        "2.7.2 stops for good; 4.3.1 rides it out and loses nothing": "from 2.8 on an expired send revives its "
+                                                                      "task from its last commit, and "
+                                                                      "at-least-once replays what was not written",
+        "2.7.2 stops for good; 4.3.1 rides it out but loses records": "from 2.8 on the task is revived, but since "
+                                                                      "3.8 (KAFKA-16903) a thread's tasks share one "
+                                                                      "send error, so its other tasks commit past "
+                                                                      "their failed sends",
+        # the source post's "All stream threads have died", taken for every release
+        "both stop for good": "an expired send kills the stream thread in every release",
     },
 }
 
@@ -151,10 +252,16 @@ NUMBERS: dict[str, list[tuple[str, str]]] = {
                                                                     "wrote itself"),
            ("the aborted records counted too", "read_committed hides only transactions still open, not aborted ones"),
            ("a record for each transaction marker", "the markers that end transactions are records a reader sees")],
+    # the post's quote of the changelog's compaction, "so that old data can be purged", read as the store's too;
+    # and statestore.cache.max.bytes or the memtable read as the store itself
     "06a": [("fewer keys than it was given", "a state store forgets old keys by itself, as a cache, a retention or "
                                              "a TTL would"),
             ("about what fits in a cache or a memtable", "the store holds only what its cache or memtable holds")],
     "07b": [("every instance", "each instance added takes a share of the work, whatever the number of partitions")],
+    "07c": [("the input rate (50 at the defaults)",   # the source post's heading: "It's ok to do external lookups"
+             "a call per record adds latency, not a limit on how many records a second get through"),
+            ("about 0: the app stalls",   # a slow dependency read as a hung app
+             "a thread waiting on a slow service stops processing altogether")],
     "08": [("none", "a group comes back to its committed offsets however long it was away"),
            ("only what arrived while it was away", "a group whose offsets expired starts at the end of its topic")],
 }

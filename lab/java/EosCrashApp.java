@@ -77,6 +77,9 @@ public class EosCrashApp {
     static int crashAt = 0, incarnation = 1;
     static volatile boolean armed = false, settled = false;
     static final AtomicInteger read = new AtomicInteger(), processed = new AtomicInteger(), acked = new AtomicInteger();
+    // The commits when the crash-at-th record was processed: shared by every task's processor, so that after_commit
+    // halts at the first record any task meets after that commit, before a record of another task goes out.
+    static volatile double commitsAtCrashRecord = -1;
     static volatile KafkaStreams streams;
 
     public static void main(String[] args) throws Exception {
@@ -284,7 +287,6 @@ public class EosCrashApp {
     static class Counter implements Processor<String, String, String, String> {
         ProcessorContext<String, String> context;
         KeyValueStore<String, String> store;
-        double commitsAtCrashRecord = -1;
 
         @Override
         public void init(ProcessorContext<String, String> context) {

@@ -6,7 +6,7 @@ PARAMETERS = dict(
     MESSAGES_WHILE_DOWN=30,
     IDLE_S=15,                 # > the sweep interval + polling slack, so the two clocks stay distinguishable
     EARLY_DOWNTIME_S=10,
-    PREDICTION="it resumes where it stopped",    # a wrong prediction: the run says what it measured instead
+    PREDICTION="where it stopped",    # a wrong prediction: the run says what it measured instead
     FIX={"downtime_s": 20},    # the Mitigate cell's fix here: the earliest and latest groups back within the 60 s retention
 )
 
@@ -36,7 +36,7 @@ def check(results: dict) -> None:
     assert results["earliest_reprocessed"] == before, results
     assert results["earliest_skipped"] == 0, results
     assert results["earliest_duplicates"] > 0, results
-    prediction(results, PARAMETERS["PREDICTION"], "it re-reads what it had already processed")
+    prediction(results, PARAMETERS["PREDICTION"], "at the oldest record the topic still holds")
     # latest: no re-reads, but at least everything produced while it was down was skipped.
     assert results["latest_skipped"] >= down and results["latest_reprocessed"] == 0, results
     # The early group (downtime < retention) and the loud failure + operator reset: nothing repeated or lost.
@@ -72,7 +72,7 @@ def check_control(results: dict) -> None:
     assert results["failure_reproduced"] is False, results
     assert results["downtime_s"] < results["retention_s"], results
     assert "offsets were still there, nothing re-read" in results["verdict"], results
-    prediction(results, None, "it resumes where it stopped")    # no prediction given: the widget's path
+    prediction(results, None, "where it stopped")    # no prediction given: the widget's path
     variants = results["param_variants"]
     assert "earliest" in variants, results
     for v in variants:

@@ -1,9 +1,9 @@
 """Notebook 04: stale reads from a cached store after standby -> active (KAFKA-14624)."""
 from tests.expectations import exercises, prediction
 
-# Short steps keep the lesson and its Mitigate step near a minute each; "1 2 3" on 6 tasks still sends a task
-# active -> standby -> active on instance 1 (round-robin over three clients). The Mitigate step runs caching off;
-# the other fix, a fixed release with caching on, is the CONTROL.
+# Short steps keep the lesson (the affected release, then the current one, COMPARE_VERSIONS' default) and its Mitigate
+# step short; "1 2 3" on 6 tasks still sends a task active -> standby -> active on instance 1 (round-robin over three
+# clients). The Mitigate step runs caching off; the other fix, a fixed release with caching on, is the CONTROL.
 PARAMETERS = {
     "STREAMS_VERSION": "3.3.1",
     "FIX": {"caching": False},
@@ -13,12 +13,12 @@ PARAMETERS = {
     "PARTITIONS": 6,
     "KEYS": 30,
     "RATE": 50,
-    "PREDICTION": "yes, it serves a stale value",
+    "PREDICTION": "only Kafka Streams 3.3.1",
 }
 
 # The control: a fixed version (PR #13369 is in 3.4.1 and 3.5.0) in the affected slot, caching on, the
-# same program. No fix to run (FIX empty): the control is the one run, kept short.
-CONTROL = {**PARAMETERS, "STREAMS_VERSION": "3.5.2", "FIX": {}, "PREDICTION": None}
+# same program, alone (COMPARE_VERSIONS empty). No fix to run (FIX empty): the control is the one run, kept short.
+CONTROL = {**PARAMETERS, "STREAMS_VERSION": "3.5.2", "COMPARE_VERSIONS": [], "FIX": {}, "PREDICTION": None}
 
 # The panel, clicked in the CONTROL run: the fixed version, 3 s steps, nothing run beside it.
 PANEL = {"program": "1 2 3", "step_seconds": 3, "compare": False}
@@ -32,7 +32,7 @@ def check(results):
     failing = results["main_counts"]
     # The bug: the affected version with a cached store read stale values, seen by the Spark audit too.
     assert failing["stale_reads"] > 0, f"no stale read on the affected version: {failing}"
-    prediction(results, PARAMETERS["PREDICTION"], "yes, it serves a stale value")
+    prediction(results, PARAMETERS["PREDICTION"], "only Kafka Streams 3.3.1")
     assert failing["wrong_values"] >= failing["stale_reads"], failing
     assert results["main_audit"]["counts"]["stale_value"] > 0, results["main_audit"]
     assert results["main_audit"]["passed"], results["main_audit"]
@@ -44,7 +44,12 @@ def check(results):
     assert first["found"] != first["expected"], first
     assert first["after_round_trip"], first
 
-    assert results["compared"] == {}, list(results["compared"])   # the lesson ran alone
+    # The current release played the same program with its cache on: the same round trip, no stale read.
+    assert list(results["compared"]) == ["version 4.3.1"], list(results["compared"])
+    current = results["compared"]["version 4.3.1"]
+    assert current["caching"] is True and current["round_trips"] > 0, current
+    assert current["stale_reads"] == 0 and current["wrong_values"] == 0, current
+    assert current["missing"] == 0 and current["duplicates"] == 0, current
     # The Mitigate step: the same program with caching off, alone, clean, and clean for a reason: the same
     # active -> standby -> active movement happened.
     fixed = results["mitigation"]
@@ -66,7 +71,7 @@ def check_control(results):
     failing = results["main_counts"]
     assert results["failure_reproduced"] is False, results["verdict"]
     assert results["streams_version"] == "3.5.2", results["streams_version"]
-    prediction(results, None, "no, every value is right")
+    prediction(results, None, "none of them")   # 3.5.2 alone: asked about it alone
     # Clean: no read went stale, no value wrong, the Spark audit agrees; exactly-once held.
     assert failing["stale_reads"] == 0 and failing["wrong_values"] == 0 and failing["backwards"] == 0, failing
     assert results["main_audit"]["counts"]["stale_value"] == 0 and results["main_audit"]["passed"], \

@@ -1,17 +1,15 @@
 """Lesson 05b, a record the processing cannot take ("Tales from running Kafka Streams in Production")."""
-from lab.scenarios.nb05_exactly_once_under_crashes.report import FATES
+from lab.scenarios.nb05_exactly_once_under_crashes.answers import HANDLER_ANSWERS
 from tests.expectations import exercises, prediction
 
-STUCK, DROPPED = FATES[0], FATES[2]   # the Predict question's answers used here
-
-# The two handlers that matter most: a crash loop, and KIP-1033 dropping the record.
+# The three runs the question names: a restarted app and a replaced thread meet the record again; KIP-1033 drops it.
 PARAMETERS = {
-    "HANDLERS": ["replace_thread", "continue"],
+    "HANDLERS": ["shutdown_client", "replace_thread", "continue"],
     "RECORDS": 150,
     "COMMIT_INTERVAL_MS": 1000,
-    "LOOP_SECONDS": 12,
+    "WATCH_SECONDS": 12,
     "FIX": {"handlers": ["dead_letter"]},
-    "PREDICTION": DROPPED,   # wrong: REPLACE_THREAD loops on the record
+    "PREDICTION": HANDLER_ANSWERS[3],   # wrong: each restart meets the record again
 }
 
 # The control: a malformed input skipped by the DeserializationExceptionHandler: everything real comes out.
@@ -25,8 +23,12 @@ def clean_output(run, what):
 
 def check(results):
     assert results["failure_reproduced"] is True, results["verdict"]
-    prediction(results, PARAMETERS["PREDICTION"], STUCK)
+    prediction(results, PARAMETERS["PREDICTION"], HANDLER_ANSWERS[1])   # only continue got past it
     h = results["handlers"]
+    stopped = h["shutdown_client"]
+    # SHUTDOWN_CLIENT with a deployment that restarts the app: it stops, and every restart meets the record again.
+    assert stopped["outcome"].startswith("app stopped") and stopped["deaths"] >= 2, stopped
+    assert stopped["lost"] > 0 and stopped["poison_lost"] and not stopped["carried_on"], stopped
     loop = h["replace_thread"]
     # REPLACE_THREAD: the same poison record kills thread after thread; the input behind it never comes out.
     assert loop["outcome"].startswith("crash loop") and loop["uncaught"] >= 2, loop
@@ -58,7 +60,7 @@ def check(results):
 
 def check_control(results):
     assert results["failure_reproduced"] is False, results["verdict"]
-    prediction(results, None, DROPPED)   # the malformed input skipped on purpose: it kept going without it
+    prediction(results, None, None)   # the three runs the question names did not run
     deser = results["handlers"]["deserialization"]
     # The malformed input was skipped (and counted); every real input came out once.
     assert deser["outcome"] == "clean" and deser["dropped_records"] == 1 and deser["uncaught"] == 0, deser

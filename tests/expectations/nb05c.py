@@ -1,14 +1,14 @@
 """Lesson 05c, a new state format ("Tales from running Kafka Streams in Production")."""
-from lab.scenarios.nb05_exactly_once_under_crashes.report import SCHEMA_FATES
+from lab.scenarios.nb05_exactly_once_under_crashes.answers import SCHEMA_FATES
 from tests.expectations import exercises, prediction
 
-# One schema change before 3.9 (the loop). Its control is the Mitigate step: the tolerant reader (not in the
-# notebook's SCHEMA_MODES: the Mitigate cell introduces it).
+# One schema change before 3.9 (the loop), and CONTINUE (3.9+), which the question asks about. Its control is the
+# Mitigate step: the tolerant reader (not in the notebook's SCHEMA_MODES: the Mitigate cell introduces it).
 PARAMETERS = {
-    "SCHEMA_MODES": ["replace_thread"],
+    "SCHEMA_MODES": ["replace_thread", "continue"],
     "RECORDS": 150,
     "COMMIT_INTERVAL_MS": 1000,
-    "LOOP_SECONDS": 12,
+    "WATCH_SECONDS": 12,
     "FIX": {"schema_modes": ["tolerant"]},
     "PREDICTION": None,   # the widget's path: no prediction made
 }
@@ -16,13 +16,21 @@ PARAMETERS = {
 
 def check(results):
     assert results["failure_reproduced"] is True, results["verdict"]
-    prediction(results, None, SCHEMA_FATES[0])   # replace_thread: stuck on the first record of an old key
+    # CONTINUE dropped every input of a key that has old state, not one per key
+    prediction(results, None, SCHEMA_FATES[2])
     schema = results["schema"]["replace_thread"]
     # Version 2 cannot read version 1's state (before 3.9, no processing handler): a loop, input stuck.
     assert schema["version"] == "3.8.1", schema
     assert schema["outcome"].startswith("crash loop") and schema["uncaught"] >= 2, schema
     assert any("no field 'total'" in e for e in schema["errors"]), schema["errors"]
     assert schema["lost"] > 0, schema
+    dropped = results["schema"]["continue"]
+    # KIP-1033's CONTINUE: the app goes on, but a key whose state it cannot read keeps failing, input after input:
+    # far more inputs dropped than keys, each counted in dropped-records, none twice.
+    assert dropped["version"] == results["param_handler_version"], dropped
+    assert dropped["outcome"] == "records dropped" and dropped["deaths"] == 0, dropped
+    assert dropped["lost"] > dropped["lost_keys"] > 0 and dropped["dropped_records"] == dropped["lost"], dropped
+    assert dropped["duplicates"] == 0, dropped
 
     # The tolerant reader migrated every key's old state on read: no failure, nothing lost, counts right.
     fixed = results["mitigation"]

@@ -1,10 +1,10 @@
 """Lesson 05d, a record the broker refuses ("Some kafka retention lessons (we learned the hard way)")."""
 from lab.cluster import parse_version
-from lab.scenarios.nb05_exactly_once_under_crashes.report import REFUSED_FATES
+from lab.scenarios.nb05_exactly_once_under_crashes.answers import REFUSED_ANSWERS
 from tests.expectations import exercises, prediction
 
 # Kafka's default production handler and the remedy under at-least-once, and CONTINUE under exactly-once (the
-# notebook runs only `default` before its Explain step; these lesson parameters put the others in the recorded run). Its
+# notebook runs `continue` where this runs `route`: CONTINUE after a note, which the question counts as CONTINUE). Its
 # control is the Mitigate step: Kafka's default handler, the output topic's limit just above the batch that carries
 # the refused record (the exercise's claim, measured).
 PARAMETERS = {
@@ -15,15 +15,15 @@ PARAMETERS = {
     "OUTPUT_MAX_BYTES": 8192,
     "RECORDS": 150,
     "COMMIT_INTERVAL_MS": 1000,
-    "LOOP_SECONDS": 12,
+    "WATCH_SECONDS": 12,
     "FIX": {"output_max_bytes": 20300},
-    "PREDICTION": REFUSED_FATES[2],   # wrong: Kafka's own handler answers FAIL, at every restart
+    "PREDICTION": REFUSED_ANSWERS[2],   # wrong: under exactly-once the transaction with a failed send cannot commit
 }
 
 
 def check(results):
     assert results["failure_reproduced"] is True, results["verdict"]
-    prediction(results, PARAMETERS["PREDICTION"], REFUSED_FATES[0])
+    prediction(results, PARAMETERS["PREDICTION"], REFUSED_ANSWERS[1])   # only CONTINUE under at-least-once
     refused = results["refused"]
     assert sorted(refused) == ["continue · EOS v2", "default", "route"], list(refused)
     # the handlers' answer to drop a record: CONTINUE before Kafka Streams 4.2, Response.resume() from 4.2 on

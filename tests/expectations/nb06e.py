@@ -8,17 +8,17 @@ PARAMETERS = {
     "DISK_RECORDS": 30000,
     "DISK_LIMIT_KB": 512,
     "FIX": {"disk_limit_kb": 4096},
-    "PREDICTION": "yes: RocksDB's compaction shrinks its files to make room",   # wrong
+    "PREDICTION": "RocksDB's compaction shrinks the files to make room, and it takes every key",   # wrong
 }
 
 
 def check(results):
     assert results["failure_reproduced"] is True
-    prediction(results, PARAMETERS["PREDICTION"], "no: the app stops once its files reach the limit")
+    prediction(results, PARAMETERS["PREDICTION"], "its writes fail and the stream thread dies: the app stops")
     disk = results["disk"]
     # RocksDB's space limit reached: the thread died of it, near the keys the early bytes per key predicted; a
     # restart on the same limit died again; on more space every key fed was in the store.
-    assert results["disk_failed"] is True and disk["full"] is True, disk
+    assert results["disk_failed"] is True and disk["full"] is True and disk["died"] is True, disk
     assert disk["error"] == "RocksDBException: Max allowed space was reached", disk
     assert disk["restart_died"] is True and disk["restart_error"] == disk["error"], disk
     assert disk["keys_end"] == disk["fed"] == PARAMETERS["DISK_RECORDS"] and disk["lost"] == 0, disk

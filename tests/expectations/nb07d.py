@@ -12,22 +12,24 @@ PARAMETERS = {
     "BOUNCE_WATCH_S": 40,
     "FIX": {"bounce_replication": 3, "bounce_acks": "all",
             "bounce_apps": ["2.7.2", "4.3.1/shutdown_client", "4.3.1/replace_thread"]},
-    "PREDICTION": "it resumes processing after the bounce",   # wrong: 2.7.2 dies
+    "PREDICTION": "2.7.2 stops for good; 4.3.1 rides it out and loses nothing",   # wrong: 4.3.1 loses records
 }
 
 
 def check(results):
     assert results["failure_reproduced"] is True
-    prediction(results, PARAMETERS["PREDICTION"], "its stream threads stop and it stops processing for good")
+    # Measured in every run at these values so far (11 of 11: 3 to 584 records lost by 4.3.1)
+    prediction(results, PARAMETERS["PREDICTION"], "2.7.2 stops for good; 4.3.1 rides it out but loses records")
     bounce = results["bounce"]
     old, new = bounce["2.7.2"], bounce["4.3.1/shutdown_client"]
     # 2.7: the expired send killed the thread, and the instance with it; nothing it committed was lost.
     assert old["died"] is True and old["final_state"] == "ERROR" and old["expected_to_die"] is True, old
     assert "All stream threads have died" in results["bounce_evidence"]["2.7.2"]["all_threads_died"], old
     assert old["audit_lost"] == 0, old
-    # 4.3.1 rides it out (KIP-572) and catches up. Whether it loses records of a task whose failed send went
-    # unreported depends on timing (the notebook shows the audit): not asserted.
+    # 4.3.1 rides it out (KIP-572) and catches up, and loses records of a task whose failed send went unreported
+    # (KAFKA-16903's shared send error): the audit's lost.
     assert new["died"] is False and new["lag_end"] == 0 and new["processed"] > new["processed_before"], new
+    assert new["audit_lost"] > 0, new
     assert results["bounce_brokers"]["down_s"] == PARAMETERS["BOUNCE_DOWN_S"]
     # The leader came back without the apps' listener: LISTENER_NOT_FOUND, in the source's words, from the app that
     # lived through it (2.7.2 may die before the broker is back).

@@ -65,12 +65,13 @@ def needs(p: dict) -> dict:
 
 
 def question(p: dict) -> tuple:
-    """The Predict step: what the `earliest` group does when it comes back."""
+    """The Predict step: where the `earliest` group starts reading when it comes back."""
     down = (f"a little longer than offsets.retention.minutes ({p['retention_minutes']} min)"
-            if p["downtime_s"] is None else f"for {p['downtime_s']:g} s, with offsets.retention.minutes = "
+            if p["downtime_s"] is None else f"{p['downtime_s']:g} s, with offsets.retention.minutes = "
             f"{p['retention_minutes']} min")
-    return (f"A consumer group with auto.offset.reset=earliest stops, and stays down {down}; its topic keeps its "
-            "records far longer. What does it do when it comes back?", RESTART_ANSWERS)
+    return ("The groups commit what they read, then stop together. The `earliest` group (auto.offset.reset="
+            f"earliest) stays down {down}, while the topic keeps its records for days. When it comes back, where "
+            "does it start reading?", RESTART_ANSWERS)
 
 
 class _Experiment:

@@ -35,8 +35,8 @@ VARIANTS = {v.name: v for v in [
 
 
 
-RESTART_ANSWERS = ("it resumes where it stopped", "it re-reads what it had already processed",
-                   "it skips what arrived while it was down", "it stops with an error")
+RESTART_ANSWERS = ("where it stopped", "at the oldest record the topic still holds", "at the end of the topic",
+                   "nowhere: it stops with an error")
 
 
 def measured_answer(record: dict, p: dict) -> str | None:

@@ -2,8 +2,9 @@
 transactional.id.expiration.ms), their Predict questions, the idle round of clients (_round) and TxnExpiryResult,
 what a lesson's run measured. The defaults straddle the behaviours the lessons compare: kafka-clients 3.9
 (the error is abortable) and 4.x (fatal), and the Python client's `crash` mode, with its other modes in 02a's Mitigate
-cell; Kafka Streams 3.7 (the thread dies), and 3.8 (TaskMigratedException) in
-its Mitigate cell; broker 2.0.1 (forgets the producer), and 2.4.1 (keeps it) in its Mitigate cell. The parameters'
+cell; Kafka Streams 3.7 (the thread dies) and 3.8 (TaskMigratedException) side by side, 3.8 alone in
+its Mitigate cell; broker 2.0.1 (forgets the producer) beside the KRaft broker, and 2.4.1 (keeps it) in its
+Mitigate cell. The parameters'
 descriptions (docs/parameters.md) say what each knob is, never which value meets the error.
 
     02a idle_clients   Python and Java clients idle past the expiration
@@ -56,7 +57,7 @@ _ALL = (
           "pause or a slow deploy)", lo=0, hi=10),
     Param("java_clients", ["3.9.1", "4.3.1"], "kafka-clients versions of the lone Java producer, one each",
           check=lambda vs: [clients_classpath(v) for v in vs]),
-    Param("streams_versions", ["3.7.0"], "Kafka Streams versions (WordCountDemo, exactly-once), one "
+    Param("streams_versions", ["3.7.0", "3.8.0"], "Kafka Streams versions (WordCountDemo, exactly-once), one "
           "idle round each (its topic names never change)", check=lambda vs: [streams_examples(v) for v in vs]),
     *part_c.PARAMS,
 )
@@ -111,58 +112,105 @@ def rounds(p: dict) -> list[list[str]]:
     return [r for r in [first, *[[s] for s in streams[1:]]] if r]
 
 
-IDLE_ANSWERS = ("it commits normally", "it fails, and the input is processed again", "it fails, and the input is lost")
-
-
-STREAMS_ANSWERS = ("the stream thread dies: the client goes to ERROR", "the task migrates: the thread carries on",
-                   "no error: Kafka Streams' own commits kept the id alive")
-OLD_BROKER_ANSWERS = ("the broker has forgotten the producer: UNKNOWN_PRODUCER_ID",
-                      "no error: the broker still knows the producer",
-                      "the transactional id has expired: INVALID_PRODUCER_ID_MAPPING")
+IDLE_ANSWERS = ("committed once, processed once", "committed once, processed twice", "committed twice",
+                "never committed: lost")
+STREAMS_NONE = ("none: each carries on by itself, as after a fencing",
+                "none: Kafka Streams' own commits keep the id alive, no error")
+OLD_BROKER_NONE = ("none: each still knows the producer, and the commit succeeds",
+                   "none: each answers INVALID_PRODUCER_ID_MAPPING, the id expired with the records")
 
 
 # This run's answer to each lesson's Predict question, from what it recorded (None: it did not measure it).
 def clients_answer(record: dict, p: dict) -> str | None:
-    """02a: what became of the client that crashes on the error (`python-crash`)."""
+    """02a: what became of the input of the client that crashes on the error (`python-crash`): its reads of the
+    input, whether it recovered, and the audit of its output."""
     c = record["part_a"].get("python-crash")
-    return None if c is None else IDLE_ANSWERS[0] if not c["error"] else \
-        IDLE_ANSWERS[1] if c["recovered"] else IDLE_ANSWERS[2]
+    if c is None:
+        return None
+    audit = record.get("part_a_audit", {}).get("python-crash", {})
+    if audit.get("lost") or not c["recovered"]:
+        return IDLE_ANSWERS[3]
+    if audit.get("duplicate"):
+        return IDLE_ANSWERS[2]
+    return IDLE_ANSWERS[1] if c["error"] or (c["reads_per_input"] or 0) >= 2 else IDLE_ANSWERS[0]
+
+
+def _which(stopped: list[str], vs: list[str], none: str) -> str:
+    """The answer naming the releases in `stopped` (vs: all, oldest first)."""
+    if not stopped:
+        return none
+    return _both(vs) if stopped == vs else f"only {', '.join(stopped)}"
 
 
 def streams_answer(record: dict, p: dict) -> str | None:
-    """02b: what the first Kafka Streams version of STREAMS_VERSIONS did."""
-    c = record["part_b"].get(f"streams-{(p.get('streams_versions') or [''])[0]}")
-    return None if c is None else STREAMS_ANSWERS[2] if not c["error"] else \
-        STREAMS_ANSWERS[0] if c["handling"] == "thread died" else STREAMS_ANSWERS[1]
+    """02b: which Kafka Streams versions of STREAMS_VERSIONS stopped for good (their thread died of the error)."""
+    vs, b = streams_versions(p), record["part_b"]
+    if not vs or any(f"streams-{v}" not in b for v in vs):
+        return None
+    ran = [b[f"streams-{v}"] for v in vs]
+    return _which([v for v, c in zip(vs, ran) if c["handling"] == "thread died"], vs,
+                  STREAMS_NONE[0] if any(c["error"] for c in ran) else STREAMS_NONE[1])
 
 
 def old_broker_answer(record: dict, p: dict) -> str | None:
-    """02c: whether the first broker of ZOOKEEPER_BROKERS forgot the producer (the third answer, an expired id, is
-    the misconception that retention and the id's expiration are one clock: the steps take a minute, the id lasts 7
-    days)."""
-    c = record["part_c"].get((p.get("zookeeper_brokers") or [""])[0])
-    return None if c is None else OLD_BROKER_ANSWERS[0] if c["reproduced"] else OLD_BROKER_ANSWERS[1]
+    """02c: which brokers forgot the producer (UNKNOWN_PRODUCER_ID). The last answer, an expired id, is the
+    misconception that retention and the id's expiration are one clock: the steps take a minute, the id lasts 7
+    days on the ZooKeeper-era brokers."""
+    vs, c = old_broker_versions(p), record["part_c"]
+    if any(v not in c for v in vs):
+        return None
+    return _which([v for v in vs if c[v]["reproduced"]], vs,
+                  OLD_BROKER_NONE[1] if any(c[v].get("id_expired") for v in vs) else OLD_BROKER_NONE[0])
 
 
 def question(p: dict) -> tuple:
-    """The clients lesson's Predict step: the `crash` client's first transaction after the idle period."""
-    return (f"The `crash` client sits idle {p['idle_s']:g} s; its transactional id expires after "
-            f"{p['expiration_ms'] / 1000:g} s of idleness. Then the next input arrives: what happens to the "
-            "transaction it starts?", IDLE_ANSWERS)
+    """The clients lesson's Predict step: what becomes of the input the `crash` client gets after the idle period."""
+    return (f"The `crash` client sits idle {p['idle_s']:g} s; the broker forgets a transactional id left idle "
+            f"{p['expiration_ms'] / 1000:g} s. Then one input record arrives. How many times is it processed, and "
+            "how many times committed to the output topic?", IDLE_ANSWERS)
+
+
+def _both(items: list[str]) -> str:
+    return "both" if len(items) == 2 else "all of them"
+
+
+def _only_older(items: list[str]) -> list[str]:
+    """`only A`, `only A, B`, ...: each run of the oldest releases short of all of them."""
+    return [f"only {', '.join(items[:n])}" for n in range(1, len(items))]
+
+
+def streams_versions(p: dict) -> list[str]:
+    return sorted(dict.fromkeys(p["streams_versions"]), key=parse_version)
 
 
 def streams_question(p: dict) -> tuple:
-    """The streams lesson's Predict step: the first Kafka Streams version of the lesson, idle as long."""
-    version = (p["streams_versions"] or ["3.7.0"])[0]
-    return (f"A Kafka Streams {version} app under exactly-once sits idle {p['idle_s']:g} s (ids expire after "
-            f"{p['expiration_ms'] / 1000:g} s), then one input arrives. What happens to it?", STREAMS_ANSWERS)
+    """The streams lesson's Predict step: which of its Kafka Streams releases stop for good, idle as long."""
+    vs = streams_versions(p)
+    return (f"The same exactly-once Kafka Streams app runs on {' and '.join(vs)}, one after the other. Each sits "
+            f"idle {p['idle_s']:g} s (ids expire after {p['expiration_ms'] / 1000:g} s), then one input arrives. "
+            "Which of them stop for good (the client in ERROR until restarted from outside)?",
+            streams_answers(vs))
+
+
+def streams_answers(vs: list[str]) -> tuple:
+    return (_both(vs), *_only_older(vs), *STREAMS_NONE)
+
+
+def old_broker_versions(p: dict) -> list[str]:
+    """The brokers the steps run on, oldest first: each of ZOOKEEPER_BROKERS, then the KRaft broker."""
+    return [*sorted(dict.fromkeys(p["zookeeper_brokers"]), key=parse_version), p["broker_version"]] \
+        if p["zookeeper_brokers"] else [p["broker_version"]]
 
 
 def old_broker_question(p: dict) -> tuple:
-    """The old-broker lesson's Predict step: the first broker of ZOOKEEPER_BROKERS."""
-    version = (p["zookeeper_brokers"] or ["2.0.1"])[0]
-    return (f"On a broker {version}, retention deletes every record of an idle transactional producer. Then it "
-            "commits again. What does the broker answer?", OLD_BROKER_ANSWERS)
+    """The old-broker lesson's Predict step: what each broker answers."""
+    vs = old_broker_versions(p)
+    return (f"On brokers {' and '.join(vs)}, retention deletes every record of an idle transactional producer. "
+            "Then it commits again. Which brokers answer UNKNOWN_PRODUCER_ID?", old_broker_answers(vs))
+
+
+def old_broker_answers(vs: list[str]) -> tuple:
+    return (_both(vs), *_only_older(vs), *OLD_BROKER_NONE)
 
 
 def _round(lab: Run, p: dict, clients: list) -> dict:

@@ -83,6 +83,7 @@ def unknown_producer(run: Run, p: dict, timeline, parent: Run | None = None) -> 
     broker = [line for _, line in grep(run.cluster.log_path(1), BROKER_ERROR, since=since)] \
         if run.cluster.owns_broker else []
     client = [line for _, line in grep(program.log_path, r"UNKNOWN_PRODUCER_ID|UnknownProducerId")]
+    expired = bool(grep(program.log_path, r"INVALID_PRODUCER_ID_MAPPING|InvalidPidMapping"))   # the id, not the state
     for ts, line in grep(run.cluster.log_path(1), r"Found no record of producerId", since=since)[:1]:
         timeline.add(lane, "UnknownProducerIdException", ts, tone="failure", detail=line[:300])
     after = [e for e in lab_lines(program.log_path, kind="committed") if e["phase"].startswith("after-idle")]
@@ -91,7 +92,7 @@ def unknown_producer(run: Run, p: dict, timeline, parent: Run | None = None) -> 
     message = next((m for line in broker for m in [line[line.find("Found no record"):]] if "Found no" in line), None)
     return {"broker_version": version, "client_version": p["client_version"], "reproduced": bool(broker or client),
             "broker_message": message, "broker_errors": len(broker), "client_errors": len(client),
-            "committed_after": bool(after), "log_start_offset": start_offset, "evidence": (broker + client)[:3]}
+            "committed_after": bool(after), "id_expired": expired, "log_start_offset": start_offset, "evidence": (broker + client)[:3]}
 
 
 def pinned_zookeeper(version: str, parent: Run) -> dict:

@@ -24,7 +24,7 @@ from ...record.generator import generate
 from ...record.history import History
 from ...audit.spark import read_topic, sized_session, spark_session
 from ...runtime.programs import JavaProgram, streams_classpath
-from .quota_fencing_analysis import (BASELINES, FENCING_ANSWERS, LOOP, VARIANTS, WIRE_OVERHEAD_BYTES, Measured,
+from .quota_fencing_analysis import (BASELINES, LOOP, VARIANTS, WIRE_OVERHEAD_BYTES, Measured,
                                      Variant, awaitready_polls_delay, quota_for, sweep_choices)
 
 DEBUG_LOGGERS = ("org.apache.kafka.clients.producer.internals.Sender,"
@@ -128,11 +128,21 @@ def sweep_points(p: dict) -> list[Variant]:
             for v in p["sweep_versions"] for r in p["sweep_ratios"]]
 
 
+def question_versions(p: dict) -> list[str]:
+    """The releases 03a's question asks about: STREAMS_VERSION, and OTHER_VERSION when it runs beside it (COMPARE)."""
+    return list(dict.fromkeys([p["streams_version"]] + ([p["other_version"]] if "other_version" in p["compare"]
+                                                          else [])))
+
+
 def question(p: dict) -> tuple:
-    """The Predict step: is the app under study fenced at this load?"""
+    """The Predict step: which of the releases that run under the quota are fenced (its choices name clients,
+    sweep_choices: none, the releases from before KAFKA-17455's change, every one)."""
     ratio = p["send_rate"] * (p["record_bytes"] + WIRE_OVERHEAD_BYTES) / p["quota"]
-    return (f"Kafka Streams {p['streams_version']} (exactly-once) writes about {ratio:.2f}x what its quota of "
-            f"{p['quota']:,} B/s lets through. Is it fenced within the {p['duration_s']} s run?", FENCING_ANSWERS)
+    versions = question_versions(p)
+    apps = (f"The same exactly-once app runs on Kafka Streams {' and on '.join(versions)}, side by side, each"
+            if len(versions) > 1 else f"The exactly-once app runs on Kafka Streams {versions[0]},")
+    return (f"{apps} writing about {ratio:.2f}x what its quota of {p['quota']:,} B/s lets through, for "
+            f"{p['duration_s']} s. Which of them are fenced?", sweep_choices(versions))
 
 
 def sweep_question(p: dict) -> tuple:

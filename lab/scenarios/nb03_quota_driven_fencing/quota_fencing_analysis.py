@@ -30,14 +30,12 @@ STREAMS_CRASH_KINDS = ("AddOffsetsToTxn timeout", "InvalidProducerEpochException
 LOOP_CRASH_KINDS = ("abort", "fatal", "error")
 
 
-FENCING_ANSWERS = ("yes, it is fenced", "no, it runs clean")   # lesson 1's Predict question
-
-
-# Lesson 2's Predict question: which clients of the sweep are fenced at its highest ratio. Its choices name clients,
-# never whether a release carries a change: nobody, the releases from before KAFKA-17455's change (what lesson 1
-# taught), every Kafka Streams release, every client. A measured set that is none of them is named the same way.
+# Both lessons' Predict questions: which clients are fenced (03a: the releases of its main run; 03b: the sweep's
+# clients at its highest ratio). Their choices name clients, never whether a release carries a change: nobody, the
+# releases from before KAFKA-17455's change, every Kafka Streams release, every client. A measured set that is none of
+# them is named the same way.
 def sweep_label(fenced, versions) -> str:
-    """The clients of `fenced` (a subset of the sweep's `versions`), named as the sweep question names them."""
+    """The clients of `fenced` (a subset of `versions`, the clients asked about), named as the questions name them."""
     fenced, streams = set(fenced), [v for v in versions if v != LOOP]
     if not fenced:
         return "none of them"
@@ -51,7 +49,7 @@ def sweep_label(fenced, versions) -> str:
 
 
 def sweep_choices(versions) -> tuple:
-    """The sweep question's choices for these clients, each distinct: nobody fenced, the Kafka Streams releases from
+    """The questions' choices for these clients, each distinct: nobody fenced, the Kafka Streams releases from
     before 3.9.1 (by release number), every Kafka Streams version, every client."""
     streams = [v for v in versions if v != LOOP]
     before = {v for v in streams if parse_version(v) < (3, 9, 1)}

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from ...toolbox import TONES, Result
-from .quota_fencing_analysis import (BASELINES, FENCING_ANSWERS, LOOP, STREAMS_CRASH_KINDS, VARIANTS, Measured,
+from .quota_fencing_analysis import (BASELINES, LOOP, STREAMS_CRASH_KINDS, VARIANTS, Measured,
                                      sweep_label)
 
 
@@ -21,9 +21,13 @@ def fenced_at_top(rows: list[dict]) -> list[str]:
 
 # This run's answer to each lesson's Predict question, from what it recorded (None: it did not measure it).
 def fencing_answer(record: dict, p: dict) -> str | None:
-    """03a: whether the app under study was fenced."""
-    row = record.get("app")
-    return None if row is None else FENCING_ANSWERS[0] if row["crashes"] else FENCING_ANSWERS[1]
+    """03a: which of the releases its question names were fenced (the app under study, and OTHER_VERSION's copy
+    when it ran), named as the question's choices name them."""
+    rows = [record[r] for r in ("app", "other_version") if record.get(r)]
+    if not rows:
+        return None
+    versions = list(dict.fromkeys(r["version"] for r in rows))
+    return sweep_label({r["version"] for r in rows if r["crashes"]}, versions)
 
 
 def sweep_answer(record: dict, p: dict) -> str | None:

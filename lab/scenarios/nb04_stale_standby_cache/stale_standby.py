@@ -1,7 +1,7 @@
 """Lesson 04, reads while tasks move between instances: PROGRAM's instance toggles played on real Kafka Streams JVMs
 (lab/java/StaleStandbyWorker.java: a per-key count, cached or not, with standbys and exactly-once) while the
-generator logs each key's true count, once per variant (the run, then, with COMPARE, caching off and each
-version of COMPARE_VERSIONS). What it measured is in stale_standby_report; its exercises in exercises.
+generator logs each key's true count, once per variant (the run, then each version of COMPARE_VERSIONS with the
+same cache setting, then, with COMPARE, caching off). What it measured is in stale_standby_report; its exercises in exercises.
 The worker needs Kafka Streams 3.0.0 or later.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ from ...record.generator import generate
 from ...record.history import History
 from ...runtime.programs import JavaProgram
 from .exercises import EXERCISES
-from .stale_standby_report import STALE_ANSWERS, StaleStandbyResult, Variant, analyse, measured_answer
+from .stale_standby_report import StaleStandbyResult, Variant, analyse, measured_answer, stale_choices
 
 MAIN, SOURCES = "StaleStandbyWorker", ["StaleStandbyWorker.java", "Lab.java"]
 OLDEST_SUPPORTED = (3, 0, 0)                          # the worker's TaskMetadata / exactly_once_v2 API
@@ -59,16 +59,16 @@ def _leaves_one_running(p: dict) -> str | None:
 PARAMS = [
     Param("streams_version", "3.3.1", "Kafka Streams version of the run (3.0.0 or later)",
           check=check_streams_version),
-    Param("compare_versions", ["3.5.2", "4.3.1"], "other Kafka Streams versions, run with caching on beside it "
-          "when COMPARE is on", check=lambda versions: [check_streams_version(v, "COMPARE_VERSIONS")
-                                                           for v in versions]),
-    Param("compare", False, "also run the program beside it: caching off, then each version of COMPARE_VERSIONS"),
+    Param("compare_versions", ["4.3.1"], "other Kafka Streams versions, each playing the same program after it, "
+          "its cache set as CACHING (3.0.0 or later; empty: none)",
+          check=lambda versions: [check_streams_version(v, "COMPARE_VERSIONS") for v in versions]),
+    Param("compare", False, "also play the program with caching off, after the others"),
     Param("caching", True, "the store's cache in the run"),
     Param("program", "1 2 3", "instance toggles, one per step: each number starts that instance if it is stopped, "
           "stops it if it runs (every instance starts stopped; the source's: 1 2 3)", check=parse_program),
-    Param("step_seconds", 10.0, "time between toggles, from when the previous one took effect", lo=3, hi=300,
+    Param("step_seconds", 8.0, "time between toggles, from when the previous one took effect", lo=3, hi=300,
           unit="s"),
-    Param("settle_seconds", 10.0, "inputs keep coming this long after the last toggle", lo=0, hi=600, unit="s"),
+    Param("settle_seconds", 8.0, "inputs keep coming this long after the last toggle", lo=0, hi=600, unit="s"),
     Param("standby_replicas", 1, "num.standby.replicas", lo=0, hi=3),
     Param("partitions", 6, "input partitions, i.e. the tasks that move", lo=1, hi=48),
     Param("keys", 30, "distinct keys the generator increments", lo=1, hi=100_000),
@@ -82,10 +82,12 @@ def needs(p: dict) -> dict:
 
 
 def variants(p: dict) -> list[tuple[str, str, bool]]:
-    """(label, Kafka Streams version, caching): the run, then, with COMPARE, the others beside it."""
-    rest = [("caching off", p["streams_version"], False)] if p["caching"] else []
-    rest += [(f"version {v}", v, True) for v in p["compare_versions"]]
-    return [("main", p["streams_version"], p["caching"])] + (rest if p["compare"] else [])
+    """(label, Kafka Streams version, caching): the run, each other version with the same cache setting, then, with
+    COMPARE, caching off."""
+    others = [(f"version {v}", v, p["caching"]) for v in dict.fromkeys(p["compare_versions"])
+              if v != p["streams_version"]]
+    off = [("caching off", p["streams_version"], False)] if p["compare"] and p["caching"] else []
+    return [("main", p["streams_version"], p["caching"])] + others + off
 
 
 def describe_program(program) -> str:
@@ -103,12 +105,19 @@ def _standbys(n: int) -> str:
     return "no standby replica" if n == 0 else f"{n} standby replica" + ("s" if n > 1 else "")
 
 
+def question_versions(p: dict) -> list[str]:
+    """The versions the question asks about: each that plays the program with the run's cache setting."""
+    return [version for _, version, caching in variants(p) if caching == p["caching"]]
+
+
 def question(p: dict) -> tuple:
-    """The Predict step: does the store serve a stale value during the program?"""
+    """The Predict step: which of the versions that play the program serve a stale value (stale_choices)?"""
+    versions = question_versions(p)
     store = "a store with its cache on" if p["caching"] else "a store without a cache"
-    return (f"Kafka Streams {p['streams_version']}, {_standbys(p['standby_replicas'])} per task, {store}; "
-            f"{describe_program(p['program'])}, while inputs keep coming. Does the store answer with a stale value?",
-            STALE_ANSWERS)
+    plays = (f"The same program plays on Kafka Streams {', then on '.join(versions)}" if len(versions) > 1
+             else f"The program plays on Kafka Streams {versions[0]}")
+    return (f"{plays}: {_standbys(p['standby_replicas'])} per task, {store}; {describe_program(p['program'])}, "
+            "while inputs keep coming. Which of them serve a stale value?", stale_choices(versions))
 
 
 def every_variant(lab: Run, p: dict) -> StaleStandbyResult:
@@ -187,9 +196,11 @@ def instances_at_once(p: dict) -> int:
     return most
 
 
-# The Mitigate step: the same program again, alone, with the learner's fix (caching off, or another version).
+# The Mitigate step: the same program again, alone (no other version, no caching-off copy), with the learner's fix
+# (caching off, or another version).
 # Its key names its runs and is printed while a run goes (a run's folder, its topics): it names the setting only.
 lesson = Lesson("store_reads", "Reads while tasks move between instances", params=PARAMS,
                 rules=[_leaves_one_running], needs=needs, body=every_variant, question=question,
                 measured_answer=measured_answer, exercises=EXERCISES, apps=(MAIN,), spark_audit=True,
-                apps_at_once=instances_at_once, mitigate_base={"compare": False})
+                apps_at_once=instances_at_once,
+                mitigate_base={"compare": False, "compare_versions": []})

@@ -12,7 +12,6 @@ from ...record.history import History
 FIRST_AFFECTED, FIRST_FIXED = (2, 6, 0), (3, 4, 1)   # KAFKA-9501 recycling .. PR #13369
 AFTER_READ_S = 2.0    # the worker polls its assignment every 100 ms: a role change is logged a little late
 KINDS = ["stale_value", "duplicate", "lost"]          # what the Spark audit checks
-STALE_ANSWERS = ("yes, it serves a stale value", "no, every value is right")
 
 
 def is_affected(version: str) -> bool:
@@ -20,9 +19,37 @@ def is_affected(version: str) -> bool:
     return FIRST_AFFECTED <= parse_version(version) < FIRST_FIXED
 
 
+# The Predict question: which of the versions that play the program serve a stale value. Its choices name versions,
+# never whether a release carries a change: none, the releases from before PR #13369 (by release number), every one.
+def stale_label(stale, versions) -> str:
+    """The versions of `stale` (a subset of `versions`, the versions asked about), named as the question names them."""
+    stale = [v for v in versions if v in set(stale)]
+    if not stale:
+        return "none of them"
+    if len(versions) > 1 and len(stale) == len(versions):
+        return "both" if len(versions) == 2 else "every one of them"
+    return ("only " if len(versions) > 1 else "") + "Kafka Streams " + " and ".join(stale)
+
+
+def stale_choices(versions) -> tuple:
+    """The question's choices for these versions, each distinct: none, those from before 3.4.1, every one."""
+    choices = []
+    for stale in ([], [v for v in versions if parse_version(v) < FIRST_FIXED], list(versions)):
+        label = stale_label(stale, versions)
+        if (stale or not choices) and label not in choices:
+            choices.append(label)
+    return tuple(choices)
+
+
 def measured_answer(record: dict, p: dict) -> str:
-    """This run's answer to the Predict question, from what it recorded: did the run's store serve a stale value?"""
-    return STALE_ANSWERS[0] if record["main_counts"]["stale_reads"] else STALE_ANSWERS[1]
+    """This run's answer to the Predict question, from what it recorded: which of the versions that played the
+    program with the run's cache setting (the run, and each of COMPARE_VERSIONS) served a stale value."""
+    main = record.get("main") or {}
+    runs = [(record["streams_version"], record["main_counts"]["stale_reads"])] + [
+        (c["version"], c["stale_reads"]) for label, c in (record.get("compared") or {}).items()
+        if label.startswith("version ") and c.get("caching") == main.get("caching", c.get("caching"))]
+    versions = list(dict.fromkeys(v for v, _ in runs))
+    return stale_label({v for v, stale in runs if stale}, versions)
 
 
 # ------------------------------------------------------------------ what happened

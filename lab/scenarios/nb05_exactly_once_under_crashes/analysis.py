@@ -35,7 +35,7 @@ def measure(produced, committed: list, uncommitted: list, counts: list) -> dict:
     aborted = [r for r in uncommitted if (r["partition"], r["offset"]) not in committed_at]
     return {"produced": len(truth), "outputs": len(committed), "duplicates": dup,
             "lost": len(set(truth) - seen), "lost_ids": sorted(set(truth) - seen, key=_id_order)[:20],
-            "lost_all": set(truth) - seen,
+            "lost_all": set(truth) - seen, "lost_keys": len({truth[i].get("key") for i in set(truth) - seen}),
             "wrong_values": wrong, "overcount": over, "undercount": under,
             "aborted_visible": len(aborted), "aborted_ids": sorted({r.get("id") for r in aborted}, key=_id_order),
             "aborted_first_ts": min((r["kafka_ts"] for r in aborted), default=None),

@@ -1,6 +1,6 @@
 """A failing app, run and watched as a deployment would (lessons 05b to 05d: the handler, production-error and schema
 runs): _failing_run runs the app's phases while the generator feeds the input, then drains and measures its
-topics (a Failing); _watch restarts an app that died until it has failed for LOOP_SECONDS.
+topics (a Failing); _watch restarts an app that died until it has failed for WATCH_SECONDS.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from .topic_io import _produce_raw, drain
 
 
 def _watch(lab: Run, prog: JavaProgram, label: str, done, p: dict, timeout: float) -> dict:
-    """Run `prog` until done(), or until it has been failing for LOOP_SECONDS: a dead app is restarted
+    """Run `prog` until done(), or until it has been failing for WATCH_SECONDS: a dead app is restarted
     from outside (the deployment); a thread that REPLACE_THREAD replaces keeps failing inside. `done`: whether
     the watch ended because done() came true (every input out, but for what a handler dropped)."""
     first_failure, deaths, incarnation, end = None, [], prog.properties["lab.incarnation"], time.time() + timeout
@@ -32,7 +32,7 @@ def _watch(lab: Run, prog: JavaProgram, label: str, done, p: dict, timeout: floa
             deaths.append(time.time())
             lab.event(prog.name, "app died", deaths[-1], tone="failure")
             first_failure = first_failure or deaths[-1]
-            if time.time() - first_failure >= p["loop_seconds"]:
+            if time.time() - first_failure >= p["watch_seconds"]:
                 break
             prog.stop()
             incarnation += 1
@@ -42,7 +42,7 @@ def _watch(lab: Run, prog: JavaProgram, label: str, done, p: dict, timeout: floa
         uncaught = prog.lab_lines(kind="uncaught")
         if uncaught and first_failure is None:
             first_failure = uncaught[0]["ts"]
-        if first_failure and time.time() - first_failure >= p["loop_seconds"]:
+        if first_failure and time.time() - first_failure >= p["watch_seconds"]:
             break
         time.sleep(0.3)
     return {"deaths": deaths, "first_failure": first_failure, "incarnations": incarnation, "done": finished}
@@ -91,7 +91,7 @@ def _failing_run(lab: Run, label: str, app_id: str, version: str, p: dict, phase
                 want, dropped = ids(), app_events(prog.log_path)["dropped_records"] if drops_inputs else 0
                 return want is not None and len(want - output.ids()) <= dropped
             if not watched:
-                watched = _watch(lab, prog, label, done, p, feed + 60 + p["loop_seconds"])
+                watched = _watch(lab, prog, label, done, p, feed + 60 + p["watch_seconds"])
         gen.result(p["records"] / p["rate"] + 60)
     finally:
         output.close()

@@ -19,7 +19,8 @@ from ...runtime.programs import JavaProgram
 from . import eos_crashes as chapter
 from .analysis import app_events, measure
 from .exercises import EXERCISES
-from .report import Crash, EosCrashResult, output_answer
+from .answers import output_answer
+from .report import Crash, EosCrashResult
 from .streams_app import SHORT, _app, _fail, _slug, _start
 from .topic_io import drain
 

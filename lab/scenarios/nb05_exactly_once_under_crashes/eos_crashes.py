@@ -12,7 +12,7 @@ from ...cluster import parse_version
 from ...config import KAFKA_VERSION
 from ...toolbox import Param, Run
 from ...toolbox import checks
-from .report import FATES, OUTPUT_ANSWERS, REFUSED_FATES, SCHEMA_FATES, asked_point
+from .answers import DUPLICATE_ANSWERS, HANDLER_ANSWERS, HANDLER_RUNS, REFUSED_ANSWERS, SCHEMA_FATES
 from .streams_app import (CRASH_POINTS, GUARANTEES, HANDLERS, KIP_1034, MAIN, PRODUCTION_HANDLERS, SCHEMA_MODES,
                           sources)
 
@@ -99,7 +99,7 @@ _ALL = (
           lo=1024, hi=8_388_608, unit="bytes"),
     Param("schema_modes", ["shutdown_client", "replace_thread", "continue"],
           "schema-change runs: how version 2 meets version 1's state", choices=SCHEMA_MODES),
-    Param("loop_seconds", 10.0, "how long the run keeps watching each app: it moves on once the app's output is "
+    Param("watch_seconds", 10.0, "how long the run keeps watching each app: it moves on once the app's output is "
           "complete, or this long after an exception, whichever comes first (a deployment restarts the app "
           "whenever it stops)", lo=5, hi=300, unit="s"),
 )
@@ -120,55 +120,42 @@ def needs(p: dict) -> dict:
 
 
 def question(p: dict) -> tuple:
-    """The crash lesson's Predict step: what exactly-once leaves in the output after a crash at the asked point."""
-    point = asked_point(p["crash_points"]) if p["crash_points"] else "none"
-    when = ("runs without a crash" if point == "none" else
-            f"is killed (kill -9) at the point `{point}` of its {p['crash_at']}th record, then restarted")
-    return (f"Under exactly_once_v2 the app {when}. What does the read_committed output hold?", OUTPUT_ANSWERS)
+    """The crash lesson's Predict step: after which crash points at-least-once writes duplicates."""
+    return (f"Under at_least_once the app is killed (kill -9) once per run, at one of the four crash points of its "
+            f"{p['crash_at']}th record, then restarted. After which crash points does a read_committed reader of its "
+            "output get some inputs twice?", DUPLICATE_ANSWERS)
 
 
 HOW_HANDLED = {
-    "shutdown_client": "Kafka's default uncaught exception handler (SHUTDOWN_CLIENT), and a deployment that restarts "
-                       "the app whenever it stops",
+    "shutdown_client": "Kafka's default uncaught exception handler, SHUTDOWN_CLIENT, with a deployment that "
+                       "restarts the app whenever it stops",
     "replace_thread": "the uncaught exception handler answering REPLACE_THREAD",
-    "continue": "a ProcessingExceptionHandler answering CONTINUE (KIP-1033)",
-    "dead_letter": "a ProcessingExceptionHandler answering CONTINUE with a dead-letter topic (KIP-1034)",
-    "deserialization": "the DeserializationExceptionHandler answering CONTINUE",
-    "tolerant": "a reader that also understands version 1's format",
+    "continue": "a processing exception handler answering CONTINUE",
 }
 
 
 def handler_question(p: dict) -> tuple:
-    """The handler lesson's Predict step: what becomes of the app and of the poison record."""
-    handler = "shutdown_client" if "shutdown_client" in p["handlers"] else (p["handlers"] or ["shutdown_client"])[0]
-    what = "a malformed input it cannot deserialize" if handler == "deserialization" else \
-        "an input record whose value its processor cannot parse, so the processor throws"
-    return f"The app meets {what}, under {HOW_HANDLED[handler]}. What happens?", FATES
-
-
-PRODUCTION_HOW = {
-    "default": "Kafka's default production exception handler, and a deployment that restarts the app whenever it "
-               "stops",
-    "continue": "a production exception handler answering CONTINUE for a record too large",
-    "route": "a production exception handler that notes the refused record in a topic of its own, then answers "
-             "CONTINUE",
-}
+    """The handler lesson's Predict step: which of three answers to the exception get the app past the record."""
+    runs = [f"`{h}` ({HOW_HANDLED[h]})" for h in HANDLER_RUNS]
+    runs = ", ".join(runs[:-1]) + " and " + runs[-1]
+    return ("The processor throws on one input, the middle one, whose value it cannot parse. Three apps meet it: "
+            f"{runs}. Which of them get past that record, to the inputs behind it?", HANDLER_ANSWERS)
 
 
 def production_question(p: dict) -> tuple:
-    """The production-error lesson's Predict step: the broker refuses one output record."""
-    handler = "default" if "default" in p["production_handlers"] else (p["production_handlers"] or ["default"])[0]
-    how = PRODUCTION_HOW[handler]
-    return (f"Under {p['production_guarantee']}, one output record ({p['refuse_bytes']:,} bytes of padding) goes to a "
-            f"topic whose max.message.bytes is {p['output_max_bytes']:,}, under {how}. What happens?", REFUSED_FATES)
+    """The production-error lesson's Predict step: which of three runs get past the record the broker refuses."""
+    return (f"One output record ({p['refuse_bytes']:,} bytes of padding) goes to a topic whose max.message.bytes is "
+            f"{p['output_max_bytes']:,}, and a deployment restarts the app whenever it stops. Three runs: Kafka's "
+            "default production exception handler under at_least_once, a production exception handler answering "
+            "CONTINUE for a record too large under at_least_once, and the same CONTINUE under exactly_once_v2. Which "
+            "of them get past that record, to the inputs behind it?", REFUSED_ANSWERS)
 
 
 def schema_question(p: dict) -> tuple:
-    """The schema lesson's Predict step: version 2 meets version 1's state."""
-    mode = "shutdown_client" if "shutdown_client" in p["schema_modes"] else \
-        (p["schema_modes"] or ["shutdown_client"])[0]
+    """The schema lesson's Predict step: which of version 2's inputs come out under CONTINUE."""
     return ("Version 2 of the app expects a new format in its state store and is deployed with the same "
-            f"application.id while input keeps coming, under {HOW_HANDLED[mode]}. What happens?", SCHEMA_FATES)
+            "application.id while input keeps coming, with a processing exception handler answering CONTINUE "
+            f"(Kafka Streams {p['handler_version']}). Of the inputs version 2 reads, which come out?", SCHEMA_FATES)
 
 
 def _broker_log(lab: Run):

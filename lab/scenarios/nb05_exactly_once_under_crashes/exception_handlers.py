@@ -14,7 +14,8 @@ from ...toolbox.params import something_to_run
 from .crash_loop import _failing_run
 from . import eos_crashes as chapter
 from .exercises import EXERCISES
-from .report import EosCrashResult, Failing, fate_answer
+from .answers import handler_answer
+from .report import EosCrashResult, Failing
 from .streams_app import CONTINUE_HANDLER, DESER_CONTINUE, _slug
 
 
@@ -79,7 +80,7 @@ def run_lesson(lab: Run, p: dict) -> EosCrashResult:
 
 
 lesson = Lesson("handlers", "A record the processing cannot take", needs=chapter.needs, body=run_lesson,
-                params=chapter.params("handlers", "handler_version", "loop_seconds"),
+                params=chapter.params("handlers", "handler_version", "watch_seconds"),
                 rules=[chapter._kip_1033_needs_3_9, chapter._dead_letter_needs_4_2, something_to_run("handlers")],
-                question=chapter.handler_question, measured_answer=fate_answer("handlers"),
+                question=chapter.handler_question, measured_answer=handler_answer,
                 exercises={1: EXERCISES["handlers"]}, apps=(chapter.MAIN,), spark_audit=True)

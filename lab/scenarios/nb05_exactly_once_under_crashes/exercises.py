@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from ...errors import LabError
 from ...toolbox.result import Exercise, called, expect, number
+from .answers import IN_FLIGHT
 from .streams_app import CRASH_POINTS, GUARANTEES, HANDLERS, SCHEMA_MODES
 
 # ---------------------------------------------------------------- the exercises
 
-# where work is in flight when the app halts: processed (and sent) since the last commit, its offsets not committed
-IN_FLIGHT = ("before_read", "during_processing", "after_send_before_commit")
 
 
 def duplicates_after_crash(guarantee, point):

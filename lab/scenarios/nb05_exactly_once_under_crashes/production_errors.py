@@ -24,7 +24,8 @@ from ...toolbox.params import something_to_run
 from .crash_loop import _failing_run
 from . import eos_crashes as chapter
 from .exercises import EXERCISES
-from .report import EosCrashResult, Failing, fate_answer
+from .answers import refused_answer
+from .report import EosCrashResult, Failing
 from .streams_app import ENUM_HANDLERS, GUARANTEES, KIP_1034, RESPONSES, SHORT, _slug
 
 HANDLER_CLASS = {"continue": "ContinueTooLarge", "route": "RouteTooLarge"}   # nested in EosCrashHandlers / EosCrashResponses
@@ -100,8 +101,8 @@ def run_lesson(lab: Run, p: dict) -> EosCrashResult:
 
 lesson = Lesson("refused", "A record the broker refuses", needs=chapter.needs, body=run_lesson,
                 params=chapter.params("production_handlers", "production_guarantee", "other_guarantee_handlers", "refuse_bytes", "output_max_bytes",
-                                      "handler_version", "loop_seconds"),
+                                      "handler_version", "watch_seconds"),
                 rules=[chapter._refused_fits_the_request, something_to_run("production_handlers", "other_guarantee_handlers")],
-                question=chapter.production_question, measured_answer=fate_answer("refused"),
+                question=chapter.production_question, measured_answer=refused_answer,
                 exercises={1: EXERCISES["refused"]}, apps=(chapter.MAIN,), spark_audit=True,
                 mitigate_base={"production_handlers": ["default"], "other_guarantee_handlers": []})

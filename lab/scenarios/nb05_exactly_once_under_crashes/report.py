@@ -11,14 +11,13 @@ from ...toolbox import Result, Timeline, grep
 from ...record.evidence import short_line
 from ...toolbox.markers import describe
 from ...record.history import History
+from .answers import CARRIED_ON, IN_FLIGHT
 from .streams_app import EPOCH_LINE, GUARANTEES, SHORT, WIPE_LINE
 
 # What the broker's transaction markers say about a crash run (lab.toolbox.markers.around).
 MARKER_COUNTS = ("markers", "commit_markers", "abort_markers", "commits_before", "aborts_after", "aborted_by_markers",
                  "first_abort_after_s")
 KINDS = ["duplicate", "lost", "aborted_read", "stale_value"]   # what the Spark audit checks
-# Crash points where records processed since the last commit are in flight, so at-least-once redoes them.
-IN_FLIGHT = ("before_read", "during_processing", "after_send_before_commit")
 
 
 @dataclass
@@ -115,84 +114,12 @@ class Failing:
     def summary(self) -> dict:
         keep = ("version", "produced", "outputs", "duplicates", "lost", "lost_ids", "wrong_values", "overcount",
                 "aborted_visible", "uncaught", "deaths", "restarts", "failures_per_min", "dropped_records",
-                "migrated", "errors", "wrappers", "watched_s", "guarantee", "output_bytes", "refused")
+                "migrated", "errors", "wrappers", "watched_s", "guarantee", "output_bytes", "refused", "lost_keys")
         return {"outcome": self.outcome, "poison": self.poison, "dead_letters": self.m.get("dead_letters"),
                 "poison_lost": self.poison is not None and self.poison in self.m.get("lost_all", ()),
                 "carried_on": self.m.get("carried_on"),
                 **{k: self.m[k] for k in keep},
                 **({"audit": self.audit.as_dict()} if self.audit is not None else {})}
-
-
-OUTPUT_ANSWERS = ("every input exactly once", "some inputs twice", "some inputs missing")   # the Predict question
-
-
-# What becomes of an app and the record it cannot take (the Predict questions of 05b to 05d), by Failing.outcome. An
-# app that stops and is restarted into the same failure, and a thread replaced into it, are one answer: stuck. Each
-# lesson words its own choices; each tuple is in the same order: stuck, carried on after one restart, dropped, kept
-# aside, clean (every input's output came out).
-FATES = ("it is stuck: the same record fails again at every attempt (each new thread, each restart)",
-         "it stops once; restarted, it carries on past that record",
-         "it keeps going, without that record",
-         "it keeps going, and that record is kept aside where someone can find it",
-         "it keeps going: Kafka Streams retries that record until it goes through")
-SCHEMA_FATES = ("it is stuck: it fails at the first input whose key has old state, again at every attempt",
-                "it stops once; restarted, it carries on with every key",
-                "it keeps going, without the inputs of keys that have old state",
-                "it keeps going, but each key that has old state counts again from zero",
-                "it keeps going, and every key's count carries on from version 1's")
-REFUSED_FATES = ("it is stuck: the broker refuses the same record again at every restart",
-                 "it stops once; restarted, it carries on past that record",
-                 "it keeps going, without that record",
-                 "it keeps going, and that record is noted where someone can find it",
-                 "it keeps going: the producer retries that record until the broker takes it")
-CARRIED_ON = "app stopped once, then carried on after a restart"
-
-
-def fate(outcome: str, choices: tuple = FATES, dropped: int = 0) -> str:
-    """A Failing.outcome in the Predict question's words (`choices`: one lesson's FATES). A clean run that dropped
-    records on purpose (the deserialization handler skipping a malformed input) kept going without that record."""
-    aside = choices[3] if choices is not SCHEMA_FATES else choices[2]
-    clean = choices[2] if dropped else choices[4]
-    for start, answer in (("crash loop", choices[0]), (CARRIED_ON, choices[1]), ("app stopped", choices[0]),
-                          ("records dropped", choices[2]), ("clean: ", aside), ("clean", clean)):
-        if outcome.startswith(start):
-            return answer
-    raise ValueError(outcome)
-
-
-def asked(runs: dict) -> str | None:
-    """The run the handler, production-error and schema questions are about: Kafka's default (shutdown_client;
-    default for a production error), if it ran."""
-    return next((k for k in ("shutdown_client", "default") if k in runs), next(iter(runs), None))
-
-
-def asked_point(points: list) -> str:
-    """The crash point the Predict question is about: after the send, before the commit, if it runs."""
-    return "after_send_before_commit" if "after_send_before_commit" in points else points[0]
-
-
-# This run's answer to each lesson's Predict question, from what it recorded (None: it did not measure it).
-def output_answer(record: dict, p: dict) -> str | None:
-    """05a: what the read_committed output held after the exactly-once run at the asked crash point."""
-    point = asked_point(p["crash_points"]) if p.get("crash_points") else None
-    run = next((c for c in record["crashes"].values()
-                if c["guarantee"] == "exactly_once_v2" and c["crash_point"] == point), None)
-    return None if run is None else OUTPUT_ANSWERS[1] if run["duplicates"] else \
-        OUTPUT_ANSWERS[2] if run["lost"] else OUTPUT_ANSWERS[0]
-
-
-CHOICES = {"handlers": FATES, "schema": SCHEMA_FATES, "refused": REFUSED_FATES}
-
-
-def fate_answer(lesson: str):
-    """05b, 05c, 05d: what became of the app of the asked run ("handlers", "schema" or "refused")."""
-    def answer(record: dict, p: dict) -> str | None:
-        runs = record[lesson]
-        if not runs:
-            return None
-        run = runs[asked(runs)]
-        return fate(run["outcome"], CHOICES[lesson], run.get("dropped_records") or 0)
-    return answer
 
 
 @dataclass

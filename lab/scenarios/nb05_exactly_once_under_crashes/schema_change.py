@@ -9,7 +9,8 @@ from ...toolbox.params import something_to_run
 from .crash_loop import _failing_run
 from . import eos_crashes as chapter
 from .exercises import EXERCISES
-from .report import EosCrashResult, Failing, fate_answer
+from .answers import schema_answer
+from .report import EosCrashResult, Failing
 from .streams_app import CONTINUE_HANDLER, _slug
 
 
@@ -41,7 +42,7 @@ def run_lesson(lab: Run, p: dict) -> EosCrashResult:
 
 
 lesson = Lesson("schema", "A new state format", needs=chapter.needs, body=run_lesson,
-                params=chapter.params("schema_modes", "handler_version", "schema_streams_version", "loop_seconds"),
+                params=chapter.params("schema_modes", "handler_version", "schema_streams_version", "watch_seconds"),
                 rules=[chapter._kip_1033_needs_3_9, something_to_run("schema_modes")], question=chapter.schema_question,
-                measured_answer=fate_answer("schema"),
+                measured_answer=schema_answer,
                 exercises={1: EXERCISES["schema"]}, apps=(chapter.MAIN,), spark_audit=True)

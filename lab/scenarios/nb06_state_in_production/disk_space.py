@@ -28,12 +28,14 @@ from .state_app import feed, state_app
 # RocksDB's word once a flush took the SST files past the limit: it keeps the file and sets a background
 # Status::SpaceLimit error, which fails the store's next writes
 FULL = "Max allowed space was reached"
-# Each a distinct belief: the limit stops the app; RocksDB's compaction shrinks live data; the store evicts like a
-# cache; the keys are small enough (an 8-byte key and a 16-byte value each, which the notebook states).
-ANSWERS = ("no: the app stops once its files reach the limit",
-           "yes: RocksDB's compaction shrinks its files to make room",
-           "yes: the oldest keys are evicted to make room, as in a cache",
-           "yes: every key fits within the limit")
+# What the app does once its SST files reach the limit, each a distinct belief (the comments in
+# lab/commands/misconceptions.py say where each is held); measured_answer() tells them apart from the run.
+STOPS = "its writes fail and the stream thread dies: the app stops"
+ANSWERS = ("RocksDB's compaction shrinks the files to make room, and it takes every key",
+           "the oldest keys are evicted to make room, as in a cache, and it goes on",
+           STOPS,
+           "nothing: the limit is only a warning, and the files grow past it")
+REACHED = 0.95   # SST files at this share of the limit have reached it (a flush adds a memtable's worth at once)
 
 PARAMS = [
     Param("disk_limit_kb", 1024, "the most disk space the store's SST files may take (RocksDB's SstFileManager)",
@@ -63,15 +65,30 @@ RULES = [_more_is_more, _fits_on_disk]
 
 
 def question(p: dict) -> tuple:
-    return (f"A key-value store gets {p['disk_records']:,} keys it never saw, and RocksDB may use "
-            f"{p['disk_limit_kb']:,} KB of SST files for it. Does the app take every key?", ANSWERS)
+    return (f"A key-value store gets {p['disk_records']:,} keys it never saw, and RocksDB may keep "
+            f"{p['disk_limit_kb']:,} KB of SST files for it. What does the app do once its SST files reach that "
+            "limit?", ANSWERS)
 
 
 def measured_answer(record: dict, p: dict):
+    """From the first run of the app: its thread died of the space limit; or, alive to the end, its files went past
+    the limit, its store lost keys it had held, or its files shrank back from the limit with every key in. None: the
+    files never reached the limit (every key fitted), or the thread died of something else."""
     disk = record.get("disk")
     if disk is None:
         return None
-    return ANSWERS[0] if disk["full"] else ANSWERS[3]
+    if disk["full"]:
+        return STOPS
+    if disk.get("died") or disk.get("sst_max_bytes") is None:
+        return None
+    limit = disk["limit_kb"] * 1024
+    if disk["sst_max_bytes"] > limit:
+        return ANSWERS[3]
+    if (disk.get("keys_max_first") or 0) > (disk.get("keys_end_first") or 0):
+        return ANSWERS[1]
+    if disk["sst_max_bytes"] >= REACHED * limit and disk["keys_end"] == disk["fed"]:
+        return ANSWERS[0]
+    return None
 
 
 def needs(p: dict) -> dict:
@@ -173,7 +190,10 @@ class Outcome:
         full = self.phases["full"]
         per_key = bytes_per_key(full["reports"], self.limit)
         last = self.phases[list(self.phases)[-1]]
+        sst = [r["total_sst_bytes"] for r in full["reports"] if r.get("total_sst_bytes") is not None]
         return {"full": self.failed, "error": full["error"], "died_after_s": full["died_after_s"],
+                "died": full["died"], "sst_max_bytes": max(sst, default=None),
+                "keys_max_first": full["keys_max"], "keys_end_first": full["keys_end"],
                 "keys_at_full": full["keys_end"] if self.failed else None,
                 "sst_bytes_per_key": None if per_key is None else round(per_key[0], 1),
                 "measured_at_keys": None if per_key is None else per_key[1],

@@ -105,26 +105,66 @@ def _standby_needs_instances(p: dict) -> str | None:
 
 RULES = [_something_to_restore, _fits_in_time, _fits_on_disk, _standby_needs_instances]
 
-RESTORES = ("the whole changelog, from its first offset", "only what its checkpoint does not cover")
-WHO = {"eos": "An exactly-once app", "alos": "An at-least-once app",
-       "standby": "An exactly-once app with a standby replica on another instance"}
+# The apps the question names, in the order it names them
+NAMED = {"eos": "the exactly-once app", "alos": "the at-least-once app", "standby": "the app with a standby replica"}
+DESCRIBED = {"eos": "exactly-once on one instance", "alos": "at-least-once on one instance",
+             "standby": "exactly-once with a standby replica on a second instance"}
 HOW_DOWN = {"kill": "is killed (kill -9)", "clean": "is shut down cleanly"}
+NONE = "none of them: their stores are still on local disk"
 
 
-def asked_mode(p: dict) -> str:
-    """The mode the Predict question is about: exactly-once if it runs."""
-    return "eos" if "eos" in p["restore_modes"] else p["restore_modes"][0]
+def _modes(p: dict) -> list:
+    return [m for m in MODES if m in p["restore_modes"]]
+
+
+def _which(modes: list, n: int) -> str:
+    """The first n of the modes run, named as a choice (all: "all of them")."""
+    if n == len(modes) and n > 1:
+        return "all of them" if n > 2 else f"both: {NAMED[modes[0]]} and {NAMED[modes[1]]}"
+    named = [NAMED[m] for m in modes[:n]]
+    return ("only " if n == 1 and len(modes) > 1 else "") + " and ".join(named)
+
+
+# One app alone: what it replays, each a distinct belief too
+ALONE = ("nothing: its store is still on local disk", "only what its checkpoint does not cover",
+         "the whole changelog, from its first offset")
+COUNTS = {2: "Two", 3: "Three"}
+
+
+def restore_answers(p: dict) -> tuple:
+    """Several apps: none of them; or the first one, two, three in the order exactly-once, at-least-once, standby,
+    each set the belief of one reading of a restart (see lab/commands/misconceptions.py). One app: ALONE."""
+    modes = _modes(p)
+    if len(modes) == 1:
+        return ALONE
+    return (NONE, *(_which(modes, n) for n in range(1, len(modes) + 1)))
 
 
 def question(p: dict) -> tuple:
-    return (f"{WHO[asked_mode(p)]} whose store's changelog holds {max(p['restore_sizes_mb'])} MB "
-            f"{HOW_DOWN[p['restore_shutdown']]} and restarted. What does it restore before it processes again?",
-            RESTORES)
+    modes, size, down = _modes(p), max(p["restore_sizes_mb"]), HOW_DOWN[p["restore_shutdown"]]
+    if len(modes) == 1:
+        return (f"An app, {DESCRIBED[modes[0]]}, holds a store whose changelog reaches {size} MB. The instance that "
+                f"runs the store {down} and restarted. What does it replay before it processes again?", ALONE)
+    apps = "; ".join(DESCRIBED[m] for m in modes)
+    return (f"{COUNTS[len(modes)]} apps ({apps}) each hold a store whose changelog reaches {size} MB. In each, the "
+            f"instance that runs the store {down} and restarted. Which of them replay the whole changelog before "
+            "they process again?", restore_answers(p))
 
 
 def measured_answer(record: dict, p: dict):
-    runs = [r for r in record["restore_runs"] if r["mode"] == asked_mode(p)]
-    return None if not runs else RESTORES[0] if runs[-1]["full_restore"] else RESTORES[1]
+    """Several apps: those whose last shutdown replayed the whole changelog, as the choice that names them (a set
+    no choice names, in words). One app: nothing, part or the whole of its changelog."""
+    last = {r["mode"]: r for r in record["restore_runs"]}
+    modes = _modes(p)
+    if any(m not in last for m in modes):
+        return None
+    if len(modes) == 1:
+        row = last[modes[0]]
+        return ALONE[2] if row["full_restore"] else ALONE[1] if row["restored_records"] > 0 else ALONE[0]
+    full = [m for m in modes if last[m]["full_restore"]]
+    if full == modes[:len(full)]:
+        return restore_answers(p)[len(full)]
+    return " and ".join(NAMED[m] for m in full)
 
 
 def needs(p: dict) -> dict:

@@ -97,25 +97,61 @@ def _versions_exist(p: dict) -> str | None:
 
 RULES = [_apps_are_valid, _bounce_fits_the_watch, _versions_exist]
 
-# "dies": its stream threads stop (the client ends in ERROR), though its process stays up
-SURVIVES = ("its stream threads stop and it stops processing for good", "it resumes processing after the bounce")
-WHAT_GOES_DOWN = {"leader": "the broker leading its output partitions is down",
+# What happens to each app: "stops for good" is its stream threads stopped (the client ends in ERROR, its process
+# still up); "loses records" is the Spark audit's `lost`, records of the input up to its committed offsets missing
+# from its output, under at-least-once.
+FATES = ("stops for good", "rides it out and loses nothing", "rides it out but loses records")
+WHAT_GOES_DOWN = {"leader": "the broker leading the output partitions is down",
                   "all": "the whole cluster is down",
-                  "listener": "the broker leading its output partitions restarts without the app's listener"}
+                  "listener": "the broker leading the output partitions restarts without the apps' listener"}
+
+
+def fate(row: dict) -> str:
+    return FATES[0] if row["died"] else FATES[2] if (row.get("audit_lost") or 0) > 0 else FATES[1]
+
+
+def _plural(fate_: str) -> str:
+    return {FATES[0]: "stop for good", FATES[1]: "ride it out and lose nothing",
+            FATES[2]: "ride it out but lose records"}[fate_]
+
+
+def _said(fates: dict) -> str:
+    """The answer for these apps' fates (app -> fate), as the choices word it: one clause per fate, in the order
+    of the apps."""
+    apps = list(fates)
+    if len(set(fates.values())) == 1:
+        one = next(iter(fates.values()))
+        return f"it {one}" if len(apps) == 1 else f"{'both' if len(apps) == 2 else 'all'} {_plural(one)}"
+    clauses = []
+    for one in dict.fromkeys(fates.values()):
+        named = [a for a in apps if fates[a] == one]
+        clauses.append(f"{' and '.join(named)} {_plural(one) if len(named) > 1 else one}")
+    return "; ".join(clauses)
 
 
 def question(p: dict) -> tuple:
-    """Predict: the first app of BOUNCE_APPS."""
-    app = p["bounce_apps"][0]
-    return (f"A Kafka Streams app ({app}) writes its output with delivery.timeout.ms = "
-            f"{p['bounce_delivery_timeout_ms']:,} ms, and {WHAT_GOES_DOWN[p['bounce_brokers']]} for "
-            f"{p['bounce_down_s']:g} s (output replication factor {p['bounce_replication']}). What happens to the app?",
-            SURVIVES)
+    """Predict: what happens to each app of BOUNCE_APPS. The choices: every app rides it out whole; the first
+    stops and the others ride it out, whole or not; every app stops."""
+    apps = list(p["bounce_apps"])
+    first, rest = apps[:1], apps[1:]
+    outcomes = [dict.fromkeys(apps, FATES[1])]
+    if rest:
+        outcomes += [{**dict.fromkeys(first, FATES[0]), **dict.fromkeys(rest, f)} for f in FATES[1:]]
+    else:
+        outcomes += [dict.fromkeys(apps, FATES[2])]
+    outcomes.append(dict.fromkeys(apps, FATES[0]))
+    count = {1: "A", 2: "Two", 3: "Three", 4: "Four"}.get(len(apps), str(len(apps)))
+    who = f"A Kafka Streams {apps[0]} app, at-least-once, writes its" if len(apps) == 1 else \
+        f"{count} Kafka Streams apps, {' and '.join([', '.join(apps[:-1]), apps[-1]])}, at-least-once, write their"
+    return (f"{who} output with delivery.timeout.ms = {p['bounce_delivery_timeout_ms']:,} ms (output replication "
+            f"factor {p['bounce_replication']}), and {WHAT_GOES_DOWN[p['bounce_brokers']]} for "
+            f"{p['bounce_down_s']:g} s. What happens to {'it' if len(apps) == 1 else 'them'}?",
+            tuple(_said(o) for o in outcomes))
 
 
 def measured_answer(record: dict, p: dict):
-    row = record["bounce"].get(p["bounce_apps"][0])
-    return None if row is None else SURVIVES[0] if row["died"] else SURVIVES[1]
+    rows = {a: record["bounce"].get(parse_variant(a).name) for a in p["bounce_apps"]}
+    return None if None in rows.values() else _said({a: fate(row) for a, row in rows.items()})
 
 
 def build(version: str):

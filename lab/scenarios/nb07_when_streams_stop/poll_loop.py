@@ -49,27 +49,61 @@ def _slow_record_exists(p: dict) -> str | None:
 
 
 RULES = [_slow_record_exists]
-LOOP_ANSWERS = ("yes, it keeps reading the same batch", "no, it moves on")
+NAMES = {"java": "the Java consumer", "librdkafka": "the librdkafka consumer", "streams": "Kafka Streams"}
 
 
 def asked_variant(p: dict) -> str:
-    """The variant the Predict question is about: the Java consumer's baseline if it runs."""
-    return "java/" + ("baseline" if "baseline" in p["poll_variants"] else p["poll_variants"][0])
+    """The way of running the consumers that the Predict question is about: their baseline if it runs."""
+    return "baseline" if "baseline" in p["poll_variants"] else p["poll_variants"][0]
+
+
+def asked_clients(p: dict) -> list[str]:
+    return [c for c in p["poll_clients"] if applies(c, asked_variant(p))]
+
+
+def _which(looping: list[str], clients: list[str]) -> str:
+    """The answer naming the consumers that keep reading the same batch, as the choices word it."""
+    if not looping:
+        return "none of them: each moves on" if len(clients) > 1 else "no: it moves on"
+    if looping == clients:
+        return {1: "yes: it keeps reading it", 2: "both"}.get(len(clients), f"all {len(clients)}" if
+                                                            len(clients) > 3 else "all three")
+    named = [NAMES[c] for c in looping]
+    rest = [NAMES[c] for c in clients if c not in looping]
+    return f"{' and '.join(named)}, not {' nor '.join(rest)}" if len(named) > 1 else f"only {named[0]}"
 
 
 def question(p: dict) -> tuple:
-    variant = asked_variant(p).split("/")[1]
+    """Which consumers of the asked variant keep reading the same batch: every outcome the arithmetic allows (the
+    plain clients share theirs; Kafka Streams' is its one slow record), so each choice is one a run can give."""
+    variant, clients = asked_variant(p), asked_clients(p)
     batch = 1 if variant == "max_poll_records_1" else p["poll_batch"]
-    how = " (it pauses its partitions and keeps polling while a worker thread processes)" \
-        if variant == "pause_resume" else ""
-    return (f"The Java consumer ({variant}) gets up to {batch} record{'s' * (batch != 1)} per poll, "
-            f"{p['poll_work_ms']} ms of work each, with max.poll.interval.ms = {interval_ms(p, variant):,} ms{how}. "
-            "Does it keep reading the same batch again?", LOOP_ANSWERS)
+    plain = [c for c in clients if c != "streams"]
+    said = []
+    if plain:
+        said.append(f"{' and '.join(NAMES[c] for c in plain)} get{'s' * (len(plain) == 1)} up to {batch} "
+                    f"record{'s' * (batch != 1)} a poll, {p['poll_work_ms']} ms of work each")
+    if "streams" in clients:
+        said.append(f"Kafka Streams spends no time on its records but one, which takes "
+                    f"{p['poll_slow_record_ms']:,} ms")
+    how = " (each pauses its partitions and keeps polling while a worker thread processes)" \
+        if variant == "pause_resume" else "" if variant == "baseline" else f" ({variant})"
+    outcomes = [clients, []] + ([plain, ["streams"]] if plain and "streams" in clients else [])
+    text = "; ".join(said)
+    return (f"{text[0].upper()}{text[1:]}{how}. "
+            + (f"Each has max.poll.interval.ms = {interval_ms(p, variant):,} ms. Which of them keep reading the same "
+               "batch again?" if len(clients) > 1 else
+               f"It has max.poll.interval.ms = {interval_ms(p, variant):,} ms. Does it keep reading the same batch "
+               "again?"),
+            tuple(_which(o, clients) for o in outcomes))
 
 
 def measured_answer(record: dict, p: dict):
-    row = record["poll_loop"].get(asked_variant(p))
-    return None if row is None else LOOP_ANSWERS[0] if row["looped"] else LOOP_ANSWERS[1]
+    variant, clients = asked_variant(p), asked_clients(p)
+    rows = [record["poll_loop"].get(f"{c}/{variant}") for c in clients]
+    if not clients or None in rows:
+        return None
+    return _which([c for c, row in zip(clients, rows) if row["looped"]], clients)
 
 
 def needs(p: dict) -> dict:

@@ -41,11 +41,13 @@ def _fits(p: dict) -> str | None:
 
 RULES = [_fits]
 
-KEEPS_UP = ("yes, it keeps up", "no, its lag keeps growing")
 # ThroughputApp's own name for each mode: threads is one call per record on each of its threads
 APP_MODE = {"direct": "plain", "threads": "plain"}
-HOW = {"direct": "one call per record, on one thread", "cache": "one call per key, the answer cached",
-       "batch": "one call per batch of records", "threads": "one call per record, on several threads"}
+HOW = {"direct": "calls the service once for every record, on one stream thread",
+       "cache": "calls the service once for every key it has not seen yet, on one stream thread",
+       "batch": "calls the service once for every {lookup_batch} records, on one stream thread",
+       "threads": "calls the service once for every record, on each of {lookup_threads} stream threads"}
+TOLERANCE = 0.35   # of the measured rate: the input rate (no lag) and no records at all (a stall) are refused
 
 
 def asked_mode(p: dict) -> str:
@@ -54,14 +56,16 @@ def asked_mode(p: dict) -> str:
 
 
 def question(p: dict) -> tuple:
+    """A number: the records a second the asked app processes over the window (right within a quarter of it)."""
     mode = asked_mode(p)
-    return (f"Records arrive at {p['lookup_rate']:g} per second, and processing each needs a service whose calls "
-            f"take {p['lookup_latency_ms']} ms. The app makes {HOW[mode]} (`{mode}`). Does it keep up?", KEEPS_UP)
+    return (f"Records arrive at {p['lookup_rate']:g} a second on {p['lookup_threads']} partitions. The app "
+            f"(`{mode}`) {HOW[mode].format(**p)}, and every call takes {p['lookup_latency_ms']} ms. How many records "
+            f"a second does it process over the {p['lookup_window_s']:g} s window?", None, TOLERANCE)
 
 
 def measured_answer(record: dict, p: dict):
     row = record["lookups"].get(asked_mode(p))
-    return None if row is None else KEEPS_UP[0] if row["keeps_up"] else KEEPS_UP[1]
+    return None if row is None else row["records_per_s"]
 
 
 def needs(p: dict) -> dict:
