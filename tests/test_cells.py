@@ -7,6 +7,8 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+from lab.commands.site import headless_kernel_manager
+
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 
 CELLS = [
@@ -27,7 +29,8 @@ CELLS = [
 def test_a_lab_error_in_a_cell_is_one_line_and_any_other_error_keeps_its_traceback(tmp_path):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in CELLS])
     NotebookClient(nb, kernel_name="python3", timeout=120, allow_errors=True,
-                   resources={"metadata": {"path": str(NOTEBOOK_DIR)}}).execute()
+                   resources={"metadata": {"path": str(NOTEBOOK_DIR)}},
+                   kernel_manager_class=headless_kernel_manager()).execute()
     outputs = [cell.outputs for cell in nb.cells]
     assert not [o for o in outputs[1] if o.output_type == "error"], outputs[1]
     assert outputs[2][0].data["text/plain"] == "['threads']"   # the fix is taken

@@ -8,6 +8,8 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+from lab.commands.site import headless_kernel_manager
+
 from lab.runtime.ports import free_port
 from tests.jupyterlab import MARK, Lab, marked
 
@@ -25,7 +27,8 @@ def test_the_last_cell_stops_the_kernels_spark_and_says_so():
              JVMS]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in cells])
     NotebookClient(nb, kernel_name="python3", timeout=300,
-                   resources={"metadata": {"path": str(NOTEBOOK_DIR)}}).execute()
+                   resources={"metadata": {"path": str(NOTEBOOK_DIR)}},
+                   kernel_manager_class=headless_kernel_manager()).execute()
     text = ["".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream") for cell in nb.cells]
     assert int(text[2].split()[-1]) >= 1, text[2]           # Spark's driver JVM, the kernel's child
     assert text[3].startswith("Lesson over: Spark stopped, memory given back."), text[3]

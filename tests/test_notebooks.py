@@ -34,6 +34,7 @@ import nbformat
 import papermill
 import pytest
 
+from lab.commands.site import headless_kernel_manager
 from lab.notebook import COURSE
 from lab.toolbox.panel import headless_kernels
 from lab.scenarios import mitigate_call, notebook as notebook_entry
@@ -172,7 +173,8 @@ def test_notebook(name: str, variant: str, tmp_path: Path, monkeypatch):
             papermill.execute_notebook(
                 str(notebook), str(output), parameters=parameters, kernel_name="python3",
                 cwd=str(NOTEBOOK_DIR), execution_timeout=CELL_TIMEOUT, log_output=True,
-                stdout_file=sys.stdout, stderr_file=sys.stderr, progress_bar=False)
+                stdout_file=sys.stdout, stderr_file=sys.stderr, progress_bar=False,
+                kernel_manager_class=headless_kernel_manager())
         if room is not None:   # the kernel gave its last messages time to go at its exit
             assert_room_heard(room, read_results(output), notebook_entry(name.split("_")[0]).lesson.key)
     lines = room_lines(output)

@@ -57,6 +57,28 @@ def names(numbers: list[str] | None = None) -> list[str]:
     return [c for c in course if chosen(c)]
 
 
+def headless_kernel_manager():
+    """The kernel manager of a headless run: its kernel's sockets are files (IPC) in Jupyter's runtime folder, not TCP
+    ports. A TCP kernel takes five ports that were free a moment before it binds them; with brokers and other kernels
+    starting beside it, one can be taken by then, and the kernel's heartbeat dies with "Address already in use"."""
+    import uuid
+
+    from jupyter_client.manager import AsyncKernelManager
+    from jupyter_core.paths import jupyter_runtime_dir
+    from traitlets import default
+
+    class FileSocketKernelManager(AsyncKernelManager):
+        @default("transport")
+        def _transport_default(self) -> str:
+            return "ipc"
+
+        @default("ip")
+        def _ip_default(self) -> str:   # an absolute path: the kernel runs in the notebook's folder, not ours
+            return str(Path(jupyter_runtime_dir()) / f"kernel-{uuid.uuid4().hex[:12]}-ipc")
+
+    return FileSocketKernelManager
+
+
 def execute(name: str, into: Path, parameters: dict | None = None) -> Path:
     """Run one notebook headless, at its defaults unless `parameters` says otherwise; returns the executed copy."""
     import papermill
@@ -67,7 +89,8 @@ def execute(name: str, into: Path, parameters: dict | None = None) -> Path:
     with headless_kernels():   # no one to see a panel: its cell shows nothing, and the page says how to get it
         papermill.execute_notebook(str(NOTEBOOK_DIR / f"{name}.ipynb"), str(out), parameters=parameters or {},
                                    kernel_name="python3", cwd=str(NOTEBOOK_DIR), execution_timeout=CELL_TIMEOUT,
-                                   progress_bar=False)
+                                   progress_bar=False,
+                                   kernel_manager_class=headless_kernel_manager())
     return out
 
 
