@@ -1,11 +1,12 @@
 """The lab in a real browser: JupyterLab started as `make lab` starts it, driven by Playwright in chromium.
 
-For notebook 00 (small parameters, exercise 1 answered wrongly) and one lesson notebook opened untouched (02b, as
-committed: its defaults, no flag changed): Run All; no cell shows a traceback or a stderr block; 00's wrong answer
-to exercise 1 shows a cross and a hint; the plotly figures render; the panel is there without anything changed; its
-question answered, the panel's Run ends with a verdict and a row that sets the prediction beside the measurement; a
-second Run ends with "stopped" when Stop is clicked, and 10 s later nothing that run started is still running.
-Screenshots go to the test's tmp folder (their paths are printed).
+JupyterLab opens on the course index (notebook 00). One lesson notebook (07c, the quickest at its defaults) is then
+opened as committed, its parameters untouched, with exercise 1 answered wrongly as a learner might type it: Run All;
+no cell shows a traceback or a stderr block; the wrong answer shows a cross and a hint; the plotly figures render;
+the panel is there without anything changed; its question answered, the panel's Run ends with a verdict and a row
+that sets the prediction beside the measurement; a second Run ends with "stopped" when Stop is clicked, and 10 s
+later nothing that run started is still running. Screenshots go to the test's tmp folder (their paths are printed).
+Notebook 00 itself runs under papermill (tests/test_notebooks.py), like every notebook.
 
 The browser is Debian's `chromium` package (`make test` installs it with apt when run as root; Playwright's
 own browser download is not used). Without chromium, or without the playwright package, the test is
@@ -25,21 +26,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.expectations import nb00
 from tests.jupyterlab import Lab, LabDidNotStart, marked
-from tests.test_notebooks import with_fix
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "notebooks"
 
-# The notebooks and the parameters injected into them (as papermill does); None: the notebook as committed.
-NOTEBOOKS = {
-    "00_setup_check": nb00.PARAMETERS,
-    # A lesson notebook untouched, the quickest at its defaults (its lesson about 25 s, its Mitigate step as long)
-    "02b_idle_streams": None,
-}
-WRONG_ANSWER = "no idea"   # the learner's answer to 00's exercise 1: the check shows a cross and a hint, no traceback
-RUN_ALL_TIMEOUT = {"00_setup_check": 300, "02b_idle_streams": 600}   # seconds
+INDEX = "00_setup_check"     # the notebook `make lab` opens on
+NOTEBOOK = "07c_lookups"     # the lesson opened, its parameters as committed (its lesson about 30 s, its Mitigate step as long)
+WRONG_ANSWER = "no idea"     # the learner's answer to its exercise 1: the check shows a cross and a hint, no traceback
+RUN_ALL_TIMEOUT = 600        # seconds
 PANEL_TIMEOUT = 600        # one panel run, seconds
 STOP_TIMEOUT = 60          # from the Stop click to the "stopped" status, seconds
 STOP_AFTER_JVM_S = 4       # Stop is clicked this long after the second run's first JVM started
@@ -52,24 +47,15 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def lab(browser, tmp_path_factory):
-    """JupyterLab on a free port with a token; its root is a copy of the notebooks, parameters injected."""
+    """JupyterLab on a free port with a token; its root holds the course index and the lesson, answered wrongly."""
     import nbformat
-    from papermill.iorw import load_notebook_node
-    from papermill.parameterize import parameterize_notebook
     work = tmp_path_factory.mktemp("browser")
     root = work / "notebooks"
     root.mkdir()
-    for name, parameters in NOTEBOOKS.items():
-        source = NOTEBOOK_DIR / f"{name}.ipynb"
-        if parameters is None:   # untouched, as a learner opens it
-            shutil.copy(source, root / f"{name}.ipynb")
-            continue
-        if "FIX" in parameters:   # the test's own fix, in the Mitigate cell (as tests/test_notebooks.py gives it)
-            source = with_fix(source, parameters["FIX"], work / f"fix-{name}.ipynb")
-        nb = load_notebook_node(str(source))
-        answered_wrongly(nb, WRONG_ANSWER)
-        nbformat.write(parameterize_notebook(nb, {k: v for k, v in parameters.items() if k != "FIX"}),
-                       str(root / f"{name}.ipynb"))
+    shutil.copy(NOTEBOOK_DIR / f"{INDEX}.ipynb", root / f"{INDEX}.ipynb")
+    nb = nbformat.read(NOTEBOOK_DIR / f"{NOTEBOOK}.ipynb", as_version=4)
+    answered_wrongly(nb, WRONG_ANSWER)
+    nbformat.write(nb, root / f"{NOTEBOOK}.ipynb")
     try:
         server = Lab(root, work)
     except LabDidNotStart as exc:
@@ -232,18 +218,16 @@ def answered_wrongly(nb, answer) -> None:
 # ---------------------------------------------------------------- the test
 
 @pytest.mark.timeout(1500)
-@pytest.mark.parametrize("name", list(NOTEBOOKS))
-def test_notebook_in_browser(name: str, browser, lab: Lab, tmp_path: Path, capsys):
-    notebook = f"{name}.ipynb"
+def test_notebook_in_browser(browser, lab: Lab, tmp_path: Path, capsys):
+    name, notebook = NOTEBOOK, f"{NOTEBOOK}.ipynb"
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     try:
-        # make lab opens on the course index (notebook 00); another notebook opens by its URL
-        if name == "00_setup_check":
-            page.goto(f"{lab.url}/?token={lab.token}")
-            assert f"/lab/tree/{notebook}" in page.url, f"JupyterLab did not open on the course index: {page.url}"
-        else:
-            page.goto(f"{lab.url}/lab/tree/{notebook}?reset&token={lab.token}")
+        # make lab opens on the course index (notebook 00); the lesson opens by its URL
+        page.goto(f"{lab.url}/?token={lab.token}")
+        page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=90_000)
+        assert f"/lab/tree/{INDEX}.ipynb" in page.url, f"JupyterLab did not open on the course index: {page.url}"
+        page.goto(f"{lab.url}/lab/tree/{notebook}?reset&token={lab.token}")
         page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=90_000)
         tab = page.locator("#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel")
         assert tab.inner_text().strip() == notebook, f"the open tab is {tab.inner_text()!r}, not {notebook}"
@@ -251,7 +235,7 @@ def test_notebook_in_browser(name: str, browser, lab: Lab, tmp_path: Path, capsy
                    f"{notebook}'s kernel to start")
 
         # Run All
-        seconds = run_all(page, lab, notebook, RUN_ALL_TIMEOUT[name])
+        seconds = run_all(page, lab, notebook, RUN_ALL_TIMEOUT)
         say(capsys, f"{name}: Run All took {seconds:.1f} s")
         shot(page, tmp_path / f"{name}-1-run-all.png", capsys, "after Run All")
 
@@ -265,10 +249,9 @@ def test_notebook_in_browser(name: str, browser, lab: Lab, tmp_path: Path, capsy
             f"{name}: {len(stderr)} stderr/error output(s), {tracebacks} traceback(s) in the cells:\n"
             + "\n---\n".join(stderr))
         assert not not_run, f"{name}: code cells {not_run} did not run (Run All stopped early)"
-        if NOTEBOOKS[name] is not None:   # exercise 1 answered wrongly
-            feedback = page.locator(".jp-OutputArea-output", has_text="✗ Exercise 1.")
-            assert feedback.count() == 1 and "Not quite" in feedback.first.inner_text(), (
-                f"{name}: the wrong answer to exercise 1 shows no cross and hint")
+        feedback = page.locator(".jp-OutputArea-output", has_text="✗ Exercise 1.")   # answered wrongly
+        assert feedback.count() == 1 and "Not quite" in feedback.first.inner_text(), (
+            f"{name}: the wrong answer to exercise 1 shows no cross and hint")
         assert page.get_by_text(NEWS_POPUP).count() == 0, "JupyterLab shows the Jupyter news popup"
 
         # the plotly figures render
@@ -356,7 +339,7 @@ def test_notebook_in_browser(name: str, browser, lab: Lab, tmp_path: Path, capsy
     finally:
         context.close()
         try:
-            lab.shutdown_kernels()   # the next notebook starts with no other kernel (nor its JVMs) running
+            lab.shutdown_kernels()   # the kernels (and their JVMs) end before the fixture looks for leftovers
         except OSError:
             pass                     # the server is gone: the lab fixture reports what it left
         deadline = time.monotonic() + 60
