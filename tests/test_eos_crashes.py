@@ -244,44 +244,32 @@ def crashes_result(crashes):
     return lesson_result(CRASHES, result(crashes))
 
 
-def test_the_crash_exercise_checks_against_the_measurements(no_maven, capsys):
+def test_the_crash_exercise_is_judged_by_the_rule_at_settings_the_run_did_not_use(no_maven, capsys):
     one = CRASHES.exercises[1]
-    r = crashes_result([crash("after_send_before_commit", "at_least_once", duplicates=3),
-                        crash("after_commit", "at_least_once"),
-                        crash("before_read", "exactly_once_v2", aborted_visible=7)])
-    assert callable(one.solution(r)) and r.check(1, one.solution(r))
+    alos = crash("before_read", "at_least_once", duplicates=44, overcount=44, restored=79)
+    r = lesson_result(CRASHES, result([alos, crash("after_commit", "at_least_once"),
+                                       crash("before_read", "exactly_once_v2", aborted_visible=7)]), rate=50)
+    assert one.solution(r) == 240 and r.check(1, 240) and r.check(1, 236.5)   # 200 records/s for 1.2 s, about
+    # the run's own rows read by the same rule: 44 twice at 50 records/s, 0.88 s after a commit
+    assert "at 50 records/s, at-least-once wrote 44 inputs twice: by the same rule its halts came about 0.88 s " \
+           "after a commit" in capsys.readouterr().out
     assert not r.check(1, None) and "`lesson.solution(1)`" in capsys.readouterr().out
-    for number, answer, hint in [
-            (1, one.wrong(r), "('at_least_once', 'after_send_before_commit') = False, but in this run it wrote "
-                              "duplicates"),   # "we're fine"
-            (1, lambda g, p: g == "at_least_once" and p != "none", "('at_least_once', 'after_commit') = True, "
-                                                                   "but in this run it wrote none"),
-            (1, lambda g, p: p in ("during_processing", "after_send_before_commit"),   # the guarantee left out
-             "('exactly_once_v2', 'during_processing') = True, but by the mechanism it wrote none"),
-            (1, lambda g, p: "no", "returned 'no'"), (1, lambda g: False, "raised TypeError"),
-            (1, ["after_send_before_commit"], "is not a function"), (1, 0, "is not a function"),
-            (1, "none", "is not a function"), (1, "", "is not a function"), (1, [], "is not a function")]:
+    for answer, hint in [(one.wrong(r), "44 is what this run wrote twice"),
+                         (1000, "a whole commit interval's worth"), (240_000, "mind the units"),
+                         (1200, "mind the units"), (120, "not what the app processed"),
+                         (0, "visible as soon as it is sent"), ("none", "a number"), ("", "a number"), ([], "a number")]:
         with pytest.raises(AssertionError, match=f"^Not quite: .*{re.escape(hint)}"):
             one.check(r, answer)
-    # the toolbox's check: a cross and the hint, then the closer hint from the second wrong answer on
-    assert not r.check(1, one.wrong(r)) and "Closer:" not in capsys.readouterr().out
-    assert not r.check(1, one.wrong(r)) and f"Closer: {one.closer}" in capsys.readouterr().out
+    copied = one.printed(r)
+    assert {44, 79, 7, 50} <= set(copied) and not any(r.check(1, a) for a in copied)   # the table, the parameters
+    assert not r.check(1, one.wrong(r)) and "Closer:" in capsys.readouterr().out   # a second wrong answer
     shown = []
     r.solution(1, display=shown.append)
-    assert "in flight" in shown[0].data
-
-    # a run whose measurement went against the mechanism: the measurement decides for this run's rows
-    odd = crashes_result([crash("after_send_before_commit", "at_least_once")])
-    with pytest.raises(AssertionError, match="^Not quite: .*in this run it wrote none"):
-        one.check(odd, one.solution(r))
-    # the control: no crash, so nothing duplicated; the function is still judged by the mechanism
-    control = crashes_result([crash("none", "exactly_once_v2"), crash("none", "at_least_once")])
-    assert control.check(1, one.solution(r))
-    with pytest.raises(AssertionError, match="^Not quite: .*by the mechanism it wrote duplicates"):
-        one.check(control, one.wrong(control))
-    with pytest.raises(LabError, match="not run in this run"):
-        one.check(crashes_result([]), one.solution(r))
-    assert not crashes_result([]).check(1, one.solution(r))   # said in a line, not raised
+    assert "200 × 1.2 = 240" in shown[0].data
+    assert not any(ch.isdigit() for ch in one.closer)
+    # a run with no at-least-once crash: the same rule, the look-up a whole interval
+    control = lesson_result(CRASHES, result([crash("none", "exactly_once_v2")]))
+    assert control.check(1, 240) and one.wrong(control) == 1000 and not control.check(1, 1000)
 
 
 def test_the_mechanism_evidence_says_when_there_is_none():
@@ -390,33 +378,58 @@ def test_each_lesson_has_its_question_and_the_run_answers_it(no_maven):
         assert len(set(choices)) == len(choices) >= 4
 
 
-def test_the_handler_and_schema_exercises_are_judged_by_what_ran_else_by_the_mechanism(no_maven, capsys):
-    three, four = HANDLERS.exercises[1], SCHEMA.exercises[1]
-    handlers = lesson_result(HANDLERS, EosCrashResult("handlers", {}, "run", Timeline(T0), handlers={
-        "continue": failing("handler continue", lost=1),
-        "dead_letter": failing("handler dead_letter", lost=1, lost_all={"a-5"},
-                               dead_letters=[{"id": "a-5", "exception": "x"}])}))
-    schema = lesson_result(SCHEMA, EosCrashResult("schema", {}, "run", Timeline(T0), schema={
-        "replace_thread": failing("schema replace_thread", uncaught=3, responses=["REPLACE_THREAD"])}))
-    assert three.solution(handlers) == "dead_letter" and handlers.check(1, "dead_letter")
-    assert "Measured in this run: `dead_letter` ended as: clean" in capsys.readouterr().out
-    assert four.solution(schema) == "tolerant" and schema.check(1, "tolerant")     # not run here: the mechanism
-    assert "did not run in this run: add it to SCHEMA_MODES" in capsys.readouterr().out
-    for r, answer, hint in [(handlers, three.wrong(handlers), "`continue` ended as: records dropped"),
-                            (handlers, "shutdown_client", "stops the app"),
-                            (handlers, "poison", "one name of HANDLERS"),
-                            (schema, four.wrong(schema), "`replace_thread` ended as: crash loop"),
-                            (schema, "continue", "only the dropped-records metric"),
-                            (handlers, 0, "one name of HANDLERS"), (handlers, "none", "one name of HANDLERS"),
-                            (schema, "", "one name of SCHEMA_MODES"), (schema, [], "one name of SCHEMA_MODES")]:
+def test_the_handler_exercise_is_judged_on_what_ran_then_on_the_malformed_input(no_maven, capsys):
+    three = HANDLERS.exercises[1]
+    runs = {"shutdown_client": failing("handler shutdown_client", deaths=3),
+            "replace_thread": failing("handler replace_thread", uncaught=3, responses=["REPLACE_THREAD"]),
+            "continue": failing("handler continue", lost=1)}
+    handlers = lesson_result(HANDLERS, EosCrashResult("handlers", {}, "run", Timeline(T0), handlers=runs))
+    fate = three.solution(handlers)
+    assert handlers.check(1, fate)
+    assert [fate(h, rec) for h in streams_app.HANDLERS for rec in ("poison", "malformed")] == [
+        "stuck", "stuck", "stuck", "stuck", "dropped", "stuck", "kept aside", "stuck", "stuck", "dropped"]
+    for answer, hint in [(three.wrong(handlers), "fate('continue', 'malformed') = 'dropped', but by the mechanism "
+                                                 "it is 'stuck'"),
+                         (lambda h, rec: "stuck", "fate('continue', 'poison') = 'stuck', but in this run it was "
+                                                  "'dropped'"),
+                         (lambda h, rec: "loops", "return one of 'stuck', 'dropped', 'kept aside'"),
+                         (lambda h: "stuck", "raised TypeError"), ("dead_letter", "is not a function"),
+                         (0, "is not a function"), ("none", "is not a function"), ([], "is not a function")]:
         with pytest.raises(AssertionError, match=f"^Not quite: .*{re.escape(hint)}"):
-            r.lesson.exercises[1].check(r, answer)
-    assert len(three.closer.split()) >= 5 and "dead_letter" not in three.closer
-    assert len(four.closer.split()) >= 5 and "tolerant" not in four.closer
+            three.check(handlers, answer)
+    copied = three.printed(handlers)   # look-ups of the table and the Mitigate cell's handler, and its name
+    assert "dead_letter" in copied and not any(handlers.check(1, a) for a in copied)
+    assert len(three.closer.split()) >= 5 and "stuck" not in three.closer
+    # the control: the deserialization handler's row measured, the rest by the mechanism
+    control = lesson_result(HANDLERS, EosCrashResult("handlers", {}, "run", Timeline(T0), handlers={
+        "deserialization": failing("handler deserialization", dropped_records=1)}))
+    assert control.check(1, fate) and not any(control.check(1, a) for a in three.printed(control))
+    # a run whose measurement went against the mechanism: the measurement decides for its row
     broken = lesson_result(HANDLERS, EosCrashResult("handlers", {}, "run", Timeline(T0), handlers={
         "dead_letter": failing("handler dead_letter", lost=2, lost_all={"a", "b"})}))
-    with pytest.raises(AssertionError, match="`dead_letter` ended as: records dropped: see its row"):
-        three.check(broken, "dead_letter")   # the right name, but this run measured otherwise: not accepted
+    with pytest.raises(AssertionError, match="fate\\('dead_letter', 'poison'\\) = 'kept aside', but in this run it was "
+                                             "'dropped'"):
+        three.check(broken, fate)
+
+
+def test_the_schema_exercise_counts_inputs_when_only_some_keys_have_old_state(no_maven, capsys):
+    four = SCHEMA.exercises[1]
+    schema = lesson_result(SCHEMA, EosCrashResult("schema", {}, "run", Timeline(T0), schema={
+        "replace_thread": failing("schema replace_thread", uncaught=3, responses=["REPLACE_THREAD"], outputs=60,
+                                  produced=150, lost=90, dropped_records=0, migrated=0),
+        "continue": failing("schema continue", outputs=62, produced=150, lost=88, lost_keys=10, dropped_records=88,
+                            migrated=0)}), keys=10, records=150)
+    assert four.solution(schema) == 160 and schema.check(1, 160)   # the four keys without old state, 40 each
+    assert "88 of version 2's inputs were dropped, over 10 keys" in capsys.readouterr().out
+    for answer, hint in [(four.wrong(schema), "62 is a count of this run"), (400, "all 400 come out only if"),
+                         (394, "writes nothing back"), (240, "240 inputs belong to keys with old state"),
+                         (100, "which keys have state"), (160.5, "not a whole number"),
+                         (0, "nothing old to read"), ("none", "not a whole number"), ([], "not a whole number")]:
+        with pytest.raises(AssertionError, match=f"^Not quite: .*{re.escape(hint)}"):
+            four.check(schema, answer)
+    copied = four.printed(schema)
+    assert {62, 88, 150, 10, "tolerant"} <= set(copied) and not any(schema.check(1, a) for a in copied)
+    assert len(four.closer.split()) >= 5 and "160" not in four.closer and "4" not in four.closer
 
 
 def test_production_errors_are_configured_by_version_and_refused_before_anything_starts(no_maven):
@@ -488,6 +501,8 @@ def test_the_production_error_lesson_asks_and_answers(no_maven, capsys):
         with pytest.raises(AssertionError, match=f"^Not quite: .*{re.escape(hint)}"):
             five.check(r, answer)
     assert len(five.closer.split()) >= 5 and not any(ch.isdigit() for ch in five.closer)
+    copied = five.printed(r)   # the value, the topic's limit and padding, the Mitigate cell's 32768
+    assert {20_187, 8192, 20_000, 32_768} <= set(copied) and not any(r.check(1, a) for a in copied)
 
 
 def test_the_production_error_fix_runs_kafkas_default_handler_again(no_maven):
@@ -496,3 +511,20 @@ def test_the_production_error_fix_runs_kafkas_default_handler_again(no_maven):
     assert fixed["production_handlers"] == ["default"] and fixed["other_guarantee_handlers"] == []
     with pytest.raises(LabError, match="already has"):
         REFUSED.mitigate.check(p, {"output_max_bytes": 8192})
+
+
+def test_the_notebooks_state_the_cases_their_exercises_judge():
+    """05a's and 05c's exercises give their case in numbers: the same numbers the checks judge by."""
+    import json
+    from lab.scenarios import notebook
+    from lab.scenarios.nb05_exactly_once_under_crashes.exercises import SOME_OLD, TWICE
+
+    def statement(name):
+        cells = json.loads(notebook(name).path.read_text())["cells"]
+        return next("".join(c["source"]) for c in cells if "**Exercise 1.**" in "".join(c["source"]))
+    crash_case, schema_case = statement("05a"), statement("05c")
+    assert f"commit.interval.ms={TWICE['commit_interval_ms']}" in crash_case and f"{TWICE['rate']} input" in crash_case
+    assert f"{TWICE['since_commit_ms'] / 1000:g} s after its last commit" in crash_case
+    total = SOME_OLD["keys"] * SOME_OLD["per_key"]
+    assert f"counts for {SOME_OLD['old_keys']} keys" in schema_case and f"reads {total} inputs" in schema_case
+    assert f"{SOME_OLD['per_key']} for each of {SOME_OLD['keys']} keys" in schema_case

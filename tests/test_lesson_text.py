@@ -1,8 +1,11 @@
 """What a learner reads in a lesson, and what it asks: objectives they can check (mirrored by the key points), the
 class minutes the teacher's guide plans, a core path short enough to read in class, parameters that say what each
-knob is and not which value fails, a question that is not a bet on "it fails", and the lines a developer writes in
-their own app under the Mitigate step. No notebook runs here: these read the notebooks and the lessons.
+knob is and not which value fails, a question that is not a bet on "it fails", "which of these runs" questions whose
+choices and measured answer come from one table, and the lines a developer writes in their own app under the Mitigate
+step. No notebook runs here: these read the notebooks and the lessons.
 """
+import importlib
+import itertools
 import json
 import re
 from pathlib import Path
@@ -10,6 +13,12 @@ from pathlib import Path
 import pytest
 
 from lab.notebook import COURSE
+from lab.scenarios.nb02_transactional_id_expiry import txn_expiry as tx
+from lab.scenarios.nb04_stale_standby_cache import stale_standby as ss
+from lab.scenarios.nb05_exactly_once_under_crashes import answers as a05, production_errors as pe
+from lab.scenarios.nb06_state_in_production import state_restore as sr
+from lab.scenarios.nb07_when_streams_stop import poll_loop as pl
+from lab.toolbox.predict import choice_table, labels, named, which
 
 ROOT = Path(__file__).resolve().parent.parent
 CORE_WORDS = 900   # a lesson's core markdown, outside its folded deep dives
@@ -143,3 +152,95 @@ def test_the_parameters_cell_says_what_each_knob_is_not_which_value_fails(name: 
     cell = next("".join(c["source"]) for c in cells if "parameters" in c["metadata"].get("tags", []))
     said = [line for line in cell.splitlines() if GIVE_AWAY.search(line)]
     assert not said, f"{name}: the parameters cell hints at the answer: {said}"
+
+
+# ------------------------------------------------------------------ "which of these runs showed it?"
+
+def _outcome(got_past: bool) -> str:
+    return "records dropped" if got_past else "crash loop"
+
+
+def _refused(p: dict) -> list:
+    """05d's runs as it makes them: (handler, guarantee)."""
+    other = next(g for g in pe.GUARANTEES if g != p["production_guarantee"])
+    return [(h, p["production_guarantee"]) for h in p["production_handlers"]] + \
+        [(h, other) for h in p["other_guarantee_handlers"]]
+
+
+def _asked(run: tuple) -> tuple:
+    """A 05d run as its question names it: `route` answers CONTINUE, after its note."""
+    return ("continue" if run[0] == "route" else run[0], run[1])
+
+
+# Per lesson whose question asks which of its runs showed something: its table at p, the runs it makes with p, and a
+# record built so that exactly the runs of `shown` show it.
+WHICH = {
+    "02b": (tx.streams_table, tx.streams_versions, lambda shown, p: {"part_b": {
+        f"streams-{v}": {"handling": "thread died" if v in shown else "task migrated", "error": "InvalidPidMapping"}
+        for v in tx.streams_versions(p)}}),
+    "02c": (tx.old_broker_table, tx.old_broker_versions, lambda shown, p: {"part_c": {
+        v: {"reproduced": v in shown, "id_expired": False} for v in tx.old_broker_versions(p)}}),
+    "04": (lambda p: ss.stale_table(ss.question_versions(p)), lambda p: [v for _, v, _ in ss.variants(p)],
+           lambda shown, p: {"streams_version": p["streams_version"], "main": {"caching": p["caching"]},
+                             "main_counts": {"stale_reads": int(p["streams_version"] in shown)},
+                             "compared": {label: {"version": v, "caching": c, "stale_reads": int(v in shown)}
+                                          for label, v, c in ss.variants(p)[1:]}}),
+    "05a": (lambda p: a05.DUPLICATE_POINTS, lambda p: p["crash_points"] if "at_least_once" in p["guarantees"] else [],
+            lambda shown, p: {"crashes": {point: {"crash_point": point, "guarantee": "at_least_once", "crashed": True,
+                                                  "duplicates": int(point in shown)} for point in p["crash_points"]}}),
+    "05b": (lambda p: a05.GOT_PAST, lambda p: p["handlers"],
+            lambda shown, p: {"handlers": {h: {"outcome": _outcome(h in shown)} for h in p["handlers"]}}),
+    "05d": (lambda p: a05.REFUSED_PAST, lambda p: [_asked(run) for run in _refused(p)],
+            lambda shown, p: {"refused": {pe.production_label(h, g, p): {"guarantee": g,
+                                          "outcome": _outcome(_asked((h, g)) in shown)} for h, g in _refused(p)}}),
+    "06b": (sr.restore_table, lambda p: p["restore_modes"], lambda shown, p: {"restore_runs": [
+        {"mode": m, "full_restore": m in shown, "restored_records": 1} for m in p["restore_modes"]]}),
+    "07a": (pl.looping_table, pl.asked_clients, lambda shown, p: {"poll_loop": {
+        f"{c}/{pl.asked_variant(p)}": {"looped": c in shown} for c in pl.asked_clients(p)}}),
+}
+# The lessons whose two "none" choices both name no run: the run tells them apart by what else it met (the error).
+NONE_TOLD_APART = {"02b", "02c"}
+
+
+def _params(number: str, setting: str) -> dict:
+    """A lesson's parameters at the notebook's defaults, or with its test's PARAMETERS over them."""
+    entry = next(e for e in COURSE if e.number == number)
+    p = entry.defaults()
+    if setting == "PARAMETERS":
+        given = importlib.import_module(f"tests.expectations.nb{number}").PARAMETERS
+        p = entry.lesson.spec.validate(**{**p, **{k.lower(): v for k, v in given.items() if k.lower() in p}})
+    return p
+
+
+@pytest.mark.parametrize("number, setting", [(n, s) for n in WHICH for s in ("defaults", "PARAMETERS")])
+def test_a_which_question_and_its_measured_answer_come_from_one_table(number: str, setting: str):
+    """The question's choices are its table's labels; each names a distinct set of the runs the lesson makes; which()
+    finds each label by its set; the measured answer of a record where exactly that set shows it is that label, and
+    for a set no choice names it is never one of the choices (None, or the set in words)."""
+    lesson, p = next(e for e in COURSE if e.number == number).lesson, _params(number, setting)
+    table_of, runs_of, record = WHICH[number]
+    table, runs = table_of(p), frozenset(runs_of(p))
+    assert table and lesson.question(p)[1] == labels(table), (number, lesson.question(p)[1], table)
+    sets = [s for _, s in table]
+    twice = {s for s in sets if sets.count(s) > 1}
+    assert not twice or (twice == {frozenset()} and number in NONE_TOLD_APART), (number, table)
+    assert all(s <= runs for s in sets), (number, runs, table)
+    assert all(which(s, table) == label for label, s in table if s not in twice), (number, table)
+    for shown in (frozenset(c) for n in range(len(runs) + 1) for c in itertools.combinations(runs, n)):
+        measured = lesson.measured_answer(record(shown, p), p)
+        naming = [label for label, s in table if s == shown]
+        assert measured in naming if naming else measured not in labels(table), (number, set(shown), measured)
+
+
+def test_the_toolbox_words_the_choices_and_finds_the_measured_one():
+    runs = ["a", "b", "c"]
+    table = choice_table((named(s, runs, " and ".join), s) for s in ([], ["a"], ["a", "b"], ["b", "a"], runs))
+    assert table == (("none of them", frozenset()), ("only a", frozenset("a")), ("only a and b", frozenset("ab")),
+                     ("all of them", frozenset("abc")))   # a set given again is kept once
+    assert labels(table) == ("none of them", "only a", "only a and b", "all of them")
+    assert which({"b", "a"}, table) == "only a and b" and which(["c"], table) is None
+    assert named(["b", "a"], ["a", "b"], ", ".join) == "both" and named(["b"], ["a", "b"], ", ".join) == "only b"
+    assert named(["c", "a"], runs, " and ".join, several=lambda some, rest: f"{' and '.join(some)}, not "
+                 f"{' nor '.join(rest)}") == "a and c, not b"
+    assert named([], runs, str, none="none: each moves on") == "none: each moves on"
+    assert named(runs, runs, str, every="all three") == "all three"

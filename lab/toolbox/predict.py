@@ -126,3 +126,38 @@ def predict(question: str, choices=None, tolerance: float = 0.25, *, given=None,
     elif show:
         print(f"Predict: {question}\nYour prediction: {given} (taken when the run starts)")
     return Prediction(question, choices, given, tolerance, widget)
+
+
+# A question that asks which of a lesson's runs showed something has a choice table: (label, frozenset of run names)
+# pairs, in the order the question lists them. The question's choices are its labels, and a run's answer is the label
+# whose set is the set of runs that showed it: both come from the one table.
+def choice_table(choices) -> tuple:
+    """The table of (label, runs) pairs, runs any iterable of run names; a set named again is kept once, first."""
+    table: dict = {}
+    for label, runs in choices:
+        table.setdefault(frozenset(runs), label)
+    return tuple((label, runs) for runs, label in table.items())
+
+
+def labels(table) -> tuple:
+    """A table's choices, as the question lists them."""
+    return tuple(label for label, _ in table)
+
+
+def which(measured, table) -> str | None:
+    """The label of the choice whose set is the measured set of runs (None: no choice names that set)."""
+    return next((label for label, runs in table if runs == frozenset(measured)), None)
+
+
+def named(chosen, runs: list, name, *, none: str = "none of them", every: str | None = None, several=None) -> str:
+    """The common words for `chosen` of `runs` (the lesson's runs, in order): `none`; `every` for all of them
+    ("both", "all of them" unless given); "only A", "only A and B" for some, name(runs in order) naming them as the
+    lesson does, or several(chosen, the rest) for more than one ("A and B, not C")."""
+    chosen = [r for r in runs if r in set(chosen)]
+    if not chosen:
+        return none
+    if len(chosen) == len(runs):
+        return every or ("both" if len(runs) == 2 else "all of them")
+    if several and len(chosen) > 1:
+        return several(chosen, [r for r in runs if r not in chosen])
+    return "only " + name(chosen)

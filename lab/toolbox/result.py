@@ -175,6 +175,9 @@ class Exercise:
     closer                 a second hint, nearer the mechanism, shown from the second wrong answer on (never the
                            answer: that is solution(n)'s, when asked for)
     needs_failure          judged only on a run that reproduced the failure (else the check says so)
+    printed(result)        the answers a learner could copy from what the notebook shows above the exercise (a
+                           table's column, the Mitigate call's values, a function that looks the table up): the
+                           check must refuse each, which the notebook tests prove on every run
     """
 
     check: Callable[[Any, Any], None]
@@ -183,6 +186,7 @@ class Exercise:
     wrong: Callable[[Any], Any]
     closer: str = ""
     needs_failure: bool = False
+    printed: Callable[[Any], list] | None = None
 
 
 def expect(ok: bool, hint: str) -> None:

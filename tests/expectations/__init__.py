@@ -26,6 +26,12 @@ def try_exercises(result, skip: tuple = ()) -> dict:
         tried = {}
         cases = [("none", lambda r: None), ("right", exercise.solution), ("wrong", exercise.wrong),
                  *((f"trivial {t!r}", lambda r, t=t: t) for t in TRIVIAL)]
+        if exercise.printed is not None:   # what the notebook shows above the exercise, copied
+            try:
+                copies = exercise.printed(result)
+            except Exception as exc:
+                copies, tried["printed"] = [], f"raised {type(exc).__name__}: {exc}"
+            cases += [(f"printed {i}", lambda r, a=a: a) for i, a in enumerate(copies)]
         for case, answer in cases:
             try:
                 tried[case] = result.check(number, answer(result)).said
@@ -54,6 +60,8 @@ def exercises(r: dict, numbers: list[int], not_run: tuple = (), skipped: tuple =
         assert not any(said.startswith("raised ") for case, said in t.items() if case != "answer"), (number, t)
         trivial = {case: said for case, said in t.items() if case.startswith("trivial")}
         assert trivial and "correct" not in trivial.values(), (number, trivial)   # never zero, empty or "none"
+        copied = {case: said for case, said in t.items() if case.startswith("printed")}
+        assert "correct" not in copied.values(), (number, copied)   # nor a value shown above the exercise
         if int(number) in not_run:
             assert all("not run in this run" in t[case] for case in ("right", "wrong")), t
             continue

@@ -73,6 +73,9 @@ def check(r):
     assert abs(affected["longest_txn_wait_s"] - 30) <= 3, affected
     answers = exercises(r, [1, 2], skipped=(2,))
     assert answers[1] is None, answers
+    # what the notebook shows above exercise 1 (the app's longest wait and throttle), copied: each refused
+    copies = {case: said for case, said in r["exercises"]["1"].items() if case.startswith("printed")}
+    assert len(copies) == 3 and "correct" not in copies.values(), copies
 
 
 def check_control(r):
@@ -91,8 +94,14 @@ def check_control(r):
     assert r["duplicates"] == {affected["variant"]: 0}, r["duplicates"]
     assert r["fix_in_bytecode"][r["param_streams_version"]] is False
     assert r["variants"] == {} and r["mitigation"] is None   # no fix given
-    # Exercise 2 is an experiment: the affected app again, alone, at the solution's quota (50 % headroom), for
-    # DURATION_S: "correct" is its measurement (not fenced); the wrong answer, a quota below the load, runs nothing.
+    # Exercise 2 is an experiment on records twice the run's: the affected app again, alone, with them, at the
+    # solution's quota (50 % headroom over their load), for DURATION_S: "correct" is its measurement (not fenced); the
+    # wrong answer (the run's headroom quota, sized for its records) and every quota the notebook shows above the
+    # exercise (the table's, the headroom variant's, the Mitigate call's 60000) are below that load: refused, nothing
+    # runs.
     answers = exercises(r, [1, 2])
     assert answers[1] is None, answers   # judged on other settings: no request of this run was stuck
-    assert 1.4 < answers[2] / (r["send_rate"] * (r["record_bytes"] + WIRE_OVERHEAD_BYTES)) < 1.6, answers
+    assert 1.4 < answers[2] / (r["send_rate"] * (2 * r["record_bytes"] + WIRE_OVERHEAD_BYTES)) < 1.6, answers
+    copies = {case: said for case, said in r["exercises"]["2"].items() if case.startswith("printed")}
+    assert len(copies) >= 4 and "correct" not in copies.values(), copies
+    assert "twice as much" in r["exercises"]["2"]["wrong"], r["exercises"]["2"]

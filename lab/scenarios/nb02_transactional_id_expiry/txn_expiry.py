@@ -25,6 +25,7 @@ from ...errors import LabError
 from ...toolbox import Param, Result, Run, grep
 from ...toolbox.admin import expired_at
 from ...toolbox.consume import read_to_end
+from ...toolbox.predict import choice_table, labels, named, which
 from ...runtime.programs import clients_classpath
 from . import txn_unknown_producer as part_c
 from .txn_clients import CLIENTS, ERROR_CODE, streams_examples
@@ -135,11 +136,21 @@ def clients_answer(record: dict, p: dict) -> str | None:
     return IDLE_ANSWERS[1] if c["error"] or (c["reads_per_input"] or 0) >= 2 else IDLE_ANSWERS[0]
 
 
-def _which(stopped: list[str], vs: list[str], none: str) -> str:
-    """The answer naming the releases in `stopped` (vs: all, oldest first)."""
-    if not stopped:
-        return none
-    return _both(vs) if stopped == vs else f"only {', '.join(stopped)}"
+def releases_table(vs: list[str], nones: tuple) -> tuple:
+    """02b's and 02c's choices: all the releases (vs, oldest first), only the oldest ones short of all, then both
+    `nones`, which name no release: the run tells them apart by what else it met."""
+    sets = [vs[:n] for n in (len(vs), *range(1, len(vs))) if n]
+    return (*choice_table((_named(s, vs), s) for s in sets), *((none, frozenset()) for none in nones))
+
+
+def _named(releases: list[str], vs: list[str]) -> str:
+    return named(releases, vs, ", ".join)
+
+
+def _answer(stopped: list[str], vs: list[str], table: tuple, none: str) -> str:
+    """The choice naming the releases in `stopped`: `none`, the measured one of the nones, when there are none; in
+    words when no choice names them."""
+    return (which(stopped, table) or _named(stopped, vs)) if stopped else none
 
 
 def streams_answer(record: dict, p: dict) -> str | None:
@@ -148,8 +159,8 @@ def streams_answer(record: dict, p: dict) -> str | None:
     if not vs or any(f"streams-{v}" not in b for v in vs):
         return None
     ran = [b[f"streams-{v}"] for v in vs]
-    return _which([v for v, c in zip(vs, ran) if c["handling"] == "thread died"], vs,
-                  STREAMS_NONE[0] if any(c["error"] for c in ran) else STREAMS_NONE[1])
+    return _answer([v for v, c in zip(vs, ran) if c["handling"] == "thread died"], vs, streams_table(p),
+                   STREAMS_NONE[0] if any(c["error"] for c in ran) else STREAMS_NONE[1])
 
 
 def old_broker_answer(record: dict, p: dict) -> str | None:
@@ -159,8 +170,8 @@ def old_broker_answer(record: dict, p: dict) -> str | None:
     vs, c = old_broker_versions(p), record["part_c"]
     if any(v not in c for v in vs):
         return None
-    return _which([v for v in vs if c[v]["reproduced"]], vs,
-                  OLD_BROKER_NONE[1] if any(c[v].get("id_expired") for v in vs) else OLD_BROKER_NONE[0])
+    return _answer([v for v in vs if c[v]["reproduced"]], vs, old_broker_table(p),
+                   OLD_BROKER_NONE[1] if any(c[v].get("id_expired") for v in vs) else OLD_BROKER_NONE[0])
 
 
 def question(p: dict) -> tuple:
@@ -168,15 +179,6 @@ def question(p: dict) -> tuple:
     return (f"The `crash` client sits idle {p['idle_s']:g} s; the broker forgets a transactional id left idle "
             f"{p['expiration_ms'] / 1000:g} s. Then one input record arrives. How many times is it processed, and "
             "how many times committed to the output topic?", IDLE_ANSWERS)
-
-
-def _both(items: list[str]) -> str:
-    return "both" if len(items) == 2 else "all of them"
-
-
-def _only_older(items: list[str]) -> list[str]:
-    """`only A`, `only A, B`, ...: each run of the oldest releases short of all of them."""
-    return [f"only {', '.join(items[:n])}" for n in range(1, len(items))]
 
 
 def streams_versions(p: dict) -> list[str]:
@@ -189,11 +191,11 @@ def streams_question(p: dict) -> tuple:
     return (f"The same exactly-once Kafka Streams app runs on {' and '.join(vs)}, one after the other. Each sits "
             f"idle {p['idle_s']:g} s (ids expire after {p['expiration_ms'] / 1000:g} s), then one input arrives. "
             "Which of them stop for good (the client in ERROR until restarted from outside)?",
-            streams_answers(vs))
+            labels(streams_table(p)))
 
 
-def streams_answers(vs: list[str]) -> tuple:
-    return (_both(vs), *_only_older(vs), *STREAMS_NONE)
+def streams_table(p: dict) -> tuple:
+    return releases_table(streams_versions(p), STREAMS_NONE)
 
 
 def old_broker_versions(p: dict) -> list[str]:
@@ -206,11 +208,11 @@ def old_broker_question(p: dict) -> tuple:
     """The old-broker lesson's Predict step: what each broker answers."""
     vs = old_broker_versions(p)
     return (f"On brokers {' and '.join(vs)}, retention deletes every record of an idle transactional producer. "
-            "Then it commits again. Which brokers answer UNKNOWN_PRODUCER_ID?", old_broker_answers(vs))
+            "Then it commits again. Which brokers answer UNKNOWN_PRODUCER_ID?", labels(old_broker_table(p)))
 
 
-def old_broker_answers(vs: list[str]) -> tuple:
-    return (_both(vs), *_only_older(vs), *OLD_BROKER_NONE)
+def old_broker_table(p: dict) -> tuple:
+    return releases_table(old_broker_versions(p), OLD_BROKER_NONE)
 
 
 def _round(lab: Run, p: dict, clients: list) -> dict:

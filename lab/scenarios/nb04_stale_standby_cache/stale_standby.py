@@ -18,11 +18,12 @@ from ...toolbox.checks import check_streams_program
 from ...toolbox.consume import read_committed
 from ...toolbox.lesson import Lesson
 from ...toolbox.memory import child_pids, peak_rss
+from ...toolbox.predict import labels
 from ...record.generator import generate
 from ...record.history import History
 from ...runtime.programs import JavaProgram
 from .exercises import EXERCISES
-from .stale_standby_report import StaleStandbyResult, Variant, analyse, measured_answer, stale_choices
+from .stale_standby_report import StaleStandbyResult, Variant, analyse, measured_answer, stale_table
 
 MAIN, SOURCES = "StaleStandbyWorker", ["StaleStandbyWorker.java", "Lab.java"]
 OLDEST_SUPPORTED = (3, 0, 0)                          # the worker's TaskMetadata / exactly_once_v2 API
@@ -111,13 +112,13 @@ def question_versions(p: dict) -> list[str]:
 
 
 def question(p: dict) -> tuple:
-    """The Predict step: which of the versions that play the program serve a stale value (stale_choices)?"""
+    """The Predict step: which of the versions that play the program serve a stale value (stale_table)?"""
     versions = question_versions(p)
     store = "a store with its cache on" if p["caching"] else "a store without a cache"
     plays = (f"The same program plays on Kafka Streams {', then on '.join(versions)}" if len(versions) > 1
              else f"The program plays on Kafka Streams {versions[0]}")
     return (f"{plays}: {_standbys(p['standby_replicas'])} per task, {store}; {describe_program(p['program'])}, "
-            "while inputs keep coming. Which of them serve a stale value?", stale_choices(versions))
+            "while inputs keep coming. Which of them serve a stale value?", labels(stale_table(versions)))
 
 
 def every_variant(lab: Run, p: dict) -> StaleStandbyResult:

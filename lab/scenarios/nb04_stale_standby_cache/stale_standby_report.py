@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from ...cluster import parse_version
 from ...toolbox import Result, Timeline, grep, lab_lines
+from ...toolbox.predict import choice_table, named, which
 from ...record.history import History
 
 FIRST_AFFECTED, FIRST_FIXED = (2, 6, 0), (3, 4, 1)   # KAFKA-9501 recycling .. PR #13369
@@ -21,24 +22,20 @@ def is_affected(version: str) -> bool:
 
 # The Predict question: which of the versions that play the program serve a stale value. Its choices name versions,
 # never whether a release carries a change: none, the releases from before PR #13369 (by release number), every one.
+def _kafka_streams(versions) -> str:
+    return "Kafka Streams " + " and ".join(versions)
+
+
 def stale_label(stale, versions) -> str:
     """The versions of `stale` (a subset of `versions`, the versions asked about), named as the question names them."""
-    stale = [v for v in versions if v in set(stale)]
-    if not stale:
-        return "none of them"
-    if len(versions) > 1 and len(stale) == len(versions):
-        return "both" if len(versions) == 2 else "every one of them"
-    return ("only " if len(versions) > 1 else "") + "Kafka Streams " + " and ".join(stale)
+    every = {1: _kafka_streams(versions), 2: "both"}.get(len(versions), "every one of them")
+    return named(stale, versions, _kafka_streams, every=every)
 
 
-def stale_choices(versions) -> tuple:
-    """The question's choices for these versions, each distinct: none, those from before 3.4.1, every one."""
-    choices = []
-    for stale in ([], [v for v in versions if parse_version(v) < FIRST_FIXED], list(versions)):
-        label = stale_label(stale, versions)
-        if (stale or not choices) and label not in choices:
-            choices.append(label)
-    return tuple(choices)
+def stale_table(versions) -> tuple:
+    """The question's choice table for these versions, each set distinct: none, those from before 3.4.1, every one."""
+    before = [v for v in versions if parse_version(v) < FIRST_FIXED]
+    return choice_table((stale_label(stale, versions), stale) for stale in ([], before, versions))
 
 
 def measured_answer(record: dict, p: dict) -> str:
@@ -48,8 +45,8 @@ def measured_answer(record: dict, p: dict) -> str:
     runs = [(record["streams_version"], record["main_counts"]["stale_reads"])] + [
         (c["version"], c["stale_reads"]) for label, c in (record.get("compared") or {}).items()
         if label.startswith("version ") and c.get("caching") == main.get("caching", c.get("caching"))]
-    versions = list(dict.fromkeys(v for v, _ in runs))
-    return stale_label({v for v, stale in runs if stale}, versions)
+    versions, stale = list(dict.fromkeys(v for v, _ in runs)), {v for v, stale in runs if stale}
+    return which(stale, stale_table(versions)) or stale_label(stale, versions)
 
 
 # ------------------------------------------------------------------ what happened

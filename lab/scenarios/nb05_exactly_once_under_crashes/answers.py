@@ -2,6 +2,8 @@
 cannot take, the sets of runs the questions' choices name, and the functions that find the measured choice."""
 from __future__ import annotations
 
+from ...toolbox.predict import choice_table, labels, which
+
 # Crash points where records processed since the last commit are in flight, so at-least-once redoes them.
 IN_FLIGHT = ("before_read", "during_processing", "after_send_before_commit")
 # A Failing outcome: the app stopped, a restart carried it past the record.
@@ -20,32 +22,31 @@ FATES = ("it is stuck: the same record fails again at every attempt (each new th
 # duplicates; 05b, 05d: runs that got the app past the record), and the run's answer is the choice whose set is the
 # one measured.
 ALOS_POINTS = ("before_read", "during_processing", "after_send_before_commit", "after_commit")
-DUPLICATE_POINTS = (("none of them", ()),
-                    ("only after_send_before_commit", ("after_send_before_commit",)),
-                    ("during_processing and after_send_before_commit",
-                     ("during_processing", "after_send_before_commit")),
-                    ("before_read, during_processing and after_send_before_commit", IN_FLIGHT),
-                    ("all four", ALOS_POINTS))
+DUPLICATE_POINTS = choice_table((("none of them", ()),
+                                 ("only after_send_before_commit", ("after_send_before_commit",)),
+                                 ("during_processing and after_send_before_commit",
+                                  ("during_processing", "after_send_before_commit")),
+                                 ("before_read, during_processing and after_send_before_commit", IN_FLIGHT),
+                                 ("all four", ALOS_POINTS)))
 HANDLER_RUNS = ("shutdown_client", "replace_thread", "continue")
-GOT_PAST = (("none of them", ()),
-            ("only continue", ("continue",)),
-            ("replace_thread and continue", ("replace_thread", "continue")),
-            ("shutdown_client and continue", ("shutdown_client", "continue")),
-            ("all three", HANDLER_RUNS))
+GOT_PAST = choice_table((("none of them", ()),
+                         ("only continue", ("continue",)),
+                         ("replace_thread and continue", ("replace_thread", "continue")),
+                         ("shutdown_client and continue", ("shutdown_client", "continue")),
+                         ("all three", HANDLER_RUNS)))
 # 05d's three runs: Kafka's default handler and CONTINUE under at-least-once, CONTINUE under exactly-once
 REFUSED_RUNS = (("default", "at_least_once"), ("continue", "at_least_once"), ("continue", "exactly_once_v2"))
-REFUSED_PAST = (("none of them", ()),
-                ("only CONTINUE under at_least_once", (REFUSED_RUNS[1],)),
-                ("CONTINUE under both guarantees", REFUSED_RUNS[1:]),
-                ("all three", REFUSED_RUNS))
+REFUSED_PAST = choice_table((("none of them", ()),
+                             ("only CONTINUE under at_least_once", (REFUSED_RUNS[1],)),
+                             ("CONTINUE under both guarantees", REFUSED_RUNS[1:]),
+                             ("all three", REFUSED_RUNS)))
 # 05c: which of version 2's inputs come out under CONTINUE
 SCHEMA_FATES = ("none: it is stuck at the first input whose key has old state, again at every attempt",
                 "all but the first input of each key that has old state",
                 "only the inputs of keys without old state: every input of a key that has old state is dropped",
                 "all of them, but each key that has old state counts again from zero",
                 "all of them, each key's count carrying on from version 1's")
-DUPLICATE_ANSWERS, HANDLER_ANSWERS, REFUSED_ANSWERS = (tuple(label for label, _ in table)
-                                                       for table in (DUPLICATE_POINTS, GOT_PAST, REFUSED_PAST))
+DUPLICATE_ANSWERS, HANDLER_ANSWERS, REFUSED_ANSWERS = map(labels, (DUPLICATE_POINTS, GOT_PAST, REFUSED_PAST))
 
 
 def fate(outcome: str, dropped: int = 0) -> str:
@@ -64,18 +65,13 @@ def got_past(outcome: str) -> bool:
     return fate(outcome) != FATES[0]
 
 
-def _which(measured: set, table: tuple) -> str | None:
-    """The choice whose set of runs is the measured one (None: a set no choice names)."""
-    return next((label for label, runs in table if set(runs) == measured), None)
-
-
 # This run's answer to each lesson's Predict question, from what it recorded (None: it did not measure it).
 def output_answer(record: dict, p: dict) -> str | None:
     """05a: the crash points at which the at-least-once app wrote duplicates (None: not all four ran and crashed)."""
     runs = {c["crash_point"]: c for c in record["crashes"].values() if c["guarantee"] == "at_least_once"}
     if not all(point in runs and runs[point]["crashed"] for point in ALOS_POINTS):
         return None
-    return _which({point for point in ALOS_POINTS if runs[point]["duplicates"]}, DUPLICATE_POINTS)
+    return which({point for point in ALOS_POINTS if runs[point]["duplicates"]}, DUPLICATE_POINTS)
 
 
 def handler_answer(record: dict, p: dict) -> str | None:
@@ -84,7 +80,7 @@ def handler_answer(record: dict, p: dict) -> str | None:
     runs = record["handlers"]
     if not all(h in runs for h in HANDLER_RUNS):
         return None
-    return _which({h for h in HANDLER_RUNS if got_past(runs[h]["outcome"])}, GOT_PAST)
+    return which({h for h in HANDLER_RUNS if got_past(runs[h]["outcome"])}, GOT_PAST)
 
 
 def refused_answer(record: dict, p: dict) -> str | None:
@@ -99,7 +95,7 @@ def refused_answer(record: dict, p: dict) -> str | None:
                 found.setdefault((h, run["guarantee"]), run)
     if not all(r in found for r in REFUSED_RUNS):
         return None
-    return _which({r for r in REFUSED_RUNS if got_past(found[r]["outcome"])}, REFUSED_PAST)
+    return which({r for r in REFUSED_RUNS if got_past(found[r]["outcome"])}, REFUSED_PAST)
 
 
 def schema_answer(record: dict, p: dict) -> str | None:

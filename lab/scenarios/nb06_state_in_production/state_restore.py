@@ -11,6 +11,7 @@ import time
 from ...toolbox.checks import half_the_free_disk
 from ...toolbox import Param
 from ...toolbox.lesson import Lesson
+from ...toolbox.predict import choice_table, labels, named, which
 from ...errors import LabError
 from ...toolbox.result import Exercise, expect, number
 from ...toolbox.admin import topic_offsets
@@ -117,12 +118,8 @@ def _modes(p: dict) -> list:
     return [m for m in MODES if m in p["restore_modes"]]
 
 
-def _which(modes: list, n: int) -> str:
-    """The first n of the modes run, named as a choice (all: "all of them")."""
-    if n == len(modes) and n > 1:
-        return "all of them" if n > 2 else f"both: {NAMED[modes[0]]} and {NAMED[modes[1]]}"
-    named = [NAMED[m] for m in modes[:n]]
-    return ("only " if n == 1 and len(modes) > 1 else "") + " and ".join(named)
+def _apps(modes: list) -> str:
+    return " and ".join(NAMED[m] for m in modes)
 
 
 # One app alone: what it replays, each a distinct belief too
@@ -131,13 +128,17 @@ ALONE = ("nothing: its store is still on local disk", "only what its checkpoint 
 COUNTS = {2: "Two", 3: "Three"}
 
 
-def restore_answers(p: dict) -> tuple:
+def restore_table(p: dict) -> tuple | None:
     """Several apps: none of them; or the first one, two, three in the order exactly-once, at-least-once, standby,
-    each set the belief of one reading of a restart (see lab/commands/misconceptions.py). One app: ALONE."""
+    each set the belief of one reading of a restart (see lab/commands/misconceptions.py). One app: None (ALONE)."""
     modes = _modes(p)
     if len(modes) == 1:
-        return ALONE
-    return (NONE, *(_which(modes, n) for n in range(1, len(modes) + 1)))
+        return None
+    every = f"both: {_apps(modes)}" if len(modes) == 2 else "all of them"
+    firsts = [modes[:n] for n in range(len(modes) + 1)]
+    # "only" before one app alone, not before two of three
+    return choice_table((named(apps, modes, _apps, none=NONE, every=every, several=lambda some, _: _apps(some)), apps)
+                        for apps in firsts)
 
 
 def question(p: dict) -> tuple:
@@ -148,7 +149,7 @@ def question(p: dict) -> tuple:
     apps = "; ".join(DESCRIBED[m] for m in modes)
     return (f"{COUNTS[len(modes)]} apps ({apps}) each hold a store whose changelog reaches {size} MB. In each, the "
             f"instance that runs the store {down} and restarted. Which of them replay the whole changelog before "
-            "they process again?", restore_answers(p))
+            "they process again?", labels(restore_table(p)))
 
 
 def measured_answer(record: dict, p: dict):
@@ -162,9 +163,7 @@ def measured_answer(record: dict, p: dict):
         row = last[modes[0]]
         return ALONE[2] if row["full_restore"] else ALONE[1] if row["restored_records"] > 0 else ALONE[0]
     full = [m for m in modes if last[m]["full_restore"]]
-    if full == modes[:len(full)]:
-        return restore_answers(p)[len(full)]
-    return " and ".join(NAMED[m] for m in full)
+    return which(full, restore_table(p)) or _apps(full)
 
 
 def needs(p: dict) -> dict:

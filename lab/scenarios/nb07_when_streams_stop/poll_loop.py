@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from ...toolbox import Param
 from ...toolbox.apps import stop_together
 from ...toolbox.lesson import Lesson
+from ...toolbox.predict import choice_table, labels, named, which
 from ...toolbox.result import Exercise, count, expect, judge_rule, setting
 from ...record.generator import generate
 from ...record.history import History
@@ -61,21 +62,30 @@ def asked_clients(p: dict) -> list[str]:
     return [c for c in p["poll_clients"] if applies(c, asked_variant(p))]
 
 
-def _which(looping: list[str], clients: list[str]) -> str:
-    """The answer naming the consumers that keep reading the same batch, as the choices word it."""
-    if not looping:
-        return "none of them: each moves on" if len(clients) > 1 else "no: it moves on"
-    if looping == clients:
-        return {1: "yes: it keeps reading it", 2: "both"}.get(len(clients), f"all {len(clients)}" if
-                                                            len(clients) > 3 else "all three")
-    named = [NAMES[c] for c in looping]
-    rest = [NAMES[c] for c in clients if c not in looping]
-    return f"{' and '.join(named)}, not {' nor '.join(rest)}" if len(named) > 1 else f"only {named[0]}"
+def _consumers(clients: list[str]) -> str:
+    return " and ".join(NAMES[c] for c in clients)
+
+
+def _named(looping: list[str], clients: list[str]) -> str:
+    """The consumers that keep reading the same batch, as the choices word them."""
+    n = len(clients)
+    return named(looping, clients, _consumers, none="none of them: each moves on" if n > 1 else "no: it moves on",
+                 every={1: "yes: it keeps reading it", 2: "both"}.get(n, f"all {n}" if n > 3 else "all three"),
+                 several=lambda some, rest: f"{_consumers(some)}, not {' nor '.join(NAMES[c] for c in rest)}")
+
+
+def looping_table(p: dict) -> tuple:
+    """Every outcome the arithmetic allows (the plain clients share theirs; Kafka Streams' is its one slow
+    record), so each choice is one a run can give: all, none, then the plain clients alone and Kafka Streams
+    alone."""
+    clients = asked_clients(p)
+    plain = [c for c in clients if c != "streams"]
+    outcomes = [clients, []] + ([plain, ["streams"]] if plain and "streams" in clients else [])
+    return choice_table((_named(o, clients), o) for o in outcomes)
 
 
 def question(p: dict) -> tuple:
-    """Which consumers of the asked variant keep reading the same batch: every outcome the arithmetic allows (the
-    plain clients share theirs; Kafka Streams' is its one slow record), so each choice is one a run can give."""
+    """Which consumers of the asked variant keep reading the same batch (looping_table)."""
     variant, clients = asked_variant(p), asked_clients(p)
     batch = 1 if variant == "max_poll_records_1" else p["poll_batch"]
     plain = [c for c in clients if c != "streams"]
@@ -88,14 +98,13 @@ def question(p: dict) -> tuple:
                     f"{p['poll_slow_record_ms']:,} ms")
     how = " (each pauses its partitions and keeps polling while a worker thread processes)" \
         if variant == "pause_resume" else "" if variant == "baseline" else f" ({variant})"
-    outcomes = [clients, []] + ([plain, ["streams"]] if plain and "streams" in clients else [])
     text = "; ".join(said)
     return (f"{text[0].upper()}{text[1:]}{how}. "
             + (f"Each has max.poll.interval.ms = {interval_ms(p, variant):,} ms. Which of them keep reading the same "
                "batch again?" if len(clients) > 1 else
                f"It has max.poll.interval.ms = {interval_ms(p, variant):,} ms. Does it keep reading the same batch "
                "again?"),
-            tuple(_which(o, clients) for o in outcomes))
+            labels(looping_table(p)))
 
 
 def measured_answer(record: dict, p: dict):
@@ -103,7 +112,8 @@ def measured_answer(record: dict, p: dict):
     rows = [record["poll_loop"].get(f"{c}/{variant}") for c in clients]
     if not clients or None in rows:
         return None
-    return _which([c for c, row in zip(clients, rows) if row["looped"]], clients)
+    looping = [c for c, row in zip(clients, rows) if row["looped"]]
+    return which(looping, looping_table(p)) or _named(looping, clients)
 
 
 def needs(p: dict) -> dict:
