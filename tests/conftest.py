@@ -26,7 +26,7 @@ MEASURED_S = {
     "07d_broker_bounce[failure]": 116,
     "06a_store_growth[failure]": 60, "06b_restore[failure]": 69, "06b_restore[control]": 45,
     "06c_rocksdb_memory[failure]": 69, "06d_changelog_reader[failure]": 69, "06e_disk_space[failure]": 80,
-    "tests/test_spark_cluster.py": 325, "tests/test_browser.py": 150,
+    "tests/test_spark_cluster.py": 325, "tests/test_browser.py": 156,
     "02a_idle_clients[failure]": 99, "02a_idle_clients[control]": 59, "02b_idle_streams[failure]": 69,
     "02c_old_brokers[failure]": 97, "03a_over_quota[failure]": 134, "03b_sweep[failure]": 82,
     "08_diagnose_your_cluster[failure]": 165, "01_quiet_service[failure]": 141,

@@ -14,6 +14,7 @@ import pytest
 
 from lab.notebook import COURSE
 from lab.scenarios.nb02_transactional_id_expiry import txn_expiry as tx
+from lab.scenarios.nb03_quota_driven_fencing import quota_fencing as qf, quota_fencing_analysis as qa
 from lab.scenarios.nb04_stale_standby_cache import stale_standby as ss
 from lab.scenarios.nb05_exactly_once_under_crashes import answers as a05, production_errors as pe
 from lab.scenarios.nb06_state_in_production import state_restore as sr
@@ -180,6 +181,14 @@ WHICH = {
         for v in tx.streams_versions(p)}}),
     "02c": (tx.old_broker_table, tx.old_broker_versions, lambda shown, p: {"part_c": {
         v: {"reproduced": v in shown, "id_expired": False} for v in tx.old_broker_versions(p)}}),
+    "03a": (lambda p: qa.fenced_table(qf.question_versions(p)), qf.question_versions, lambda shown, p: {
+        role: {"version": v, "crashes": int(v in shown)} for role, v in (("app", p["streams_version"]),
+                                                                        ("other_version", p["other_version"]))
+        if role == "app" or role in p["compare"]}),
+    # (the sweep's lower ratios the other way round: the answer is read at its highest)
+    "03b": (lambda p: qa.fenced_table(p["sweep_versions"]), lambda p: p["sweep_versions"], lambda shown, p: {
+        "sweep": [{"client_version": v, "ratio": r, "crashes": int((v in shown) == (r == max(p["sweep_ratios"])))}
+                  for v in p["sweep_versions"] for r in p["sweep_ratios"]]}),
     "04": (lambda p: ss.stale_table(ss.question_versions(p)), lambda p: [v for _, v, _ in ss.variants(p)],
            lambda shown, p: {"streams_version": p["streams_version"], "main": {"caching": p["caching"]},
                              "main_counts": {"stale_reads": int(p["streams_version"] in shown)},

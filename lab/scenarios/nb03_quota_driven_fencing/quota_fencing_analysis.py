@@ -16,6 +16,7 @@ import pandas as pd
 from ...runtime.versions import parse_version
 from ...errors import LabError
 from ...toolbox import java_events, lab_lines
+from ...toolbox.predict import choice_table, labels, named
 from ...record.evidence import incidents, txn_waits
 
 # Bytes on the wire per input record besides the state value (changelog key, output record, batch
@@ -31,34 +32,38 @@ LOOP_CRASH_KINDS = ("abort", "fatal", "error")
 
 
 # Both lessons' Predict questions: which clients are fenced (03a: the releases of its main run; 03b: the sweep's
-# clients at its highest ratio). Their choices name clients, never whether a release carries a change: nobody, the
-# releases from before KAFKA-17455's change, every Kafka Streams release, every client. A measured set that is none of
-# them is named the same way.
+# clients at its highest ratio). Their choice table (fenced_table) names clients, never whether a release carries a
+# change: nobody, the releases from before KAFKA-17455's change, every Kafka Streams release, every client. A
+# measured set that is none of them is named the same way (sweep_label).
+def _clients(clients: list) -> str:
+    """Clients in words: the Kafka Streams releases among them (in order), then the loop."""
+    streams = [v for v in clients if v != LOOP]
+    return " and ".join(([f"Kafka Streams {' and '.join(streams)}"] if streams else [])
+                        + ([LOOP] if LOOP in clients else []))
+
+
 def sweep_label(fenced, versions) -> str:
     """The clients of `fenced` (a subset of `versions`, the clients asked about), named as the questions name them."""
-    fenced, streams = set(fenced), [v for v in versions if v != LOOP]
-    if not fenced:
-        return "none of them"
-    if LOOP in fenced and streams and fenced == set(versions):
-        return f"every client, {LOOP} too"
-    if len(streams) > 1 and fenced == set(streams):
-        return "every Kafka Streams version"
-    named = [f"Kafka Streams {' and '.join(v for v in streams if v in fenced)}"] if fenced & set(streams) else []
-    named += [LOOP] if LOOP in fenced else []
-    return ("" if fenced == set(versions) else "only ") + " and ".join(named)
+    streams = [v for v in versions if v != LOOP]
+    every = (f"every client, {LOOP} too" if streams and LOOP in versions else
+             "every Kafka Streams version" if len(streams) > 1 else _clients(versions))
+
+    def several(some, rest):   # every Kafka Streams release and not the loop is a choice of its own
+        return "every Kafka Streams version" if set(rest) == {LOOP} else "only " + _clients(some)
+    return named(fenced, versions, _clients, every=every, several=several)
+
+
+def fenced_table(versions) -> tuple:
+    """The questions' choice table for these clients, each set distinct: nobody fenced, the Kafka Streams releases
+    from before 3.9.1 (by release number), every Kafka Streams version, every client."""
+    streams = [v for v in versions if v != LOOP]
+    before = [v for v in streams if parse_version(v) < (3, 9, 1)]
+    return choice_table((sweep_label(fenced, versions), fenced) for fenced in ([], before, streams, versions))
 
 
 def sweep_choices(versions) -> tuple:
-    """The questions' choices for these clients, each distinct: nobody fenced, the Kafka Streams releases from
-    before 3.9.1 (by release number), every Kafka Streams version, every client."""
-    streams = [v for v in versions if v != LOOP]
-    before = {v for v in streams if parse_version(v) < (3, 9, 1)}
-    choices = []
-    for fenced in (set(), before, set(streams), set(versions)):
-        label = sweep_label(fenced, versions)
-        if (fenced or not choices) and label not in choices:
-            choices.append(label)
-    return tuple(choices)
+    """The questions' choices for these clients: their table's labels."""
+    return labels(fenced_table(versions))
 
 
 @dataclass(frozen=True)

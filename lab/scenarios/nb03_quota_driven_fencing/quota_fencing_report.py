@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from ...toolbox import TONES, Result
-from .quota_fencing_analysis import (BASELINES, LOOP, STREAMS_CRASH_KINDS, VARIANTS, Measured,
+from ...toolbox.predict import which
+from .quota_fencing_analysis import (BASELINES, LOOP, STREAMS_CRASH_KINDS, VARIANTS, Measured, fenced_table,
                                      sweep_label)
 
 
@@ -27,7 +28,7 @@ def fencing_answer(record: dict, p: dict) -> str | None:
     if not rows:
         return None
     versions = list(dict.fromkeys(r["version"] for r in rows))
-    return sweep_label({r["version"] for r in rows if r["crashes"]}, versions)
+    return _answer({r["version"] for r in rows if r["crashes"]}, versions)
 
 
 def sweep_answer(record: dict, p: dict) -> str | None:
@@ -37,7 +38,12 @@ def sweep_answer(record: dict, p: dict) -> str | None:
     if not rows:
         return None
     versions = p.get("sweep_versions") or list(dict.fromkeys(r["client_version"] for r in rows))
-    return sweep_label(fenced_at_top(rows), versions)
+    return _answer(fenced_at_top(rows), versions)
+
+
+def _answer(fenced, versions: list) -> str:
+    """The choice of the questions' table whose clients are `fenced`; in the same words when no choice names them."""
+    return which(fenced, fenced_table(versions)) or sweep_label(fenced, versions)
 
 
 def _load(row: dict) -> str:
