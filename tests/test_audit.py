@@ -355,3 +355,52 @@ def test_the_spark_driver_runs_c1_alone_unless_a_large_audit_asks_for_the_full_j
     assert _jit_option() == "-XX:TieredStopAtLevel=1 "
     monkeypatch.setenv(SPARK_FULL_JIT_ENV, "1")
     assert _jit_option() == ""
+
+
+def test_a_record_that_never_reached_the_log_does_not_count_towards_the_truth(monkeypatch, tmp_path):
+    """The truth is what a correct reader of the log computes: a send whose delivery failed (or came back
+    without an offset) leaves the running count of its key's later records as it was. The producer is a
+    stand-in that fails one delivery: the failure cannot be caused on demand on a real broker."""
+    import lab.record.generator as generator
+
+    class OneLost:
+        def __init__(self, config):
+            self.queued, self.offsets = [], {}
+
+        def produce(self, topic, key, value, on_delivery):
+            self.queued.append((topic, key, value, on_delivery))
+
+        def poll(self, timeout=0):
+            for topic, key, value, report in self.queued:
+                lost = json.loads(value)["id"].endswith("-2")   # k0's second record
+                offset = None if lost else self.offsets.setdefault(key, 0)
+                self.offsets[key] = self.offsets.get(key, 0) + (not lost)
+                report(("timed out" if lost else None), _Message(topic, key, offset))
+            self.queued.clear()
+            return 0
+
+        def flush(self, timeout=0):
+            self.poll()
+            return 0
+
+    monkeypatch.setattr(generator, "Producer", OneLost)
+    h = History(tmp_path, "lost-1")
+    made = generator.generate("localhost:1", "t", 8, h, keys=2)
+    assert (made.produced, made.failed) == (7, 1)
+    rows = h.frame("produced")
+    assert list(rows[rows.key == "k0"].true_value) == [1, 2, 3]    # records 0, 4, 6: record 2 is not counted
+    assert list(rows[rows.key == "k1"].true_value) == [1, 2, 3, 4]
+
+
+class _Message:
+    def __init__(self, topic, key, offset):
+        self._topic, self._key, self._offset = topic, key, offset
+
+    def topic(self):
+        return self._topic
+
+    def partition(self):
+        return 0
+
+    def offset(self):
+        return self._offset

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from lab.errors import LabError
+from lab.record.history import History
 from lab.toolbox import checks
 from lab.scenarios.nb04_stale_standby_cache import exercises as ex, stale_standby as s, stale_standby_report as report
 from tests.expectations import try_exercises
@@ -164,7 +165,8 @@ def analysed(tmp_path, stale: bool = True, version: str = "3.3.1"):
     records = [rec("a", 1, None, 1, T0 + 2, 0), rec("b", 2, 1, 1, T0 + 5, 1), rec("c", 3, 2, 2, T0 + 15, 2),
                rec("d", 3, 2, 1, T0 + 20.05, 3) if stale   # read before its return is logged (the worker polls)
                else rec("d", 4, 3, 1, T0 + 20.05, 3)]
-    return report.analyse("main", version, True, T0, None, "out", workers, toggles, produced, records, {})
+    history = History(tmp_path / "history", "main")   # no send failed
+    return report.analyse("main", version, True, T0, history, "out", workers, toggles, produced, records, {})
 
 
 def test_analyse_a_round_trip_then_a_stale_read(tmp_path):

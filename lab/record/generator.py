@@ -2,7 +2,7 @@
 
 Every record's value is JSON {"id", "key", "seq"}; the history row adds where it
 landed (partition and offset from the delivery report) and `true_value`, the
-true running count of its key after it. In transactional mode some transactions
+true running count of its key after it, over the records that reached the log. In transactional mode some transactions
 can be aborted on purpose: their records are logged with aborted=True and do not
 count towards true_value, because no read_committed reader should ever see them.
 """
@@ -69,7 +69,7 @@ def generate(bootstrap: str, topic: str, n: int, history: History, *, keys: int 
     producer = Producer(client_config(config))
     result = Generated()
     pending: list[dict] = []        # delivery reports waiting to be logged
-    count: dict[str, int] = {}      # true running count per key (committed records only)
+    count: dict[str, int] = {}      # true running count per key (records in the log, aborted ones left out)
     seq: dict[str, int] = {}        # every attempt per key
 
     def delivered(row):
@@ -82,7 +82,13 @@ def generate(bootstrap: str, topic: str, n: int, history: History, *, keys: int 
                 result.failed += 1
                 history.log("produce_failed", id=row["id"], key=row["key"], topic=topic, error=str(err))
                 return
-            pending.append({**row, "topic": msg.topic(), "partition": msg.partition(),
+            counted = {}
+            if row["kind"] == "produced" and not row.get("aborted"):
+                # Counted here, not when sent: a record that never reached the log must not shift the truth
+                # of its key's later records (reports come in log order, partition by partition).
+                count[row["key"]] = count.get(row["key"], 0) + 1
+                counted = {"true_value": count[row["key"]]}
+            pending.append({**row, **counted, "topic": msg.topic(), "partition": msg.partition(),
                             "offset": msg.offset(), "ts": time.time()})
         return callback
 
@@ -114,10 +120,7 @@ def generate(bootstrap: str, topic: str, n: int, history: History, *, keys: int 
             aborting = transactional and txn in aborts
             key = f"k{i % keys}"
             seq[key] = seq.get(key, 0) + 1
-            if not aborting:
-                count[key] = count.get(key, 0) + 1
-            row = {"kind": "produced", "id": f"{prefix}{i}", "key": key, "seq": seq[key],
-                   "true_value": None if aborting else count[key]}
+            row = {"kind": "produced", "id": f"{prefix}{i}", "key": key, "seq": seq[key], "true_value": None}
             if aborting:
                 row["aborted"] = True
                 result.aborted_ids.append(row["id"])

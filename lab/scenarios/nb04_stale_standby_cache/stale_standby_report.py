@@ -120,7 +120,8 @@ def analyse(label, version, caching, t0, history, output_topic, workers, toggles
     counts = {"produced": int(len(truth)), "outputs": int(len(out)),
               "missing": int(len(set(truth["id"]) - set(out["id"]))), "duplicates": int(out["id"].duplicated().sum()),
               "stale_reads": int(out["stale_read"].sum()), "wrong_values": int(out["wrong_value"].sum()),
-              "backwards": int(out["backwards"].sum()), "round_trips": int(len(trips))}
+              "backwards": int(out["backwards"].sum()), "round_trips": int(len(trips)),
+              "undelivered": int(len(history.frame("produce_failed")))}   # sends that never reached the input
     first, moved, stale = None, assignments.iloc[0:0], out[out["stale_read"]].sort_values("ts")
     if len(stale):
         row = stale.iloc[0]
