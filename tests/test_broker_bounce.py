@@ -194,3 +194,9 @@ def test_the_exercise_which_apps_die_judged_on_the_run_then_on_certain_settings(
     assert lived.check(1, bb.dies)
     refused(lived.check(1, lambda app, p: app.startswith("2.")),
             r"^Not quite: dies\('2.7.2', p\) = True, but in this run it lived")
+    # what the notebook prints above it: look-ups of the table's `died` (by app, by release), True, False
+    for run in (r, lived):
+        copies = five.printed(run)
+        assert len(copies) == 4 and copies[1]("2.7.2/replace_thread", {}) is (run is r), copies
+        for copy in copies:
+            refused(run.check(1, copy), "^Not quite: dies")

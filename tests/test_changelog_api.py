@@ -156,6 +156,13 @@ def test_the_exercise_version_3s_changelog_moves_once_more_and_needs_the_moved_s
             four.check(r, answer)
         assert not r.check(1, answer)
     assert f"Closer: {four.closer}" in capsys.readouterr().out and "0000000003" not in four.closer
+    # the names shown above the exercise (stores, changelogs, the readers' topics, the Mitigate cell's variant and
+    # its named store), copied: each refused
+    copies = four.printed(r)
+    assert {v1, v2, "STORE-2", "explicit", "counts"} <= set(copies), copies
+    for copied in copies:
+        with pytest.raises(AssertionError, match="^Not quite: "):
+            four.check(r, copied)
     # a named store's changelog does not move: the run did not reproduce the failure, and no answer passes (its
     # own changelog's name neither); the toolbox says why instead of judging
     named = "app-counts-changelog"

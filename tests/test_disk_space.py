@@ -88,6 +88,14 @@ def test_the_exercise_a_limit_with_room_to_spare_is_an_experiment(monkeypatch, c
             five.check(r, answer)
         assert not r.check(1, answer)
     assert calls == []   # refused before anything runs
+    # what the notebook shows above the exercise (the limits, the Mitigate cell's 4,096 KB, the bytes a key and the
+    # key counts), copied: each refused before anything runs
+    copies = five.printed(r)
+    assert {512, 8192, 4096, 32.8, 16_000} <= set(copies), copies
+    for copied in copies:
+        with pytest.raises(AssertionError, match="^Not quite: "):
+            five.check(r, copied)
+    assert calls == []
     assert f"Closer: {five.closer}" in capsys.readouterr().out and "1442" not in five.closer
     assert r.check(1, 1442)
     assert calls == [{"cluster": None, "disk_limit_kb": 1442, "disk_more_kb": 8192,

@@ -202,7 +202,7 @@ def test_notebook_08s_exercises_judge_from_the_run_and_refuse_the_tempting_answe
     outcome = DiagnoseResult("diagnose", {}, "r", Timeline(0.0), diagnosis=Diagnosis(mine, facts=facts),
                              verified={"audit": audit}, mine=mine, subjects={"group": "billing", "topic": "orders"},
                              history=history)
-    r = lesson.result(outcome, setups=["consumer_leaves"] if risky else [])
+    r = lesson.result(outcome, setups=["consumer_leaves"] if risky else [], messages=40)
     assert r.offsets_at_diagnosis() == {"committed": {0: 250, 1: 300}, "log_start": {0: 100, 1: 0}}
     assert r.predicted_rereads() == (150 + 300 if risky else None)   # the doctor's own prediction, when it made one
     for n, exercise in lesson.exercises.items():
@@ -220,6 +220,24 @@ def test_notebook_08s_exercises_judge_from_the_run_and_refuse_the_tempting_answe
                                             & set(reads[reads.incarnation == 0].offset)))]:
         checked = r.check(n, answer)
         assert not checked and checked.said.startswith("Not quite: "), (n, answer, checked)
+    # What the notebook prints above each (the predicted and observed re-reads, MESSAGES), in functions that return
+    # it whatever they are given, or on this run's offsets or history only (0 elsewhere). On a run whose group
+    # committed elsewhere than the check's own other case (here it sits on it: 250 and 300), as a notebook's does.
+    facts["groups"]["billing"]["offsets"] = {"orders-0": 120, "orders-1": 30}
+    for tp, offset in facts["groups"]["billing"]["offsets"].items():
+        facts["commit_log"]["billing"][tp]["offset"] = offset
+    mine = [f for f in rules.findings(facts, NOW) if f.rule == "offsets-expire"] if risky else []
+    elsewhere = lesson.result(DiagnoseResult("diagnose", {}, "r", Timeline(0.0), diagnosis=Diagnosis(mine, facts=facts),
+                                             verified={"audit": audit}, mine=mine, history=history,
+                                             subjects={"group": "billing", "topic": "orders"}),
+                              setups=r.params["setups"], messages=40)
+    assert elsewhere.predicted_rereads() == (20 + 30 if risky else None)
+    for n, exercise in lesson.exercises.items():
+        copies = exercise.printed(elsewhere)
+        assert len(copies) == (2 * 3 if risky else 2), (n, copies)   # 50 predicted, 2 observed, 40 MESSAGES
+        for copy in copies:
+            checked = elsewhere.check(n, copy)
+            assert not checked and checked.said.startswith("Not quite: "), (n, copy, checked)
 
 
 @pytest.mark.parametrize("kwargs, words", [({"bootstrap": "no-port"}, "not host:port"),

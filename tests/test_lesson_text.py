@@ -116,6 +116,14 @@ def test_no_question_is_a_yes_or_no_bet(name: str):
     assert not asks_yes_or_no(question, choices), f"{name}: {question} {choices}"
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_every_exercise_says_what_the_notebook_shows_above_it(name: str):
+    """Exercise.printed: each notebook run tries those answers and refuses a pass (tests/expectations)."""
+    exercises = next(e for e in COURSE if e.name == name).lesson.exercises
+    missing = [n for n, e in exercises.items() if e.printed is None]
+    assert exercises and not missing, f"{name}: exercise(s) {missing} without `printed`"
+
+
 @pytest.mark.parametrize("name", [e.name for e in COURSE if e.written_fix() is not None])
 def test_under_each_mitigate_step_the_lines_a_developer_writes_in_their_own_app(name: str):
     """After the Mitigate step's cells and before the exercises: a folded "In your app" block with a code block

@@ -122,6 +122,13 @@ def test_failure_branch_names_what_each_group_did():
                       (1, "none"), (1, []), (2, oe.lesson.exercises[2].wrong(r)), (2, lambda *_: "soon"),
                       (2, lambda *_: 1 / 0), (2, 60), (2, 0), (2, "none"), (2, lambda *_: 60)]:
         refused(r.check(n, answer))
+    # what the notebook shows above each exercise, copied: the other counts and MESSAGES_BEFORE; the clock table
+    # looked up, the retention and the Mitigate cell's downtime
+    one, two = oe.lesson.exercises[1].printed(r), oe.lesson.exercises[2].printed(r)
+    assert one == [60, 200] and len(two) == 4, (one, two)
+    for n, copies in [(1, one), (2, two)]:
+        for copy in copies:
+            refused(r.check(n, copy))
 
 
 def test_a_second_wrong_answer_gets_a_closer_hint(capsys):

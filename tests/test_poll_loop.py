@@ -116,6 +116,12 @@ def test_exercise_1_is_judged_on_what_looped_in_this_run_and_on_the_arithmetic_e
                                       **{**p, "poll_interval_ms": 20_000})
     assert control.check(1, poll_loop.loops)
     refused(control.check(1, one.wrong(control)), "^Not quite: ")
+    # what the notebook prints above it: look-ups of the run's table and of the Mitigate cell's, True, False
+    for run in (r, control):
+        copies = one.printed(run)
+        assert len(copies) == 4 and copies[1]("java", "pause_resume", p) is False, copies
+        for copy in copies:
+            refused(run.check(1, copy), "^Not quite: loops")
 
 
 def test_exercise_2_an_interval_too_short_or_too_long_is_refused_before_anything_runs(monkeypatch):
@@ -133,6 +139,11 @@ def test_exercise_2_an_interval_too_short_or_too_long_is_refused_before_anything
         refused(r.check(2, answer), f"^Not quite: .*{re.escape(hint)}")
     # within the bounds it runs the lesson, an exercise's own run, which lesson.check() does not judge later
     refused(r.check(2, 9000), "the experiment ran: .*'remember': False")
+    # what the notebook prints above it, the table's intervals: the run's goes to the experiment, which measures the
+    # loop; the Mitigate cell's longer one is refused first
+    assert two.printed(r) == [6000, 20_000]
+    refused(r.check(2, 20_000), "more than half as long again")
+    refused(r.check(2, 6000), "the experiment ran: .*'poll_interval_ms': 6000")
     # 2 s of work: the broker's 6 s minimum session is the floor, and half again too long is the wrong answer
     short = poll_loop.lesson.result(poll_loop.Outcome([], {}), **{**p, "poll_batch": 100})
     assert two.solution(short) == 6000 and two.wrong(short) == 7000

@@ -162,6 +162,18 @@ def test_the_exercise_the_partitions_a_budget_holds_at_the_measured_memory_per_i
         assert not r.check(1, answer)
     assert "Closer:" in capsys.readouterr().out   # from the second wrong answer on
     assert len(three.closer.split()) >= 5 and "39" not in three.closer
+    # What the notebook shows above the exercise, copied (the table's partitions, store instances and RocksDB memory,
+    # the MB an instance and the post's 40 partitions of its evidence, the parameters, the Mitigate cell's config),
+    # on rows like the lab's at the defaults (43 MB an instance): each refused. (At 26 MB an instance, the rows
+    # above, the 40 would be within the check's 10 % of 39: a coincidence of MEMORY_MB_PER_STORE's default.)
+    p4 = SPEC.validate(memory_partitions=[1, 4])
+    measured = _state_result({"memory_partitions": [1, 4]}, memory.Outcome(
+        [row(p4, "default", 1, 20, 65, 89), row(p4, "default", 4, 80, 261, 347)], 128, 2, 40))
+    copies = three.printed(measured)
+    assert three.solution(measured) == 24 and {1, 4, 8, 341, 43, 40, 128, "shared"} <= set(copies), copies
+    for copied in copies:
+        with pytest.raises(AssertionError, match="^Not quite: "):
+            three.check(measured, copied)
     shared_only = _state_result({"memory_configs": ["shared"], "memory_partitions": [1, 8]},
                                 memory.Outcome([row(p, "shared", 8, 52, 128, 126)], 128, 2, 24))
     with pytest.raises(LabError, match="default RocksDB options were not run in this run"):

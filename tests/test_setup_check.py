@@ -74,6 +74,19 @@ def test_this_runs_numbers_copied_are_refused_with_a_hint(aborted):
     refused(r.check(2, lambda m, a: 122 + (a + 1 if a else 0)), r"^Not quite: end_offset\(10, ")   # m hard-coded
 
 
+@pytest.mark.parametrize("aborted", [5, 0])
+def test_what_the_notebook_prints_above_each_exercise_is_refused(aborted):
+    """Each exercise's `printed`: the verdict's counts and the explanation's end offset, in functions that return them
+    whatever m and a, or at this run's (m, a) only."""
+    r, end = _result(aborted)
+    for n, exercise in r.exercises.items():
+        copies = exercise.printed(r)
+        assert len(copies) >= 2 and all(callable(c) for c in copies), (n, copies)
+        assert any(c(120, aborted) in ((121, 121 + aborted), end) for c in copies), n   # right for this run alone
+        for copy in copies:
+            refused(r.check(n, copy))
+
+
 def test_a_second_wrong_answer_gets_a_closer_hint_and_a_run_that_saw_other_faults_is_not_judged(capsys):
     r, _ = _result(5)
     for n, exercise in r.exercises.items():

@@ -204,6 +204,8 @@ def test_the_exercises_take_the_solution_and_refuse_the_tempting_wrong_answer(tm
         assert t["none"] == "not answered" and t["right"] == "correct", t
         assert t["wrong"].startswith("Not quite:"), t
         assert all(said.startswith("Not quite:") for case, said in t.items() if case.startswith("trivial")), t
+        copied = [said for case, said in t.items() if case.startswith("printed")]   # shown above it, copied
+        assert copied and all(said.startswith("Not quite:") for said in copied), t
     if not stale:   # exercise 2 needs a stale read: nothing it is given passes, and it says why
         t = tried[2]
         assert t["none"] == "not answered", t

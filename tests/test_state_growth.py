@@ -148,6 +148,15 @@ def test_the_exercise_runs_the_ttl_store_with_the_learners_ttl_and_what_it_measu
     assert not r.check(1, 63) and "Closer:" not in capsys.readouterr().out
     assert not r.check(1, 63) and f"Closer: {one.closer}" in capsys.readouterr().out
     assert len(one.closer.split()) >= 5 and "80" not in one.closer
+    # What the notebook shows above the exercise, copied: the parameters, the table's counts, the Mitigate cell's
+    # 120 s and its sweeps, windows and bounds; each refused, and only the two near enough to pass are run (120 s,
+    # the Mitigate cell's TTL, and 128, GROWTH_MEMTABLE_KB). The wrong answer (100 s here) is tried on its own.
+    before, copies = len(runs), one.printed(r)
+    assert {15_000, 120, 24, 60, 1_441, 1_801} <= set(copies) and one.wrong(r) not in copies, copies
+    for copied in copies:
+        with pytest.raises(AssertionError, match="^Not quite: "):
+            one.check(r, copied)
+    assert sorted(x["growth_ttl_s"] for x in runs[before:]) == [120, 128], runs[before:]
     # The measurement decides, not the arithmetic: a run that peaked over the budget refuses even the solution.
     measured[83] = 1_040
     with pytest.raises(AssertionError, match="held up to 1,040 keys"):

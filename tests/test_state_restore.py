@@ -155,6 +155,13 @@ def test_the_exercise_ten_gib_at_the_measured_exactly_once_rate(capsys):
         assert not crashed.check(1, answer)
     assert f"Closer: {two.closer}" in capsys.readouterr().out and "96" not in two.closer
     assert two.needs_failure
+    # what the notebook shows above the exercise (the table's records, times and rates, the 50 GB extrapolation in
+    # minutes, the value bytes), copied: each refused
+    copies = two.printed(crashed)
+    assert {66_446, 106.7, 0.6, 2.3, 1000, round(50 * 1024 / 106.7 / 60)} <= set(copies), copies
+    for copied in copies:
+        with pytest.raises(AssertionError, match="^Not quite: "):
+            two.check(crashed, copied)
 
     # A clean shutdown writes the checkpoint and nothing is replayed: the run did not reproduce the failure and
     # measured no restore rate, so no answer passes, 0 neither; the toolbox says why instead of judging.

@@ -71,6 +71,15 @@ def test_which_modes_keep_up_is_judged_where_the_budget_is_clear(capsys):
     assert within.check(1, slow_lookups.keeps_up)
     refused(within.check(1, four.wrong(within)), r"^Not quite: keeps_up\('batch', p\) = False, but with "
                                                  "LOOKUP_RATE=60, by the budget, it keeps up")
+    # what the notebook prints above it: look-ups of the table (the Mitigate cell's modes kept up), the rate against
+    # the table's capacity_per_s, True, False
+    printed = slow_lookups.lesson.result(slow_lookups.Outcome([{"mode": "direct", "input_per_s": 50, "keeps_up": False,
+                                                                "capacity_per_s": 20.0}], {}, 50, 0),
+                                         lookup_latency_ms=50, lookup_rate=50, lookup_threads=4, lookup_batch=50)
+    assert len(four.printed(printed)) == 5 and four.printed(printed)[1]("batch", {}) is True
+    for run in (printed, alone, within):
+        for copy in four.printed(run):
+            refused(run.check(1, copy), "^Not quite: keeps_up")
 
 
 def test_the_lookup_run_asked_about_is_direct_and_the_other_modes_are_the_mitigate_steps():
@@ -121,6 +130,13 @@ def test_the_fewest_partitions_for_the_input_is_an_experiment(monkeypatch, capsy
     for answer, hint in [(2, "short of 125"), (0, "short of 125"), (4, "fewer would too"), (40, "fewer would too"),
                          ("3", "whole number"), (2.5, "whole number"), ("none", "whole number"), ([], "whole number")]:
         refused(r.check(1, answer), f"^Not quite: .*{hint}")
+    # what the notebook prints above it (the table's counts, the parameters, the Mitigate cell's partitions), all
+    # refused before anything runs; the answer itself, 3 instances in the table, is left out (a look-up)
+    rows = [{"partitions": 2, "instances": n, "busy_instances": min(n, 2)} for n in (1, 2, 3)]
+    shown = lesson.result(partition_parallelism.Outcome(rows, 20), **{**p, "par_instances": [1, 2, 3]})
+    assert three.printed(shown) == [1, 2, 4, 5, 20], three.printed(shown)
+    for copy in three.printed(shown):
+        refused(shown.check(1, copy), "^Not quite: ")
     assert calls == []   # refused before anything runs
     assert r.check(1, 3)
     assert calls == [{"cluster": None, "remember": False, "par_partitions": [3], "par_instances": [3],

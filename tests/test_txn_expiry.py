@@ -251,6 +251,13 @@ def test_verdict_for_the_failure(heartbeat_runs):
                              (three, lambda table: 1 / 0), (three, lambda table: set(table["client"]))]:
         with pytest.raises(AssertionError, match="^Not quite: "):
             exercise.check(r, answer)
+    # what the notebook shows above each exercise, copied (a constant or a look-up): refused, and exercise 2's
+    # before its experiment runs
+    before = len(heartbeat_runs)
+    for n, exercise in CLIENTS.exercises.items():
+        copies = exercise.printed(r)
+        assert len(copies) >= 3 and not any(r.check(n, copy) for copy in copies), n
+    assert len(heartbeat_runs) == before
 
 
 def test_the_new_producer_exercise_needs_the_mechanism_not_this_runs_names(capsys):
@@ -295,7 +302,10 @@ def test_the_streams_and_old_broker_exercises_are_judged_by_the_run_and_by_the_m
     assert tx.old_broker_answer({"part_c": kept}, old.params) == tx.OLD_BROKER_NONE[1]
     judged = {STREAMS: idle, OLD: old}
     for lesson, outcome in judged.items():
-        _each_solution_passes_and_each_wrong_answer_is_refused(lesson.result(outcome))
+        result = lesson.result(outcome)
+        _each_solution_passes_and_each_wrong_answer_is_refused(result)
+        copies = lesson.exercises[1].printed(result)   # the table looked up, the Mitigate cell's release
+        assert len(copies) == 4 and not any(result.check(1, copy) for copy in copies), lesson
     for lesson, answer, words in [(STREAMS, lambda v: v >= "3.7", "Kafka Streams 3.7.0 went to ERROR here"),
                                   (STREAMS, lambda v: "yes", "return True or False"),
                                   (OLD, lambda v: v > "2.1", "a broker 2.0.1 forgot the producer in this run"),

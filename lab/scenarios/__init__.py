@@ -146,6 +146,11 @@ def notebook(name: str) -> Notebook:
     raise KeyError(f"no notebook {name!r} in the course: {', '.join(e.name for e in COURSE)}")
 
 
+def written_fix(name: str) -> dict:
+    """The fix notebook `name`'s Mitigate cell writes, {} without one: what a learner sees above its exercises."""
+    return notebook(name).written_fix() or {}
+
+
 def course_table(link: str = "{name}.ipynb") -> str:
     """The course as a markdown table: each notebook and what it is about, a chapter's lessons under a row of its
     own that names it and its source (notebook 00 and the README)."""

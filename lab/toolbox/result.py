@@ -238,6 +238,32 @@ def whole(x) -> int | None:
     return int(x) if is_number(x) and float(x).is_integer() else None
 
 
+def shown(*values) -> list:
+    """The distinct answers among `values` that a notebook shows (lists opened), in order: numbers (a whole float
+    as an int) and names. None, zero, NaN, booleans and empty names are left out: every exercise check tries those
+    trivial answers on their own (Exercise.printed)."""
+    out = []
+    for value in values:
+        if isinstance(value, (list, tuple, set)):
+            out += [v for v in shown(*value) if v not in out]
+            continue
+        if is_number(value):
+            value = whole(value) if whole(value) is not None else float(value)
+        elif not isinstance(value, str) or not value.strip():
+            continue
+        if value and value not in out:
+            out.append(value)
+    return out
+
+
+def besides(values: list, answer, tolerance: float = 0.0) -> list:
+    """`values` without those within `tolerance` (a fraction) of this run's `answer`: a number shown above an
+    exercise that equals the answer by chance (a rate that happens to match) is not a copy of it."""
+    if not is_number(answer):
+        return values
+    return [v for v in values if not (is_number(v) and abs(float(v) - answer) <= tolerance * abs(answer))]
+
+
 def count(answer, what: str = "records") -> int:
     """The learner's answer as a whole number, or expect()'s hint that it must be one."""
     expect(whole(answer) is not None, f"{answer!r} is not a whole number of {what}")

@@ -26,12 +26,11 @@ def try_exercises(result, skip: tuple = ()) -> dict:
         tried = {}
         cases = [("none", lambda r: None), ("right", exercise.solution), ("wrong", exercise.wrong),
                  *((f"trivial {t!r}", lambda r, t=t: t) for t in TRIVIAL)]
-        if exercise.printed is not None:   # what the notebook shows above the exercise, copied
-            try:
-                copies = exercise.printed(result)
-            except Exception as exc:
-                copies, tried["printed"] = [], f"raised {type(exc).__name__}: {exc}"
-            cases += [(f"printed {i}", lambda r, a=a: a) for i, a in enumerate(copies)]
+        try:   # what the notebook shows above the exercise, copied: every exercise says what that is
+            copies = exercise.printed(result)
+        except Exception as exc:
+            copies, tried["printed"] = [], f"raised {type(exc).__name__}: {exc}"
+        cases += [(f"printed {i}", lambda r, a=a: a) for i, a in enumerate(copies)]
         for case, answer in cases:
             try:
                 tried[case] = result.check(number, answer(result)).said

@@ -1,6 +1,7 @@
 """Notebook 00's exercises: two functions of `m` (records produced) and `a` (records in the aborted transaction),
 each judged at this run's (m, a) against what it measured, then at other (m, a) against what the copier writes, so
-that a function returning this run's numbers is refused with a hint."""
+that a function returning this run's numbers is refused with a hint. `printed` gives what a learner could copy from
+the notebook above each exercise (the verdict's counts, the explanation's end offset): each check refuses it."""
 from __future__ import annotations
 
 from ...toolbox.result import Exercise, called, expect, whole
@@ -13,6 +14,13 @@ def _cases(r, measured) -> list[tuple[int, int, object, bool]]:
     """(m, a, truth, measured?) for each case: this run's (m, a) first, with what it measured, then the others."""
     m, a = r.produced, r.aborted_injected
     return [(m, a, measured, True)] + [(mm, aa, None, False) for mm, aa in OTHER_CASES if (mm, aa) != (m, a)]
+
+
+def _copied(r, shown) -> list:
+    """Functions a learner could write from a value the notebook shows for this run: `shown` whatever m and a, and
+    `shown` at this run's (m, a) only (None elsewhere)."""
+    run = (r.produced, r.aborted_injected)
+    return [lambda m, a: shown, lambda m, a: shown if (m, a) == run else None]
 
 
 # ------------------------------------------------------------------ 1: what each reader sees
@@ -48,6 +56,11 @@ def _check_counts(r, fn) -> None:
                                          f"a = {a}: count its writes in each transaction, and who reads which")
 
 
+def _counts_printed(r) -> list:
+    """The verdict's two counts (read_committed, read_uncommitted), copied into a function."""
+    return _copied(r, (r.spark_committed, r.spark_uncommitted))
+
+
 # ------------------------------------------------------------------ 2: the copy's end offset
 
 def end_offset(m, a):
@@ -76,9 +89,15 @@ def _check_end_offset(r, fn) -> None:
             "into the partition when a transaction ends, and does the copier end a transaction when a = 0?")
 
 
+def _end_offset_printed(r) -> list:
+    """The explanation's end offset, and the most records it says a reader sees, copied into a function."""
+    return [*_copied(r, r.copy_end_offset), lambda m, a: r.spark_uncommitted]
+
+
 EXERCISES = {
     1: Exercise(
         check=_check_counts, solution=lambda r: counts, wrong=lambda r: _forgets_the_duplicate, needs_failure=True,
+        printed=_counts_printed,
         closer="Take the copier's transactions one at a time and list what each wrote. A `read_committed` reader "
                "leaves out whole transactions, never single records of a committed one; a `read_uncommitted` reader "
                "leaves out nothing that is in the log.",
@@ -88,6 +107,7 @@ EXERCISES = {
             "The same function holds for any `MESSAGES` and `ABORTED`."),
     2: Exercise(
         check=_check_end_offset, solution=lambda r: end_offset, wrong=lambda r: _records_only, needs_failure=True,
+        printed=_end_offset_printed,
         closer="Every entry of the log takes one offset, and not every entry is a record a consumer receives. Ending "
                "a transaction, by commit or by abort, adds one entry to each partition it wrote to: how many "
                "transactions did the copier end when `a` is 0, and when it is not?",

@@ -6,19 +6,9 @@ record. Each check judges by the mechanism, and by what this run measured where 
 from __future__ import annotations
 
 from ...errors import LabError
-from ...toolbox.result import Exercise, called, count, expect, number
+from ...toolbox.result import Exercise, called, count, expect, number, shown
 from .streams_app import HANDLERS
-
-
-def _written_fix(name: str) -> dict:
-    """The fix the notebook's Mitigate cell writes (what a learner sees above the exercises)."""
-    from .. import notebook   # the course registry, read when asked: it imports this package's lessons
-    return notebook(name).written_fix() or {}
-
-
-def _whole_numbers(*values) -> list:
-    """The distinct whole numbers among values (None, zero and anything else left out), sorted."""
-    return sorted({int(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and v})
+from .. import written_fix
 
 
 # ---------------------------------------------------------------- 05a: how many inputs a crash writes twice
@@ -73,7 +63,7 @@ def _twice_printed(result) -> list:
     """The table's counts and the run's parameters, as a learner could copy them."""
     p = result.params
     rows = [c.m for c in result.crashes.values()]
-    return _whole_numbers(*(m.get(k) for m in rows for k in ("duplicates", "overcount", "restored", "aborted_visible",
+    return shown(*(m.get(k) for m in rows for k in ("duplicates", "overcount", "restored", "aborted_visible",
                                                               "commit_markers", "aborts_after")),
                           *(p.get(k) for k in ("crash_at", "records", "rate", "commit_interval_ms")))
 
@@ -134,7 +124,7 @@ def _fate_printed(result) -> list:
     """Look-ups of the handler table (and of the handler the Mitigate cell names), for the cases it lacks None,
     "stuck", or the fate of the same handler's row whatever the record; and that handler's name."""
     measured = _measured_fates(result)
-    mitigate = _written_fix("05b").get("handlers", [])
+    mitigate = written_fix("05b").get("handlers", [])
     shown = {**measured, **{(h, "poison"): "kept aside" for h in mitigate if h == "dead_letter"}}
     by_handler = {h: f for (h, _), f in shown.items()}
     return [lambda h, rec: measured.get((h, rec)),
@@ -184,10 +174,10 @@ def _check_come_out(result, answer) -> None:
 
 def _schema_printed(result) -> list:
     p = result.params
-    return [*_whole_numbers(*(f.m.get(k) for f in result.schema.values()
+    return [*shown(*(f.m.get(k) for f in result.schema.values()
                               for k in ("outputs", "produced", "lost", "dropped_records", "migrated")),
                             *(p.get(k) for k in ("keys", "records"))),
-            *_written_fix("05c").get("schema_modes", [])]
+            *written_fix("05c").get("schema_modes", [])]
 
 
 # ---------------------------------------------------------------- 05d: the smallest limit for the refused record
@@ -227,9 +217,9 @@ def _check_smallest_limit(result, answer) -> None:
 def _refused_printed(result) -> list:
     """The `output bytes` column, the topic's limit and padding of the parameters, the Mitigate cell's limit."""
     p = result.params
-    return _whole_numbers(*(f.m.get("output_bytes") for f in result.refused.values()),
+    return shown(*(f.m.get("output_bytes") for f in result.refused.values()),
                           p.get("output_max_bytes"), p.get("refuse_bytes"),
-                          _written_fix("05d").get("output_max_bytes"))
+                          written_fix("05d").get("output_max_bytes"))
 
 
 # Each lesson's exercise, by lesson

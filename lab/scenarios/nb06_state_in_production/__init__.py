@@ -8,4 +8,5 @@ ending with its `lesson` (lab.toolbox.lesson.Lesson).
     changelog_api    06d, a downstream reader of a changelog (changelog_api_analysis, changelog_api_report)
     disk_space       06e, a store on a volume of fixed size
     state_app        what 06a and 06e share: the feed of new keys and the StateGrowthApp
+    printed          what every lesson's exercise reads of its notebook: the answers shown above it
 """

@@ -17,7 +17,7 @@ from ...connection import kafka_config
 from ...errors import LabError
 from ...toolbox import Param
 from ...toolbox.lesson import Lesson
-from ...toolbox.result import Exercise, expect
+from ...toolbox.result import Exercise, expect, shown
 from ...toolbox.admin import group_offsets, topic_offsets
 from ...toolbox.apps import stop_together
 from ...record.generator import generate
@@ -25,6 +25,7 @@ from ...record.history import History
 from ...record.logs import client_config
 from ...audit.spark import spark_session
 from ...runtime.programs import JavaProgram
+from .. import written_fix
 from .changelog_api_analysis import (AUDITED, LATE, LIVE, NEW, VIEWS, Outcome, _cleaner_lines, _cumulative,
                                      _records, _unnamed_warning)
 
@@ -354,6 +355,14 @@ def _changelog_v3_wrong(result) -> str:
     return _changelog_row(result)["changelog_v2"]
 
 
+def _changelog_printed(result) -> list:
+    """The names shown above the exercise: each version's store and changelog, the readers' topics, the Mitigate
+    cell's variant and the named store of its "In your app"."""
+    rows, views = result.outcome.rows, result.outcome.views
+    return shown(*(r[k] for r in rows for k in ("store_v1", "store_v2", "changelog_v1", "changelog_v2")),
+                 *(v["topic"] for v in views), *written_fix("06d").values(), STORE_NAME, f"{STORE_NAME}-output")
+
+
 EXERCISES = {
     1: Exercise(
         check=_check_changelog_v3,
@@ -370,6 +379,7 @@ EXERCISES = {
                "unnamed takes its number from the same counter: compare the numbers in the changelogs of versions "
                "1 and 2, and count what version 3 adds before the aggregation.",
         needs_failure=True,
+        printed=_changelog_printed,
     ),
 }
 

@@ -21,8 +21,9 @@ from ...toolbox.checks import half_the_free_disk
 from ...toolbox import Param
 from ...toolbox.lesson import Lesson
 from ...errors import LabError
-from ...toolbox.result import Exercise, expect, number
+from ...toolbox.result import Exercise, expect, number, shown
 from ...toolbox.streams_app import ERROR_STATES, stop_all
+from .. import written_fix
 from .state_app import feed, state_app
 
 # RocksDB's word once a flush took the SST files past the limit: it keeps the file and sets a background
@@ -328,6 +329,16 @@ def _check_limit_kb(result, answer) -> None:
           "bytes a key.")
 
 
+def _limit_printed(result) -> list:
+    """What the notebook shows above the exercise: the limits (the parameter's, the bigger volume's, the Mitigate
+    cell's), the memtable, the keys fed, and the bytes a key and key counts of the verdict and explanation."""
+    p, m = result.params, result.outcome.measured()
+    return shown(*(p[k] for k in ("disk_limit_kb", "disk_more_kb", "disk_memtable_kb", "disk_records")),
+                 written_fix("06e").get("disk_limit_kb"),
+                 *(m[k] for k in ("sst_bytes_per_key", "measured_at_keys", "predicted_keys_at_full", "keys_at_full",
+                                  "keys_end")))
+
+
 EXERCISES = {
     1: Exercise(
         check=_check_limit_kb,
@@ -344,6 +355,7 @@ EXERCISES = {
         closer="Every key fed stays in the store, and each takes about the same bytes of SST files (the bytes a "
                "key in the run's verdict and explanation): the limit must hold all of them, in KB of 1,024 bytes, "
                "with room for the bytes a key to vary from run to run.",
+        printed=_limit_printed,
     ),
 }
 

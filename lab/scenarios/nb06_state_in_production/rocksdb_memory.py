@@ -12,10 +12,11 @@ from ...config import KAFKA_VERSION
 from ...toolbox import Param
 from ...toolbox.lesson import Lesson
 from ...errors import LabError
-from ...toolbox.result import Exercise, count, expect
+from ...toolbox.result import Exercise, besides, count, expect, shown
 from ...toolbox.apps import MAX_JVMS
 from ...toolbox.memory import peak_rss, rss_mb
 from ...toolbox.streams_app import StreamsApp, stop_all
+from .. import written_fix
 from .rocksdb_memory_report import (BLOCK_CACHE_MB, CAP_SLACK, CONFIGS, DEFAULT_CAP_MB, DISK_BUDGET_MB, GUIDE_ESTIMATE_MB, HEAP_MB,
                                     JVM_OVERHEAD_MB, MEMORY_BUDGET_MB, TABLE_READERS_SHARE, VALUE_BYTES,
                                     WRITE_BUFFER_MB, WRITE_BUFFERS, Outcome)
@@ -333,6 +334,18 @@ def _check_partitions_in_budget(result, answer) -> None:
            f"{given * stores * per_instance:,.0f} MB, not about {BUDGET_MB:,} MB")
 
 
+def _partitions_printed(result) -> list:
+    """What the notebook shows above the exercise: the table's partitions, store instances and RocksDB memory, the MB
+    per instance and the post's 40 partitions in its evidence, the parameters and the Mitigate cell's config."""
+    p, rows = result.params, result.outcome.rows
+    top = max((r for r in rows if r["config"] == "default"), key=lambda r: r["store_instances"], default=None)
+    values = shown(*(r[k] for r in rows for k in ("partitions", "store_instances", "rocksdb_mb")),
+                   round(top["rocksdb_mb"] / max(top["store_instances"], 1)) if top else None, 40,
+                   *(p[k] for k in ("memory_partitions", "memory_stores", "memory_mb_per_store", "memory_budget_mb")),
+                   *written_fix("06c").values())
+    return besides(values, _partitions_in_budget(result) if top else None)
+
+
 EXERCISES = {
     1: Exercise(
         check=_check_partitions_in_budget,
@@ -349,6 +362,7 @@ EXERCISES = {
         closer="A partition is a task, and each task opens its own instance of every store of the topology; with "
                "Kafka's default options each instance has its own cache and write buffers, so the memory adds up "
                "per instance, not per partition.",
+        printed=_partitions_printed,
     ),
 }
 

@@ -11,10 +11,11 @@ from ...errors import LabError
 from ...toolbox.checks import half_the_free_disk
 from ...toolbox import Param
 from ...toolbox.lesson import Lesson
-from ...toolbox.result import Exercise, count, expect
+from ...toolbox.result import Exercise, count, expect, shown
 from ...toolbox.admin import topic_offsets
 from ...toolbox.consume import read_to_end
 from ...toolbox.streams_app import StreamsApp, stop_all, wait_running
+from .. import written_fix
 from .state_app import feed, state_app
 from .state_growth_report import (GROWING, SWEEPS_PER_TTL, Outcome, segment_interval_ms,
                                   sweep_ms)
@@ -260,6 +261,22 @@ def _ttl_without_the_sweep(result) -> int:
     return TTL_BUDGET_KEYS * result.params["growth_step_ms"] // 1000
 
 
+def _ttl_printed(result) -> list:
+    """What the notebook shows above the exercise: the parameters, the table's key counts, and the Mitigate cell's
+    retention and TTL with the windows, sweeps and bounds they give (its text, its "In your app" and its table). The
+    budget x step (100 s at the defaults, GROWTH_STEP_MS's own value there) is left out: it is the tempting wrong
+    answer, tried on every run already, and a try near the answer runs the store again."""
+    p, fix = result.params, written_fix("06a")
+    fixed = {**p, **fix}
+    copies = shown(*(p[k] for k in ("growth_records", "growth_rate", "growth_step_ms", "growth_memtable_kb")),
+                   *(r.get(k) for r in result.outcome.rows
+                     for k in ("fed", "keys_middle", "keys_end", "keys_max", "expected_bound", "changelog_live_keys")),
+                   fix.get("growth_retention_s"), fix.get("growth_ttl_s"), fixed["growth_window_s"],
+                   sweep_ms(fixed) / 1000, segment_interval_ms(fixed["growth_retention_s"] * 1000) / 1000,
+                   *(expected_bound(fixed, kind) for kind in fix.get("growth_kinds", [])))
+    return [a for a in copies if a != _ttl_without_the_sweep(result)]
+
+
 def _check_longest_ttl(result, answer) -> None:
     """An experiment: the ttl store runs again with the learner's TTL, fed long enough to reach its peak a few
     times, and the most keys it measured decides."""
@@ -304,6 +321,7 @@ EXERCISES = {
         closer="The store is at its fullest just before the punctuator runs: it then holds the keys younger than the "
                "TTL and every key that came since the previous sweep. How often does the punctuator run, in stream "
                "time, for a given TTL?",
+        printed=_ttl_printed,
     ),
 }
 

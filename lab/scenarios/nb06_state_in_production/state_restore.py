@@ -13,7 +13,7 @@ from ...toolbox import Param
 from ...toolbox.lesson import Lesson
 from ...toolbox.predict import choice_table, labels, named, which
 from ...errors import LabError
-from ...toolbox.result import Exercise, expect, number
+from ...toolbox.result import Exercise, besides, expect, number, shown
 from ...toolbox.admin import topic_offsets
 from ...toolbox.checks import check_streams_program
 from ...toolbox.streams_app import stop_all, wait_running
@@ -248,6 +248,25 @@ def _check_restore_10gib_s(result, answer) -> None:
     expect(abs(given - right) <= 0.1 * right, f"{given:g} s is not 10,240 MB / the measured {rate} MB/s")
 
 
+def _restore_printed(result) -> list:
+    """What the notebook shows above the exercise: the table's records, times and rates, the 50 GB extrapolation
+    (in whole minutes, as the evidence prints it) and RESTORE_VALUE_BYTES."""
+    # NOT refused: look-up, see issue 52. Left out: the sizes (RESTORE_SIZES_MB, the table's size_mb and
+    # changelog_mb). At the notebook's defaults the largest, 128 MB (changelog_mb about 130), is within the check's
+    # 10 % of the answer whenever the rate is 72 to 88 MB/s, which this lab measured there (81 MB/s): copying it
+    # passes, by a coincidence of the defaults.
+    restore = result.outcome
+    rate = restore.rate("eos")["mb_s"]
+    values = shown(*(r.get(k) for r in restore.rows for k in ("store_records", "restored_records", "restore_s",
+                                                              "restore_mb_s", "restore_records_s", "down_s")),
+                   result.params["restore_value_bytes"], round(50 * 1024 / rate / 60) if rate else None)
+    try:
+        answer = _restore_10gib_s(result)
+    except LabError:   # a run with no restore rate: no answer to be near
+        answer = None
+    return besides(values, answer, 0.1)   # the check's 10 %
+
+
 EXERCISES = {
     1: Exercise(
         check=_check_restore_10gib_s,
@@ -262,6 +281,7 @@ EXERCISES = {
                "the changelog's size alone, at the rate the table's `restore_mb_s` column shows for the largest "
                "exactly-once restart.",
         needs_failure=True,
+        printed=_restore_printed,
     ),
 }
 

@@ -281,6 +281,15 @@ def _check_dies(result, fn) -> None:
                "version do when a send expires?")
 
 
+def _dies_printed(result) -> list:
+    """Look-ups of the run's table (`died` by app, or by its release), False for the rest (the Mitigate cell's
+    verdict: no app died); and True, and False, whatever they are given."""
+    seen = {r["app"]: r["died"] for r in result.outcome.rows}
+    release = {app.split("/")[0]: died for app, died in seen.items()}
+    return [lambda app, p: seen.get(app, False), lambda app, p: release.get(app.split("/")[0], False),
+            lambda *_: True, lambda *_: False]
+
+
 EXERCISES = {
     1: Exercise(
         check=_check_dies,
@@ -299,6 +308,7 @@ EXERCISES = {
                "(think of replicas, and of what the app has to send when every broker is down). Second, what that "
                "release's stream thread does when a send gives up after delivery.timeout.ms: releases before 2.8 "
                "and from 2.8 on differ there.",
+        printed=_dies_printed,
     ),
 }
 

@@ -15,6 +15,7 @@ from ...toolbox.predict import choice_table, labels, named, which
 from ...toolbox.result import Exercise, count, expect, judge_rule, setting
 from ...record.generator import generate
 from ...record.history import History
+from .. import written_fix
 from .poll_loop_consumers import (CLIENTS, MIN_SESSION_MS, START, VARIANTS, Variant, _commit_failures, _dropped,
                                   _reads, _settled, applies, batch_ms, expected_to_loop, interval_ms)
 
@@ -282,6 +283,16 @@ def _check_loops(result, fn) -> None:
                "slow record), and ask what each variant changes")
 
 
+def _loops_printed(result) -> list:
+    """Look-ups of the run's table (`looped`) and of the Mitigate cell's rows (`expected_to_loop` at the run's
+    settings), False for the rest; and True, and False, whatever they are given."""
+    p, seen = result.params, {(r["client"], r["variant"]): r["looped"] for r in result.outcome.rows}
+    written = written_fix("07a").get("poll_variants", [])
+    shown = {**{(c, v): expected_to_loop(p, v, c) for v in written for c in CLIENTS if applies(c, v)}, **seen}
+    return [lambda c, v, q: seen.get((c, v), False), lambda c, v, q: shown.get((c, v), False),
+            lambda *_: True, lambda *_: False]
+
+
 def _interval_bounds(result) -> tuple[float, int, int]:
     """Exercise 2: the Java consumer's work between two polls in the baseline, and the intervals that count as just
     enough for it: above that work (the broker's minimum session as the floor), at most half as long again."""
@@ -327,6 +338,16 @@ def _check_interval(result, answer) -> None:
            "between two polls (POLL_BATCH x POLL_WORK_MS) outlasted the interval")
 
 
+# NOT refused: look-up, see issue 52. Left out of `_interval_printed`: the table's `batch_ms`. The Java consumer's (the
+# work; the Explain's "10 s" too, the solution at 8 s of work) is judged by the experiment, which an interval equal
+# to the work can pass (the client looks at its poll timer every retry.backoff.ms); Streams' slow record is right when
+# it lies between that work and half as long again (9000 ms against 8000 ms).
+def _interval_printed(result) -> list:
+    """The table's `interval_ms`: the run's, and the Mitigate cell's longer interval."""
+    p, longer = result.params, "longer_interval" in written_fix("07a").get("poll_variants", [])
+    return sorted({p["poll_interval_ms"], *[p["poll_longer_interval_ms"]] * longer})
+
+
 EXERCISES = {
     1: Exercise(
         check=_check_loops,
@@ -342,6 +363,7 @@ EXERCISES = {
                "max.poll.interval.ms it runs with. Which variants shorten the first, which lengthen the second, and "
                "which keep calling poll() while the work goes on? For Kafka Streams, the longest gap is its one slow "
                "record.",
+        printed=_loops_printed,
     ),
     2: Exercise(
         check=_check_interval,
@@ -355,6 +377,7 @@ EXERCISES = {
         closer="Between two polls the consumer works through every record of one batch. The interval has to be "
                "longer than that work by a margin for the fetch, the commit and a slow moment of the machine: a "
                "fraction of the work, not a multiple of it.",
+        printed=_interval_printed,
     ),
 }
 

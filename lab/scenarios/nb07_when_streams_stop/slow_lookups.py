@@ -17,6 +17,7 @@ from ...toolbox.apps import check_jvms
 from ...toolbox.lesson import Lesson
 from ...toolbox.result import Exercise, judge_rule, setting
 from .throughput import StreamsApp, start_and_settle, stop_apps
+from .. import written_fix
 
 MODES = ("direct", "cache", "batch", "threads")   # direct: one call per record, on one thread (the app's "plain")
 
@@ -223,6 +224,16 @@ def _check_keeps_up(result, fn) -> None:
                "how many calls can that mode have waiting at once, and how many records does one call answer for?")
 
 
+def _keeps_up_printed(result) -> list:
+    """Look-ups of the run's table (`keeps_up`), the Mitigate cell's modes taken as kept up, else False; the rate
+    against the table's `capacity_per_s` whatever the mode; and True, and False, whatever they are given."""
+    seen = {r["mode"]: r["keeps_up"] for r in result.outcome.rows}
+    shown = {**dict.fromkeys(written_fix("07c").get("lookup_modes", []), True), **seen}
+    budget = next((r["capacity_per_s"] for r in result.outcome.rows if r.get("capacity_per_s")), None)
+    return [lambda mode, p: seen.get(mode, False), lambda mode, p: shown.get(mode, False),
+            *([lambda mode, p: p["lookup_rate"] <= budget] if budget else []), lambda *_: True, lambda *_: False]
+
+
 EXERCISES = {
     1: Exercise(
         check=_check_keeps_up,
@@ -238,6 +249,7 @@ EXERCISES = {
         closer="Count what one thread can finish in a second when every call makes it wait LOOKUP_LATENCY_MS. Then "
                "ask what each mode multiplies that by (calls waiting at once, records answered per call), and "
                "compare with the records arriving each second.",
+        printed=_keeps_up_printed,
     ),
 }
 

@@ -1,10 +1,11 @@
 """Notebook 08's exercises: predict the re-reads from what the doctor read (1), then count them in a consumer's
 history (2), both functions, judged on this run (a LessonResult around a DiagnoseResult) and on cases whose answer
-is known: an answer copied from this run's numbers does not pass.
+is known: an answer copied from this run's numbers does not pass. `printed` gives what a learner could copy from the
+notebook above each exercise (the verdict's and the table's re-reads, MESSAGES): each check refuses it.
 """
 from __future__ import annotations
 
-from ...toolbox.result import Exercise, called, expect, whole
+from ...toolbox.result import Exercise, called, expect, shown, whole
 
 
 def rereads_after_expiry(committed, log_start):
@@ -14,6 +15,20 @@ def rereads_after_expiry(committed, log_start):
 
 def _every_committed(committed, log_start):
     return sum(committed.values())
+
+
+def _shown_counts(result) -> list:
+    """The counts of records the notebook shows: the predicted and observed re-reads (verdict, table), MESSAGES."""
+    counts = (result.predicted_rereads(), result.observed_rereads(), result.params.get("messages"))
+    return shown(*counts)
+
+
+def _rereads_printed(result) -> list:
+    """Each count whatever the offsets, and the count at this run's offsets only (0 elsewhere)."""
+    seen = result.offsets_at_diagnosis()
+    at_run = lambda c, s: (c, s) == (seen["committed"], seen["log_start"])   # noqa: E731
+    return [f for n in _shown_counts(result)
+            for f in (lambda c, s, n=n: n, lambda c, s, n=n: n if at_run(c, s) else 0)]
 
 
 def _check_rereads_after_expiry(result, fn) -> None:
@@ -68,6 +83,14 @@ def _this_runs_reads(result):
     return reads if reads is not None and len(reads) and "incarnation" in reads else None
 
 
+def _count_printed(result) -> list:
+    """Each count whatever the history, and the count on a history as long as this run's only (0 elsewhere)."""
+    mine = _this_runs_reads(result)
+    size = 0 if mine is None else len(mine)
+    return [f for n in _shown_counts(result)
+            for f in (lambda reads, n=n: n, lambda reads, n=n: n if len(reads) == size else 0)]
+
+
 def _check_count_rereads(result, fn) -> None:
     """Judged on this run's history (when it has one) and on histories whose count is known."""
     cases = []
@@ -85,7 +108,7 @@ def _check_count_rereads(result, fn) -> None:
 EXERCISES = {
     1: Exercise(
         check=_check_rereads_after_expiry, solution=lambda result: rereads_after_expiry,
-        wrong=lambda result: _every_committed,
+        wrong=lambda result: _every_committed, printed=_rereads_printed,
         why="Once a group's offsets are gone, a consumer that restarts with `auto.offset.reset=earliest` starts at "
             "each partition's log start, the first offset retention still holds, and reads up to where the group "
             "had committed before reading anything new: `committed - log_start` per partition, never below 0. "
@@ -97,7 +120,7 @@ EXERCISES = {
                "already starts past the committed offset, there is nothing left to read again."),
     2: Exercise(
         check=_check_count_rereads, solution=lambda result: count_rereads,
-        wrong=lambda result: _every_read_after_restart,
+        wrong=lambda result: _every_read_after_restart, printed=_count_printed,
         why="The restarted consumer (incarnation 1) read from where its group's committed offsets told it to: from "
             "the log start when they had expired, from where it left off when they had not. A record it read that "
             "incarnation 0 had read too, the same `(partition, offset)`, is a re-read; the records produced while it "
