@@ -68,7 +68,7 @@ def test_a_dump_that_fails_is_never_used_and_a_killed_one_is_tried_again(archive
     archives.mkdir()
     listed = archives / f"{name}.x.classlist"
     listed.write_text("java/lang/Object id: 0\n")
-    class_archives._dump_in_background(str(java), classpath, name, listed, processes.Child)
+    class_archives._dump_in_background(str(java), os.pathsep.join(map(str, classpath)), name, listed, processes.Child)
     settled()
     left = sorted(p.suffix for p in archives.iterdir())
     assert left == sorted([".classlist", ".log", *([".failed"] if "exit" in ends else [])]), left
@@ -100,3 +100,68 @@ def test_the_jars_come_before_the_lab_classes_and_only_the_jars_are_archived(arc
     assert seen["jars"] == [jar]
     argv = seen["argv"]
     assert argv[argv.index("-cp") + 1] == os.pathsep.join([str(jar), str(classes)])
+
+
+def test_a_copy_of_the_same_java_elsewhere_maps_the_same_archive(tmp_path):
+    """The lab's own runtime is installed in each checkout's virtual environment: a fresh clone's copy of the same
+    build keys the same archive (HotSpot maps an archive dumped by another copy of its build), another build not."""
+    jar = tmp_path / "a.jar"
+    jar.write_bytes(b"jar")
+
+    def runtime(where: str, release: str, modules: int) -> str:
+        home = tmp_path / where
+        (home / "bin").mkdir(parents=True)
+        (home / "lib").mkdir()
+        (home / "bin" / "java").write_text("#!/bin/sh\n")
+        (home / "release").write_text(release)
+        (home / "lib" / "modules").write_bytes(b"m" * modules)
+        return str(home / "bin" / "java")
+    first = runtime("venv-a/java-runtime", 'JAVA_VERSION="21.0.8"\n', 100)
+    again = runtime("venv-b/java-runtime", 'JAVA_VERSION="21.0.8"\n', 100)
+    newer = runtime("venv-c/java-runtime", 'JAVA_VERSION="21.0.9"\n', 100)
+    rebuilt = runtime("venv-d/java-runtime", 'JAVA_VERSION="21.0.8"\n', 101)
+    keys = [class_archives.key(java, [jar]) for java in (first, again, newer, rebuilt)]
+    assert keys[0] == keys[1] and len(set(keys)) == 3, keys
+
+
+def test_a_class_list_no_start_wrote_for_a_week_is_pruned(tmp_path):
+    old, new = tmp_path / "aaa.1.classlist", tmp_path / "bbb.2.classlist"
+    for f in (old, new):
+        f.write_text("java/lang/Object\n")
+    os.utime(old, (1, 1))
+    class_archives.prune(tmp_path)
+    assert not old.exists() and new.exists()
+
+
+def test_the_archives_used_last_are_kept_up_to_a_size(tmp_path):
+    sizes = {"new": 600, "mid": 500, "old": 300}   # bytes, against a budget of 1 KB (kept_mb in MB: scaled below)
+    for age, (name, size) in enumerate(sizes.items()):
+        (tmp_path / f"{name}.jsa").write_bytes(b"a" * size)
+        os.utime(tmp_path / f"{name}.jsa", (1000 - age, 1000 - age))
+    class_archives.prune(tmp_path, kept_mb=1000 / 2**20)
+    assert sorted(p.stem for p in tmp_path.glob("*.jsa")) == ["new"]   # new + mid is over: mid and old go
+    (tmp_path / "new.jsa").write_bytes(b"a" * 5000)
+    class_archives.prune(tmp_path, kept_mb=1000 / 2**20)
+    assert (tmp_path / "new.jsa").exists()   # the last used stays, whatever its size
+
+
+def test_a_jvm_whose_launcher_writes_the_classpath_dumps_with_that_classpath_from_its_folder(archives, tmp_path,
+                                                                                           monkeypatch):
+    """Spark's driver (lab.audit.spark): its start only lists or maps (dump=False); once it runs, the dump takes the
+    classpath it ran with and its folder, and waits for free memory."""
+    jar = tmp_path / "a.jar"
+    jar.write_bytes(b"jar")
+    spawned = []
+    spawn = lambda name, argv, log: spawned.append(argv) or (_ for _ in ()).throw(OSError("not started"))  # noqa: E731
+    first = class_archives.options("java", [jar], spawn, dump=False)
+    listed = Path(first[0].split("=", 1)[1])
+    listed.write_text("java/lang/Object\n")
+    os.utime(listed, (time.time() - 60, time.time() - 60))
+    assert class_archives.options("java", [jar], spawn, dump=False) == [] and not spawned
+    monkeypatch.setattr(class_archives.psutil, "virtual_memory", lambda: type("M", (), {"available": 2**20})())
+    class_archives.dump_when_ready("java", [jar], spawn, "rel/*:/abs/a.jar")
+    assert not spawned                           # too little memory free: a later start tries again
+    monkeypatch.undo()
+    monkeypatch.setattr(class_archives, "folder", lambda: archives)
+    class_archives.dump_when_ready("java", [jar], spawn, "rel/*:/abs/a.jar")
+    assert len(spawned) == 1 and spawned[0][-2:] == ["-cp", "rel/*:/abs/a.jar"], spawned

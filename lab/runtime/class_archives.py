@@ -24,13 +24,17 @@ import time
 import uuid
 from pathlib import Path
 
+import psutil
+
 from ..config import CACHE_DIR
 from .files import into_place
 
 ENV = "KAFKA_LAB_CLASS_ARCHIVES"
 QUIET_FOR_S = 10.0      # a class list unchanged this long: the JVM that writes it has started up
 DUMP_TIMEOUT_S = 180.0
-KEPT = 16               # archives kept (40 to 70 MB each: 1.1 GB at most), the least used lately go first
+DUMP_NEEDS_MB = 1200    # memory free before a dump starts: Spark's driver classes took 870 MB to dump (RESULTS.md)
+LIST_KEPT_S = 7 * 86400   # a class list whose classpath has not started since is removed with the archives' prune
+KEPT_MB = 1200          # archives kept (40 to 70 MB each, Spark's driver's 160 MB), the least used lately go first
 _dumping: set[str] = set()
 _lock = threading.Lock()
 
@@ -40,10 +44,11 @@ def folder() -> Path:
 
 
 def key(java: str, classpath: list[Path]) -> str:
-    """The Java and every jar of the classpath as they are now: an updated Java or a changed jar is another
-    archive."""
-    digest = hashlib.sha256()
-    for entry in [Path(java).resolve(), *classpath]:
+    """The Java's build and every jar of the classpath as they are now: an updated Java or a changed jar is another
+    archive. The Java counts by what it is, not where: the lab's own runtime lives in each checkout's virtual
+    environment, and an archive dumped by one copy maps in another of the same build."""
+    digest = hashlib.sha256(_runtime(java))
+    for entry in classpath:
         try:
             st = Path(entry).stat()
             digest.update(f"\0{entry}\0{st.st_size}\0{st.st_mtime_ns}".encode())
@@ -52,9 +57,25 @@ def key(java: str, classpath: list[Path]) -> str:
     return digest.hexdigest()[:20]
 
 
-def options(java: str, classpath: list[Path], spawn) -> list[str]:
+def _runtime(java: str) -> bytes:
+    """The Java runtime's identity: its `release` file and the size of its class image, or, without them, its path
+    and times."""
+    home = Path(java).resolve().parents[1]
+    try:
+        return (home / "release").read_bytes() + str((home / "lib" / "modules").stat().st_size).encode()
+    except OSError:
+        try:
+            st = Path(java).resolve().stat()
+            return f"{Path(java).resolve()}\0{st.st_size}\0{st.st_mtime_ns}".encode()
+        except OSError:
+            return f"{java}\0missing".encode()
+
+
+def options(java: str, classpath: list[Path], spawn, dump: bool = True) -> list[str]:
     """The JVM options for this start: map the archive, or write the class list, or nothing while one is made.
-    `spawn(name, argv, log)` starts the dump's JVM (lab.runtime.processes.Child: the caller's, so a panel's Stop stops it)."""
+    `spawn(name, argv, log)` starts the dump's JVM (lab.runtime.processes.Child: the caller's, so a panel's Stop stops it).
+    With dump=False the caller asks for the dump itself once its JVM runs (dump_when_ready: Spark's driver, whose
+    classpath its own launcher writes)."""
     if os.environ.get(ENV) == "0":
         return []
     try:
@@ -73,14 +94,33 @@ def options(java: str, classpath: list[Path], spawn) -> list[str]:
         lists = sorted(here.glob(f"{name}.*.classlist"), key=lambda p: p.stat().st_size, reverse=True)
         if not lists:
             return [f"-XX:DumpLoadedClassList={here / f'{name}.{uuid.uuid4().hex[:8]}.classlist'}"]
-        if time.time() - lists[0].stat().st_mtime >= QUIET_FOR_S:
-            _dump_in_background(java, classpath, name, lists[0], spawn)
+        if dump:
+            dump_when_ready(java, classpath, spawn)
         return []
     except OSError:   # a read-only or full cache: the JVM starts as it would without archives
         return []
 
 
-def _dump_in_background(java: str, classpath: list[Path], name: str, class_list: Path, spawn) -> None:
+def dump_when_ready(java: str, classpath: list[Path], spawn, run_classpath: str | None = None) -> None:
+    """Dump the archive in the background if the class list of this Java and classpath has stopped growing, none
+    is made yet and the memory it takes is free. `run_classpath`: the -cp the JVMs run with, as their Java saw it
+    (the dump's must be the same), when it is not the classpath's jars joined."""
+    if os.environ.get(ENV) == "0":
+        return
+    try:
+        here, name = folder(), key(java, classpath)
+        lists = sorted(here.glob(f"{name}.*.classlist"), key=lambda p: p.stat().st_size, reverse=True)
+        if (not lists or (here / f"{name}.jsa").exists() or (here / f"{name}.failed").exists()
+                or time.time() - lists[0].stat().st_mtime < QUIET_FOR_S):
+            return
+    except OSError:
+        return
+    if psutil.virtual_memory().available < DUMP_NEEDS_MB * 2**20:   # tried again at a later start
+        return
+    _dump_in_background(java, run_classpath or os.pathsep.join(map(str, classpath)), name, lists[0], spawn)
+
+
+def _dump_in_background(java: str, classpath: str, name: str, class_list: Path, spawn) -> None:
     """Start the dump in the caller's thread (a panel's Stop of its run stops it too; it is tried again later),
     and finish it in another."""
     with _lock:
@@ -97,7 +137,7 @@ def _dump_in_background(java: str, classpath: list[Path], name: str, class_list:
         usable.write_bytes(text[:text.rfind(b"\n") + 1])
         child = spawn(f"class-archive-{name}", [java, "-Xshare:dump", f"-XX:SharedClassListFile={usable}",
                                                f"-XX:SharedArchiveFile={part}",
-                                               "-cp", os.pathsep.join(map(str, classpath))], log)
+                                               "-cp", classpath], log)
     except Exception:   # a stopped run, a full disk: no archive this time
         _done(name, part, usable)
         return
@@ -132,9 +172,16 @@ def _done(name: str, part: Path, usable: Path) -> None:
         _dumping.discard(name)
 
 
-def prune(here: Path, kept: int = KEPT) -> None:
-    """Keep the `kept` archives used last. A JVM that maps one being removed keeps its copy until it exits."""
+def prune(here: Path, kept_mb: int = KEPT_MB) -> None:
+    """Keep the archives used last, `kept_mb` of them (the last one whatever its size), and the class lists written
+    this week. A JVM that maps an archive being removed keeps its copy until it exits."""
     archives = sorted(here.glob("*.jsa"), key=lambda p: p.stat().st_mtime, reverse=True)
-    for old in archives[kept:]:
-        old.unlink(missing_ok=True)
-        old.with_suffix(".dump.log").unlink(missing_ok=True)
+    total = 0
+    for i, archive in enumerate(archives):
+        total += archive.stat().st_size
+        if i and total > kept_mb * 2**20:
+            archive.unlink(missing_ok=True)
+            archive.with_suffix(".dump.log").unlink(missing_ok=True)
+    for forgotten in here.glob("*.classlist"):   # a classpath not started for a week (an old Java, old jars)
+        if time.time() - forgotten.stat().st_mtime > LIST_KEPT_S:
+            forgotten.unlink(missing_ok=True)
