@@ -158,7 +158,8 @@ def test_a_jvm_whose_launcher_writes_the_classpath_dumps_with_that_classpath_fro
     listed.write_text("java/lang/Object\n")
     os.utime(listed, (time.time() - 60, time.time() - 60))
     assert class_archives.options("java", [jar], spawn, dump=False) == [] and not spawned
-    monkeypatch.setattr(class_archives.psutil, "virtual_memory", lambda: type("M", (), {"available": 2**20})())
+    import psutil
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: type("M", (), {"available": 2**20})())
     class_archives.dump_when_ready("java", [jar], spawn, "rel/*:/abs/a.jar")
     assert not spawned                           # too little memory free: a later start tries again
     monkeypatch.undo()

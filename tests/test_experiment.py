@@ -707,9 +707,9 @@ def test_an_exercise_tried_in_the_other_run_only_is_recorded_as_skipped_and_only
         def verdict(self):
             return "tiny"
     Tiny.exercises = {1: Exercise(check=lambda r, a: expect(a == 2, "two"), solution=lambda r: 2, why="",
-                                  wrong=lambda r: 3),
+                                  wrong=lambda r: 3, printed=lambda r: [4]),
                       2: Exercise(check=lambda r, a: expect(False, "never"), solution=lambda r: 0, why="",
-                                  wrong=lambda r: 1)}
+                                  wrong=lambda r: 1, printed=lambda r: [])}
     tried = try_exercises(Tiny("tiny", {}, "run", Timeline(0.0)), skip=(2,))
     assert tried[2] == {"skipped": True} and tried[1]["right"] == "correct"
     record = {"exercises": {str(k): v for k, v in tried.items()}}

@@ -24,6 +24,7 @@ from ..runtime.log4j import spark_driver
 from ..runtime.processes import Child, require_java, wait_until
 
 _session = None
+_dumps: list = []   # the driver's class-archive dump, while it runs (lab.runtime.processes.Child)
 _session_lock = threading.Lock()   # one session, even when lab.audit.warm_up's thread and an audit ask at once
 
 REACH_SECONDS = 10      # to reach a master or a Connect server before saying it does not answer
@@ -186,8 +187,11 @@ def _dump_driver_archive(session, folder: Path) -> None:
     audit 1.5 s), dumped in the background with the classpath the driver runs with, as its Java expanded it, from
     the folder it started in (the launcher's classpath has a relative entry)."""
     run_classpath = session.sparkContext._jvm.java.lang.System.getProperty("java.class.path")
-    class_archives.dump_when_ready(java_executable(), _spark_jars(),
-                                   lambda name, argv, log: Child(name, argv, log, cwd=folder), run_classpath)
+
+    def spawn(name, argv, log):
+        _dumps.append(Child(name, argv, log, cwd=folder))   # stop_spark stops it too: tried again at a later start
+        return _dumps[-1]
+    class_archives.dump_when_ready(java_executable(), _spark_jars(), spawn, run_classpath)
 
 
 def _wait_for_executor(session, master: str) -> None:
@@ -362,6 +366,8 @@ def _stop_spark() -> None:
             gateway.proc.kill()
             gateway.proc.wait(10)
         SparkContext._gateway = SparkContext._jvm = None
+    while _dumps:
+        _dumps.pop().stop()
 
 
 def read_topic(bootstrap: str, topic: str, isolation: str = "read_committed", spark=None):

@@ -24,8 +24,6 @@ import time
 import uuid
 from pathlib import Path
 
-import psutil
-
 from ..config import CACHE_DIR
 from .files import into_place
 
@@ -115,6 +113,7 @@ def dump_when_ready(java: str, classpath: list[Path], spawn, run_classpath: str 
             return
     except OSError:
         return
+    import psutil   # the course's, not the doctor's (which never dumps: it runs no archived JVM)
     if psutil.virtual_memory().available < DUMP_NEEDS_MB * 2**20:   # tried again at a later start
         return
     _dump_in_background(java, run_classpath or os.pathsep.join(map(str, classpath)), name, lists[0], spawn)
