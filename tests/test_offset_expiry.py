@@ -33,6 +33,12 @@ def test_expiry_clock(idle, seen, clock):
     assert report.clock_for(idle, seen, 60, 2) == clock
 
 
+def test_skipped_by_latest():
+    day = 86400
+    assert report.skipped_by_latest(30 * 3600, day, 50) == 5_400_000   # everything produced while it was down
+    assert report.skipped_by_latest(20 * 3600, day, 50) == 0           # back before the expiry: it resumes
+
+
 def test_expires_after_stop():
     week, day = 7 * 86400, 86400
     assert report.expires_after_stop("classic", 8 * day, week) == week
@@ -97,16 +103,16 @@ def test_control_branch_says_nothing_expired():
     assert rec["earliest_committed_before_restart"] is True and rec["latest_read_after_restart"] == 40
     assert "idle_consumer_clock" not in rec
     r.figure(), r.audit_table(), r.offsets_table(), r.table(), r.broker_lines()
-    # the exercises on a clean run: nothing skipped, so exercise 1 has nothing to judge (0 would pass otherwise);
-    # exercise 2's function is judged on the clocks the mechanism gives, the wrong one refused
+    # the exercises on a clean run: exercise 1's function is judged on `latest` back in time (it skipped none)
+    # and on outages the run did not have; exercise 2's on the clocks the mechanism gives; the wrong ones refused
     exercises = oe.lesson.exercises
-    for answer in (0, 1, 30):
-        checked = r.check(1, answer)
-        assert not checked and checked.said == "did not reproduce the failure", checked
-    with pytest.raises(LabError, match="skipped nothing to count"):   # solution(1) says so in a line
-        exercises[1].solution(r)
-    assert r.check(2, exercises[2].solution(r))
-    refused(r.check(2, exercises[2].wrong(r)))
+    for n in (1, 2):
+        assert r.check(n, exercises[n].solution(r))
+        refused(r.check(n, exercises[n].wrong(r)))
+    # a function that skips everything produced while down, expired or not: refused on this run's own group
+    refused(r.check(1, lambda down, retention, rate: rate * down), "in this run `latest` was down 20 s")
+    for copy in exercises[1].printed(r):
+        refused(r.check(1, copy))
     assert not [k for k in r.as_record() if k.startswith("exercise")]
 
 
@@ -117,15 +123,24 @@ def test_failure_branch_names_what_each_group_did():
     assert "found nothing" in r.explain()
     rec = r.as_record()
     assert rec["idle_consumer_clock"] == "last commit" and rec["earliest_committed_before_restart"] is False
-    assert r.check(2, report.expires_after_stop) and r.check(1, 30)
-    for n, answer in [(1, 29), (1, "30"), (1, 30.5), (1, oe.lesson.exercises[1].wrong(r)), (1, 0), (1, ""),
-                      (1, "none"), (1, []), (2, oe.lesson.exercises[2].wrong(r)), (2, lambda *_: "soon"),
+    assert r.check(2, report.expires_after_stop) and r.check(1, report.skipped_by_latest)
+    assert r.check(1, lambda down, retention, rate: round(rate * down) if down >= retention else 0)   # whole records
+    # the formerly passing look-up, the `latest` row's 30 skipped, as a number and as a function; the wrong one
+    # (only what arrived after the expiry) refused on this run's own group, whose 30 arrived just after the stop
+    refused(r.check(1, oe.lesson.exercises[1].wrong(r)), "in this run `latest` was down 65 s")
+    for n, answer in [(1, 30), (1, lambda *_: 30), (1, lambda down, retention, rate: 30 if down >= retention else 0),
+                      (1, lambda down, retention, rate: rate * down), (1, lambda *_: 0), (1, lambda *_: None),
+                      (1, lambda *_: "30"), (1, lambda *_: 1 / 0), (1, 0), (1, ""), (1, "none"), (1, []),
+                      (2, oe.lesson.exercises[2].wrong(r)), (2, lambda *_: "soon"),
                       (2, lambda *_: 1 / 0), (2, 60), (2, 0), (2, "none"), (2, lambda *_: 60)]:
         refused(r.check(n, answer))
-    # what the notebook shows above each exercise, copied: the other counts and MESSAGES_BEFORE; the clock table
-    # looked up, the retention and the Mitigate cell's downtime
+    # what the notebook shows above each exercise, copied: the table's counts (`latest`'s 30 skipped among them),
+    # the reads after the restart, MESSAGES_BEFORE, MESSAGES_WHILE_DOWN and the Mitigate cell's downtime (30, as
+    # many as `latest` skipped), and the `latest` row looked up; the clock table looked up, the retention and the
+    # Mitigate cell's downtime
     one, two = oe.lesson.exercises[1].printed(r), oe.lesson.exercises[2].printed(r)
-    assert one == [60, 200] and len(two) == 4, (one, two)
+    assert [f(1, 1, 1) for f in one[:-1]] == [60, 30, 40, 200, 100], [f(1, 1, 1) for f in one]
+    assert one[-1](65, 60, 1) == 30 and len(two) == 4, (one, two)
     for n, copies in [(1, one), (2, two)]:
         for copy in copies:
             refused(r.check(n, copy))
@@ -141,12 +156,14 @@ def test_a_second_wrong_answer_gets_a_closer_hint(capsys):
         assert f"Closer: {exercise.closer}" in capsys.readouterr().out
 
 
-def test_exercise_1_needs_the_latest_group_back_without_its_offsets():
-    """A run whose offsets expired, but without a `latest` group, has nothing to count: said, never judged 0."""
+def test_exercise_1_without_a_latest_group_is_judged_on_the_other_outages():
+    """A run without a `latest` group has no measured case: the function is judged on the outages alone."""
     r = _result(expired=True)
     r.outcome.facts.pop("latest")
-    checked = r.check(1, 0)
-    assert not checked and "no `latest` group" in checked.said, checked
+    r.outcome.verdicts.pop("latest")
+    assert r.check(1, report.skipped_by_latest)
+    refused(r.check(1, oe.lesson.exercises[1].wrong(r)), "down 30 h with a 24 h retention")
+    refused(r.check(1, lambda down, retention, rate: rate * down), "down 20 h with a 24 h retention")
 
 
 def test_the_variants_names_do_not_say_what_happens():

@@ -125,26 +125,31 @@ def test_exercise_1_is_judged_on_what_looped_in_this_run_and_on_the_arithmetic_e
 
 
 def test_exercise_2_an_interval_too_short_or_too_long_is_refused_before_anything_runs(monkeypatch):
-    """The experiment itself runs in the notebook's tests; here, what is refused without running it, and the
-    solution's arithmetic: a quarter more than the work, rounded up to a second, within the bounds."""
+    """Its case (260 records a poll, 50 ms each: 13 s of work) is no run's; the experiment itself runs in the
+    notebook's tests. Here, what is refused without running it, and the solution's arithmetic: a quarter more than the
+    case's work, rounded up to a second, whatever the run's own parameters."""
     def never_run(**params):
         raise AssertionError(f"the experiment ran: {params}")
     monkeypatch.setattr(poll_loop.lesson, "run", never_run)
     p = SPEC.validate(**SMALL)
     r = poll_loop.lesson.result(poll_loop.Outcome([], {}), **p)
     two = poll_loop.lesson.exercises[2]
-    assert two.solution(r) == 10_000 and two.wrong(r) == 7000        # 8 s of work
-    for answer, hint in [(5000, "below 6000 ms"), (12_001, "more than half as long again"), ("10 s", "whole number"),
-                         (True, "whole number"), (0, "below 6000 ms"), ("none", "whole number"), ("", "whole number")]:
-        refused(r.check(2, answer), f"^Not quite: .*{re.escape(hint)}")
-    # within the bounds it runs the lesson, an exercise's own run, which lesson.check() does not judge later
-    refused(r.check(2, 9000), "the experiment ran: .*'remember': False")
-    # what the notebook prints above it, the table's intervals: the run's goes to the experiment, which measures the
-    # loop; the Mitigate cell's longer one is refused first
-    assert two.printed(r) == [6000, 20_000]
-    refused(r.check(2, 20_000), "more than half as long again")
-    refused(r.check(2, 6000), "the experiment ran: .*'poll_interval_ms': 6000")
-    # 2 s of work: the broker's 6 s minimum session is the floor, and half again too long is the wrong answer
-    short = poll_loop.lesson.result(poll_loop.Outcome([], {}), **{**p, "poll_batch": 100})
-    assert two.solution(short) == 6000 and two.wrong(short) == 7000
-    refused(short.check(2, two.wrong(short)), "more than half as long again")
+    assert two.solution(r) == 17_000 and two.wrong(r) == 12_000        # 13 s of work
+    for answer, hint in [(5000, "below 6000 ms"), (19_501, "more than half as long again"), ("17 s", "whole number"),
+                         (True, "whole number"), (0, "below 6000 ms"), ("none", "whole number"), ("", "whole number"),
+                         (10_399, "far shorter than the work between two polls \\(260 records x 50 ms\\)")]:
+        refused(r.check(2, answer), f"^Not quite: .*{hint}")
+    # within the bounds it runs the lesson as the case, an exercise's own run, which lesson.check() does not judge
+    refused(r.check(2, 10_400), "the experiment ran: .*'remember': False")
+    refused(r.check(2, 13_000), "the experiment ran: .*'poll_interval_ms': 13000, 'poll_batch': 260, 'poll_work_ms': 50")
+    # what the notebook prints above it: the table's batch_ms (the run's 8 s of work, formerly the answer) and
+    # interval_ms, the Mitigate cell's, the parameters, the Explain's 6 s and 10 s, the case's numbers: all refused
+    # before anything runs
+    copies = two.printed(r)
+    assert copies == [20, 50, 100, 260, 400, 450, 6000, 8000, 9000, 10_000, 20_000, 30_000], copies
+    refused(r.check(2, 8000), "far shorter than the work")
+    for copy in copies:
+        refused(r.check(2, copy), "^Not quite: (?!.*the experiment ran)")
+    # the case is the exercise's own: the run's batch does not move its answer
+    other = poll_loop.lesson.result(poll_loop.Outcome([], {}), **{**p, "poll_batch": 100})
+    assert two.solution(other) == 17_000 and two.wrong(other) == 12_000

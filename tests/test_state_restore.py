@@ -135,7 +135,7 @@ def test_evidence_lines_keep_their_stamp():
     assert s._stamped(0.5, "Caused by: boom").startswith("1970-01-01 00:00:00,500 Caused by: boom")
 
 
-def test_the_exercise_ten_gib_at_the_measured_exactly_once_rate(capsys):
+def test_the_exercise_six_stores_at_the_measured_exactly_once_rate(capsys):
     def result(outcome, modes=("eos", "alos", "standby")):
         return s.lesson.result(outcome, restore_modes=list(modes))
 
@@ -144,24 +144,32 @@ def test_the_exercise_ten_gib_at_the_measured_exactly_once_rate(capsys):
                                 row("eos", 64, 66_446, 66_446, 0.60, 2.3, wiped=True),
                                 row("alos", 64, 12_545, 66_447, 0.15, 1.4)], "4.3.1", "kill"))
     rate = crashed.outcome.rate("eos")["mb_s"]
-    assert rate == 106.7 and two.solution(crashed) == round(10 * 1024 / rate, 1) == 96.0
-    assert crashed.check(1, 96.0) and crashed.check(1, 100)
+    assert rate == 106.7 and two.solution(crashed) == round(6 * 8192 / rate, 1) == 460.7
+    assert crashed.check(1, 460.7) and crashed.check(1, 480)
     assert not crashed.check(1, None) and "`lesson.solution(1)`" in capsys.readouterr().out
-    for answer, hint in [(two.wrong(crashed), "10 GiB is 10,240 MB"), (1.6, "in seconds, not minutes"),
-                         (120, "not 10,240 MB"), ("96", "number"), (0, "takes time"), ("none", "number"),
+    for answer, hint in [(two.wrong(crashed), "one store's restore"), (76.8, "one store's restore"),
+                         (7.7, "in seconds, not minutes"), (0.45, "8 GiB is 8,192 MB"),
+                         (96.0, "how many MB does the instance replay"),   # the former 10 GiB exercise's answer
+                         (600, "how many MB"), ("460.7", "number"), (0, "takes time"), ("none", "number"),
                          ("", "number"), ([], "number")]:
         with pytest.raises(AssertionError, match=f"^Not quite: .*{re.escape(hint)}"):
             two.check(crashed, answer)
         assert not crashed.check(1, answer)
-    assert f"Closer: {two.closer}" in capsys.readouterr().out and "96" not in two.closer
+    assert f"Closer: {two.closer}" in capsys.readouterr().out and "460" not in two.closer
     assert two.needs_failure
-    # what the notebook shows above the exercise (the table's records, times and rates, the 50 GB extrapolation in
-    # minutes, the value bytes), copied: each refused
+    # what the notebook shows above the exercise (the sizes, the table's records, times and rates, the 50 GB
+    # extrapolation in minutes, the value bytes), copied: each refused
     copies = two.printed(crashed)
-    assert {66_446, 106.7, 0.6, 2.3, 1000, round(50 * 1024 / 106.7 / 60)} <= set(copies), copies
+    assert {32, 64, 32.32, 64.64, 66_446, 106.7, 0.6, 2.3, 1000, round(50 * 1024 / 106.7 / 60)} <= set(copies), copies
     for copied in copies:
         with pytest.raises(AssertionError, match="^Not quite: "):
             two.check(crashed, copied)
+    # the sizes are refused whatever rate a machine measures: from 20 to 200 MB/s the answer stays more than the
+    # check's 10 % away from every size the defaults and the small test show (changelogs a few % above the size)
+    sizes = SPEC.validate()["restore_sizes_mb"] + [2, 4, 48]
+    for mb_s in (20, 35, 50, 81, 120, 200):
+        answer = round(s.STORES * s.STORE_MB / mb_s, 1)
+        assert all(abs(v - answer) > 0.1 * answer for size in sizes for v in (size, size * 1.05)), (mb_s, answer)
 
     # A clean shutdown writes the checkpoint and nothing is replayed: the run did not reproduce the failure and
     # measured no restore rate, so no answer passes, 0 neither; the toolbox says why instead of judging.

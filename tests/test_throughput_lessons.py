@@ -112,35 +112,63 @@ def test_the_predict_questions_of_the_parallelism_and_lookup_lessons():
 
 
 def test_the_fewest_partitions_for_the_input_is_an_experiment(monkeypatch, capsys):
-    """The exercise runs the lesson again on the learner's partition count; what it measured decides. Too few
-    partitions (their threads cannot reach the input's rate) and more than the fewest are refused before anything
-    runs."""
+    """The exercise's case (20 ms a record, 260 records/s: 5.2 threads' worth) runs the lesson again on the
+    learner's partition count at the case's work time; what it measured decides. Too few partitions (their threads
+    cannot reach the case's rate) and more than the fewest are refused before anything runs."""
     lesson = partition_parallelism.lesson
-    p = dict(par_partitions=[2, 4], par_instances=[1, 4], par_work_ms=20, par_window_s=5)
-    r = lesson.result(partition_parallelism.Outcome([], 20), **p)
-    calls, measured = [], {"records_per_s": 140.0}
+    p = dict(par_partitions=[2, 4], par_instances=[1, 4], par_work_ms=10, par_window_s=5)
+    r = lesson.result(partition_parallelism.Outcome([], 10), **p)
+    calls, measured = [], {"records_per_s": 280.0}
 
     def rerun(**params):
         calls.append(params)
         row = {"records_per_s": measured["records_per_s"], "busy_instances": params["par_instances"][0]}
         return lesson.result(partition_parallelism.Outcome([row], params["par_work_ms"]), run_id="run-2", **p)
     monkeypatch.setattr(lesson, "run", rerun)
-    three = lesson.exercises[1]
-    assert partition_parallelism.target_rate(r.params) == 125 and three.solution(r) == 3 and three.wrong(r) == 2
-    for answer, hint in [(2, "short of 125"), (0, "short of 125"), (4, "fewer would too"), (40, "fewer would too"),
-                         ("3", "whole number"), (2.5, "whole number"), ("none", "whole number"), ([], "whole number")]:
+    six = lesson.exercises[1]
+    assert (partition_parallelism.CASE_WORK_MS, partition_parallelism.CASE_RATE) == (20, 260)
+    assert six.solution(r) == 6 and six.wrong(r) == 5
+    # 3, the fewest at the notebook's own 10 ms (260 / 100 a thread), is too few at the case's 20 ms
+    for answer, hint in [(5, "short of 260"), (3, "short of 260"), (0, "short of 260"), (7, "fewer would too"),
+                         (40, "fewer would too"), (260, "fewer would too"), ("6", "whole number"),
+                         (5.2, "whole number"), ("none", "whole number"), ([], "whole number")]:
         refused(r.check(1, answer), f"^Not quite: .*{hint}")
-    # what the notebook prints above it (the table's counts, the parameters, the Mitigate cell's partitions), all
-    # refused before anything runs; the answer itself, 3 instances in the table, is left out (a look-up)
+    # what the notebook prints above it (the table's counts, the parameters, the Mitigate cell's partitions, the
+    # case's numbers), all refused before anything runs: 3, the instances in the table, among them
     rows = [{"partitions": 2, "instances": n, "busy_instances": min(n, 2)} for n in (1, 2, 3)]
-    shown = lesson.result(partition_parallelism.Outcome(rows, 20), **{**p, "par_instances": [1, 2, 3]})
-    assert three.printed(shown) == [1, 2, 4, 5, 20], three.printed(shown)
-    for copy in three.printed(shown):
+    shown = lesson.result(partition_parallelism.Outcome(rows, 10), **{**p, "par_instances": [1, 2, 3]})
+    assert six.printed(shown) == [1, 2, 3, 4, 5, 10, 20, 260], six.printed(shown)
+    for copy in six.printed(shown):
         refused(shown.check(1, copy), "^Not quite: ")
     assert calls == []   # refused before anything runs
-    assert r.check(1, 3)
-    assert calls == [{"cluster": None, "remember": False, "par_partitions": [3], "par_instances": [3],
+    assert r.check(1, 6)
+    assert calls == [{"cluster": None, "remember": False, "par_partitions": [6], "par_instances": [6],
                       "par_work_ms": 20, "par_window_s": 5}]
-    assert "Measured: 140 records/s with 3 busy instance(s), against 125 records/s" in capsys.readouterr().out
-    measured["records_per_s"] = 110.0   # a machine too busy to keep up: what was measured decides
-    refused(r.check(1, 3), "measured 110 records/s, short of 125")
+    assert "Measured: 280 records/s with 6 busy instance(s), against 260 records/s" in capsys.readouterr().out
+    measured["records_per_s"] = 240.0   # a machine too busy to keep up: what was measured decides
+    refused(r.check(1, 6), "measured 240 records/s, short of 260")
+
+
+def test_the_backlog_outlasts_the_window_on_its_smallest_partition():
+    """Every partition gets at least FEWEST_SHARE of an even share of the KEYS keys (murmur2, as the Java clients
+    hash them), so the backlog lasts the settling and the window on its smallest partition too."""
+    def murmur2(data: bytes) -> int:   # org.apache.kafka.common.utils.Utils.murmur2
+        m, h = 0x5bd1e995, (0x9747b28c ^ len(data)) & 0xffffffff
+        for i in range(len(data) // 4):
+            k = int.from_bytes(data[4 * i:4 * i + 4], "little")
+            k = (k * m) & 0xffffffff
+            k = ((k ^ (k >> 24)) * m) & 0xffffffff
+            h = ((h * m) & 0xffffffff) ^ k
+        tail = data[len(data) & ~3:]
+        if tail:
+            h = ((h ^ int.from_bytes(tail, "little")) * m) & 0xffffffff
+        h = ((h ^ (h >> 13)) * m) & 0xffffffff
+        return h ^ (h >> 15)
+    assert murmur2(b"foobar") - (1 << 32) == -790332482   # Kafka's UtilsTest
+    for partitions in range(1, 13):
+        keys = [(murmur2(f"k{i}".encode()) & 0x7fffffff) % partitions for i in range(partition_parallelism.KEYS)]
+        fewest = min(keys.count(q) for q in range(partitions))
+        assert fewest * partitions / partition_parallelism.KEYS >= partition_parallelism.FEWEST_SHARE, partitions
+    p = PAR.validate(par_partitions=[6], par_instances=[6], par_work_ms=20, par_window_s=5)
+    n = partition_parallelism.backlog(p, 6)
+    assert n * partition_parallelism.FEWEST_SHARE / 6 >= 50 * 45   # 50 records/s a thread for 40 + 5 s

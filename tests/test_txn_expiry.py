@@ -281,14 +281,24 @@ def test_the_new_producer_exercise_needs_the_mechanism_not_this_runs_names(capsy
     assert not r.check(3, copied) and f"Closer: {three.closer}" in capsys.readouterr().out
 
 
-def test_the_streams_and_old_broker_exercises_are_judged_by_the_run_and_by_the_mechanism():
+def _streams_and_old_broker_results(idle_s=15, old_idle=(25.3, 3.4)):
+    """02b's run (3.7.0 died, 3.8.0 migrated its task, idle `idle_s` with ids expiring after 10 s, swept every
+    second) and 02c's (2.0.1 forgot the producer, 4.3.1 kept it, each idle as long as `old_idle` says)."""
     streams = {"streams-3.7.0": _summary(code=49, error="InvalidPidMappingException", handling="thread died",
                                          recovered=False),
                "streams-3.8.0": _summary(code=49, error="InvalidPidMappingException", handling="task migrated")}
-    p = {"idle_s": 15, "expiration_ms": 10000, "cleanup_interval_ms": 1000, "streams_versions": ["3.7.0", "3.8.0"]}
+    p = {"idle_s": idle_s, "expiration_ms": 10000, "cleanup_interval_ms": 1000, "streams_versions": ["3.7.0", "3.8.0"]}
     idle = tx.TxnExpiryResult("txn_expiry", p, "r", Timeline(0.0), clients=streams)
-    old = tx.TxnExpiryResult("txn_expiry", {"zookeeper_brokers": ["2.0.1"], "broker_version": "4.3.1"}, "r",
-                             Timeline(0.0), part_c={"2.0.1": {"reproduced": True}, "4.3.1": {"reproduced": False}})
+    old = tx.TxnExpiryResult("txn_expiry", {"zookeeper_brokers": ["2.0.1"], "broker_version": "4.3.1",
+                                            "retention_ms": 3000}, "r", Timeline(0.0),
+                             part_c={"2.0.1": {"reproduced": True, "idle_s": old_idle[0]},
+                                     "4.3.1": {"reproduced": False, "idle_s": old_idle[1]}})
+    return idle, old
+
+
+def test_the_streams_and_old_broker_questions_name_their_releases():
+    idle, old = _streams_and_old_broker_results()
+    p, streams = idle.params, idle.clients
     # each question names its releases, oldest first; each answer is one of its choices
     assert tx.streams_answer(idle.as_record(), p) == "only 3.7.0" in tx.streams_question(p)[1]
     assert tx.clients_answer(idle.as_record(), p) is None          # no `python-crash` client in this run
@@ -300,19 +310,64 @@ def test_the_streams_and_old_broker_exercises_are_judged_by_the_run_and_by_the_m
     assert tx.streams_answer({"part_b": {"streams-3.7.0": streams["streams-3.7.0"]}}, p) is None   # one did not run
     kept = {v: {"reproduced": False, "id_expired": v == "4.3.1"} for v in ("2.0.1", "4.3.1")}
     assert tx.old_broker_answer({"part_c": kept}, old.params) == tx.OLD_BROKER_NONE[1]
+
+
+def test_the_streams_and_old_broker_exercises_need_the_clock_and_the_release():
+    """Each asks for a rule of a release AND a clock (02b: the id's expiration and sweep; 02c: retention and its
+    check), judged on the run's own cases, then on settings it did not use. What the page shows is refused: the
+    table looked up, the Mitigate cell's release, the Explain's release alone (the former look-up answer, as numbers
+    or as text) and the clock alone."""
+    from lab.scenarios.nb02_transactional_id_expiry import exercises as ex
+    idle, old = _streams_and_old_broker_results()
     judged = {STREAMS: idle, OLD: old}
     for lesson, outcome in judged.items():
         result = lesson.result(outcome)
         _each_solution_passes_and_each_wrong_answer_is_refused(result)
-        copies = lesson.exercises[1].printed(result)   # the table looked up, the Mitigate cell's release
-        assert len(copies) == 4 and not any(result.check(1, copy) for copy in copies), lesson
-    for lesson, answer, words in [(STREAMS, lambda v: v >= "3.7", "Kafka Streams 3.7.0 went to ERROR here"),
-                                  (STREAMS, lambda v: "yes", "return True or False"),
-                                  (OLD, lambda v: v > "2.1", "a broker 2.0.1 forgot the producer in this run"),
-                                  (OLD, lambda v: True, "a broker 4.3.1 kept the producer in this run"),
-                                  (OLD, lambda v: v < "2.4.1", "forgets\\('2.4.0'\\) returned True")]:
+        copies = lesson.exercises[1].printed(result)
+        assert len(copies) == 7 and not any(result.check(1, copy) for copy in copies), lesson
+    streams, brokers = STREAMS.result(idle), OLD.result(old)
+    assert streams.check(1, lambda v, idle_s, e, c: idle_s * 1000 > e and tuple(map(int, v.split("."))) < (3, 8))
+    assert brokers.check(1, lambda v, idle_s, r, c: idle_s * 1000 > r and tuple(map(int, v.split("."))) < (2, 4))
+    version_alone = "Kafka Streams 2.8.2 \\(idle 6 days, ids expiring after 7 days, swept every 1 h\\) it carries on"
+    for lesson, answer, words in [
+            (STREAMS, lambda v: v < "3.8.0", "raised TypeError"),                 # the former answer, one argument
+            (STREAMS, lambda v, *_: ex.parse_version(v) < (3, 8), version_alone),  # the Explain's release alone
+            (STREAMS, lambda v, idle_s, e, c: idle_s * 1000 >= e + c, "stops\\('3.8.0', 15, 10000, 1000\\) = True, "
+             "but in this run it carried on"),                                      # the clock alone
+            (STREAMS, lambda v, idle_s, e, c: v == "3.7.0", "stops\\('2.8.2', 691200, 604800000, 3600000\\) = "
+             "False"),                                                               # this run's table, by name
+            (STREAMS, lambda *_: "yes", "return True or False"),
+            (OLD, lambda v: v < "2.4", "raised TypeError"),
+            (OLD, lambda v, *_: ex.parse_version(v) < (2, 4), "forgets\\('1.0.2', 1800, 3600000, 300000\\) = True"),
+            (OLD, lambda v, idle_s, r, c: idle_s * 1000 >= r + c, "forgets\\('2.4.0', 10800, 3600000, 300000\\) = "
+             "True, but with broker 2.4.0 \\(idle 3 h, retention.ms 1 h, checked every 5 min\\) it keeps it"),
+            (OLD, lambda v, idle_s, r, c: v < "2.1" and idle_s * 1000 >= r + c, "forgets\\('2.3.1', 10800"),
+            (OLD, lambda v, *_: True, "forgets\\('1.0.2', 1800")]:
         with pytest.raises(AssertionError, match=words):
             lesson.exercises[1].check(lesson.result(judged[lesson]), answer)
+    assert {ex._span(s) for s in (90, 1800, 3 * 3600, 86400, 8 * 86400)} == {"90 s", "30 min", "3 h", "1 day", "8 days"}
+
+
+def test_the_run_cases_of_the_streams_and_old_broker_exercises_leave_out_the_uncertain_band():
+    """A run idle between the expiration and one sweep after it (02b), or a producer idle between retention.ms and
+    one check after it (02c), says nothing a rule can be held to: those cases are left out, the others kept."""
+    from lab.scenarios.nb02_transactional_id_expiry import exercises as ex
+    certain, certain_old = _streams_and_old_broker_results()
+    assert [c[2] for c in ex._stops_cases(certain) if c[3] is None] == [True, False]   # 3.7.0 died, 3.8.0 lived
+    assert [c[1][0] for c in ex._forgets_cases(certain_old) if c[3] is None] == ["2.0.1"]   # 4.3.1: idle 3.4 s
+    idle, old = _streams_and_old_broker_results(idle_s=10.5, old_idle=(3.5, 60))
+    assert not [c for c in ex._stops_cases(idle) if c[3] is None]
+    assert [c[1][0] for c in ex._forgets_cases(old) if c[3] is None] == ["4.3.1"]
+    for lesson, outcome in {STREAMS: idle, OLD: old}.items():   # a measurement in the band decides nothing
+        assert lesson.result(outcome).check(1, lesson.exercises[1].solution(None))
+    # every other case is outside the band, and none is a setting of this run
+    assert all(ex._certain(*c[1][1:]) for c in ex._stops_cases(idle) + ex._forgets_cases(old))
+    assert all(c[1][2:] != (10000, 1000) for c in ex._stops_cases(idle) if c[3])
+    # the same idle under both releases: an old one stops, a new one carries on
+    assert {(c[1][0], c[2]) for c in ex._stops_cases(idle) if c[1][1] == 8 * 86400} >= {("3.7.1", True),
+                                                                                      ("3.8.0", False)}
+    assert {(c[1][0], c[2]) for c in ex._forgets_cases(old) if c[1][1] == 3 * 3600} >= {("2.3.1", True),
+                                                                                     ("2.4.0", False)}
 
 
 GIVE_AWAY = re.compile(r"\b(affected|fixed|fix|fixes|control|fails?|failure|broken|e\.g\.|part [abc])\b", re.I)

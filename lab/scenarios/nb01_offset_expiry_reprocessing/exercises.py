@@ -1,51 +1,71 @@
-"""Lesson 01's exercises: the skipped records counted by hand, and when a group's offsets vanish.
+"""Lesson 01's exercises: what a `latest` group skips after an outage, and when a group's offsets vanish.
 `printed` gives what a learner could copy from the notebook above each exercise: each check refuses it."""
 from __future__ import annotations
 
-from ...errors import LabError
-from ...toolbox.result import Exercise, besides, called, count, expect, is_number, shown
-from .offset_expiry_report import OffsetExpiryResult, expires_after_stop
+from ...toolbox.result import Exercise, called, expect, is_number, shown
+from .offset_expiry_report import OffsetExpiryResult, expires_after_stop, skipped_by_latest
 from .. import written_fix
 
 
-def _latest_came_back_without_offsets(result: OffsetExpiryResult) -> None:
-    """Exercise 1 counts what `latest` skipped after its offsets were gone: a run without that has nothing to count
-    (a LabError, said in one line)."""
-    if "latest" not in result.facts:
-        raise LabError("this run had no `latest` group (VARIANTS): run the lesson with it to count what it skipped.")
-    if "latest" not in result.expired or result.counts("latest")["skipped"] is None:
-        raise LabError("the `latest` group came back to its offsets in this run, so it skipped nothing to count: "
-                       "run the lesson at its defaults first.")
+HOUR, DAY = 3600, 86400
 
 
-def _skipped(result: OffsetExpiryResult) -> int:
-    """Exercise 1, from the `latest` group's history: offsets it never read, with reads on both sides of them."""
-    _latest_came_back_without_offsets(result)
-    reads, produced = result.frames("latest")
-    if not len(reads) or not len(produced):
-        return 0
-    seen = set(zip(reads["partition"], reads["offset"]))
-    lo, hi = reads.groupby("partition")["offset"].min(), reads.groupby("partition")["offset"].max()
-    return sum(1 for p, o in zip(produced["partition"], produced["offset"])
-               if p in lo and lo[p] < o < hi[p] and (p, o) not in seen)
+def _other_outages(retention_s: float) -> list[tuple]:
+    """Exercise 1's cases the run did not use, by the mechanism (downtime_s, retention_s, rate_per_s): the source's
+    24-hour retention and the 7-day default, back well after or well before the expiry (no sweep near); this
+    broker's retention, back after three of them and after half of one."""
+    return [(30 * HOUR, DAY, 50), (20 * HOUR, DAY, 50), (10 * DAY, 7 * DAY, 2), (3 * DAY, 7 * DAY, 200),
+            (3 * retention_s, retention_s, 5), (retention_s / 2, retention_s, 5)]
 
 
-def _audited_skips(result: OffsetExpiryResult) -> int:
-    """What the Spark audit counted as skipped_after_reset for `latest`."""
-    _latest_came_back_without_offsets(result)
-    return result.counts("latest")["skipped"]
+def _span(seconds: float) -> str:
+    """A duration as the hint words it: days (two or more), hours or seconds."""
+    for unit, size in (("days", DAY), ("h", HOUR)):
+        if seconds >= 2 * size and seconds % size == 0:
+            return f"{seconds / size:g} {unit}"
+    return f"{seconds:g} s"
 
 
-def _check_skipped(result: OffsetExpiryResult, answer) -> None:
-    expected = _audited_skips(result)
-    whole = count(answer)
-    expect(whole == expected, f"{whole} records; count the produced offsets of each partition that lie between "
-                              "two offsets the `latest` group read, and that it never read itself")
+def _measured_outage(result: OffsetExpiryResult) -> tuple | None:
+    """The run's own case for exercise 1: the `latest` group's downtime, the retention, and the records that
+    arrived while it was away as a rate (what it skipped over its downtime, or, back in time, what was produced
+    while it was down), with what it skipped. None when no `latest` group ran, or when its offsets and its
+    downtime disagree on the expiry (a KIP-848 clock, or a sweep not yet come): the rule has no clear case there."""
+    if "latest" not in result.facts or result.counts("latest")["skipped"] is None:
+        return None
+    down, retention = result.facts["latest"]["downtime_s"], result.retention_s
+    skipped = result.counts("latest")["skipped"]
+    expired = "latest" in result.expired
+    if expired != (down >= retention) or down <= 0:
+        return None
+    arrived = skipped if expired else result.params["messages_while_down"]
+    return down, retention, arrived / down, skipped
 
 
-def _fence_post(result: OffsetExpiryResult) -> int:
-    """One too many: the first offset read after the gap counted as skipped."""
-    return _audited_skips(result) + 1
+def _check_skipped_by_latest(result: OffsetExpiryResult, fn) -> None:
+    def predicted(down, retention, rate) -> float:
+        call = f"skipped_by_latest({down:g}, {retention:g}, {rate:g})"
+        records = called(fn, call, down, retention, rate)
+        expect(is_number(records), f"{call} returned {records!r}, not a number of records")
+        return float(records)
+
+    if measured := _measured_outage(result):
+        down, retention, rate, skipped = measured
+        given = predicted(down, retention, rate)
+        expect(abs(given - skipped) <= 1,
+               f"{given:g} records, but in this run `latest` was down {down:g} s with a {retention} s retention, "
+               f"{rate:.3g} records a second arrived while it was away, and it skipped {skipped}")
+    for down, retention, rate in _other_outages(result.retention_s):
+        given, truth = predicted(down, retention, rate), skipped_by_latest(down, retention, rate)
+        expect(abs(given - truth) <= 1,
+               f"skipped_by_latest({down:g}, {retention:g}, {rate:g}) = {given:g} for a group down {_span(down)} "
+               f"with a {_span(retention)} retention, {rate:g} records a second arriving: where does it start "
+               "reading when it comes back, and which records were produced before that point?")
+
+
+def _skipped_after_the_expiry_only(downtime_s, retention_s, rate_per_s):
+    """A tempting wrong answer: only what arrived after the offsets expired is skipped."""
+    return rate_per_s * max(0, downtime_s - retention_s)
 
 
 def _check_expires_after_stop(result: OffsetExpiryResult, fn) -> None:
@@ -76,18 +96,17 @@ def _classic_clock_for_all(protocol, idle_s, retention_s):
 
 
 def _skipped_printed(result: OffsetExpiryResult) -> list:
-    """What notebook 01 shows above exercise 1 that a learner could paste as the count: the other counts of
-    `result.table()` (re-read, skipped by a Spark query, duplicates, lost) and MESSAGES_BEFORE."""
-    # NOT refused: look-up, see issue 52: `latest`'s own `skipped` column (and the verdict's "latest re-read 0,
-    # skipped N") is the count the check wants; so is MESSAGES_WHILE_DOWN in a run where `latest` skipped none of
-    # the records produced after its restart.
-    # Left out: `read_after_restart` and the Mitigate cell's `downtime_s` (30 s): counts and seconds of the same
-    # few tens as the answer, equal to it in some runs by chance, which no check can tell.
-    # A count that equals this run's answer by chance (latest skipping as many as another group re-read) is not a
-    # copy of it: left out, so that such a run does not fail the check's test.
-    answer = result.counts("latest")["skipped"] if "latest" in result.facts else None
-    counts = [v for n in result.verdicts for k, v in result.counts(n).items() if (n, k) != ("latest", "skipped")]
-    return besides(shown(*counts, result.params.get("messages_before")), answer)
+    """What notebook 01 shows above exercise 1, as functions: each count of `result.table()` (the `latest` row's
+    `skipped`, which the verdict prints too, among them), MESSAGES_BEFORE, MESSAGES_WHILE_DOWN and the Mitigate
+    cell's downtime returned whatever the function is given; and the `latest` row looked up: its `skipped` when
+    the downtime passes the retention, else 0."""
+    counts = [v for n in result.verdicts for v in result.counts(n).values()]
+    reads = [f["read_after_restart"] for f in result.facts.values()]
+    values = shown(*counts, *reads, result.params.get("messages_before"), result.params.get("messages_while_down"),
+                   written_fix("01").get("downtime_s"))
+    skipped = result.counts("latest")["skipped"] if "latest" in result.facts else None
+    looked_up = [lambda down, retention, rate: skipped if down >= retention else 0] if skipped else []
+    return [*(lambda *_, v=v: v for v in values), *looked_up]
 
 
 def _clock_printed(result: OffsetExpiryResult) -> list:
@@ -105,15 +124,19 @@ def _clock_printed(result: OffsetExpiryResult) -> list:
 
 EXERCISES = {
     1: Exercise(
-        check=_check_skipped, solution=_skipped, wrong=_fence_post, needs_failure=True,
-        closer="Work one partition at a time: the records `latest` skipped lie after the last offset it read before "
-               "the stop and before the first offset it read after the restart. Count the produced offsets in that "
-               "gap that never appear among its reads, then add the partitions.",
-        why="With its offsets gone, `latest` restarts at the end of each partition: everything produced while it "
-            "was down lies between the last offset it read before the stop and the first it read after the restart. "
-            "In each partition, every produced offset strictly between the lowest and the highest offset it read, "
-            "and never read itself, was skipped (count `(partition, offset)` pairs, so the partitions do not mix). "
-            "Back before its offsets expired, it resumes where it stopped and skips nothing.",
+        check=_check_skipped_by_latest, solution=lambda result: skipped_by_latest,
+        wrong=lambda result: _skipped_after_the_expiry_only,
+        closer="Two questions: are the offsets still there when the group comes back (a classic group's clock starts "
+               "at the stop)? And if not, where does `auto.offset.reset=latest` put it: which of the records "
+               "produced while it was down lie before that point, the ones produced before the expiry too?",
+        why="A classic group's offsets expire one retention after the stop (the group empties then). Back before "
+            "that, the group finds its committed offsets and resumes where it stopped: it skips nothing, whatever "
+            "its `auto.offset.reset`. Back after it, it finds none, and `latest` starts at the end of each "
+            "partition: every record produced while it was down lies before that point, those produced before "
+            "the expiry as much as those after, so it skips `rate_per_s * downtime_s` of them. This run's "
+            "`latest` group measured the same: it skipped what arrived while it was away, the records produced "
+            "just after the stop among them. On the source's cluster (24 hours), 50 records a second, back after "
+            "30 hours: 5,400,000 records skipped; after 20 hours, none.",
         printed=_skipped_printed),
     2: Exercise(
         check=_check_expires_after_stop, solution=lambda result: expires_after_stop,

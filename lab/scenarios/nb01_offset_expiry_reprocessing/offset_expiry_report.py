@@ -58,6 +58,13 @@ def expires_after_stop(protocol: str, idle_s: float, retention_s: float) -> floa
     return retention_s if protocol == "classic" else max(0.0, retention_s - idle_s)
 
 
+def skipped_by_latest(downtime_s: float, retention_s: float, rate_per_s: float) -> float:
+    """Records a classic `latest` group never reads. Back after its offsets expired (one retention after the stop,
+    the sweep ignored), it starts at the end of the topic, past everything produced while it was down, before the
+    expiry too; back earlier, it resumes where it stopped."""
+    return rate_per_s * downtime_s if downtime_s >= retention_s else 0
+
+
 def clock_for(idle_before_stop_s: float, expired_after_stop_s: float, retention_s: float, sweep_s: float) -> str:
     """Which clock explains when a group's offsets vanished, given how long it sat idle before the stop."""
     slack, seen = sweep_s + 2, expired_after_stop_s
@@ -214,8 +221,21 @@ class OffsetExpiryResult(Result):
         produced = self.histories[name].frame("produced")
         return self.histories[name].frame("read"), produced[produced["topic"] == self.topic] if len(produced) else produced
 
+    def skipped_in_history(self, name: str) -> int:
+        """A group's skipped records counted from its own history, beside the audit's count: the produced offsets
+        of each partition between two offsets it read that it never read itself."""
+        reads, produced = self.frames(name)
+        if not len(reads) or not len(produced):
+            return 0
+        seen = set(zip(reads["partition"], reads["offset"]))
+        lo, hi = reads.groupby("partition")["offset"].min(), reads.groupby("partition")["offset"].max()
+        return sum(1 for p, o in zip(produced["partition"], produced["offset"])
+                   if p in lo and lo[p] < o < hi[p] and (p, o) not in seen)
+
     def record_fields(self) -> dict:
         out = {"downtime_s": self.downtime(), "retention_s": self.retention_s}
+        if "latest" in self.facts:
+            out["latest_skipped_in_history"] = self.skipped_in_history("latest")
         for n in [*self.facts, *[s for s in SPARK_VARIANTS if s in self.verdicts or s in self.errors]]:
             key = n.replace("-", "_")
             out.update({f"{key}_{k}": int(v) for k, v in self.counts(n).items() if v is not None})

@@ -8,8 +8,9 @@ import math
 import random
 
 from ...cluster import parse_version
-from ...toolbox.result import Exercise, called, expect, is_number
+from ...toolbox.result import Exercise, called, expect, is_number, judge_rule
 from .. import written_fix
+from .txn_unknown_producer import RETENTION_CHECK_MS
 
 # ------------------------------------------------------------------ the exercises
 
@@ -171,56 +172,104 @@ def _every_client(r):
     return lambda table: wrong
 
 
-def _judged(fn, name: str, versions: dict, why: str) -> None:
-    """fn(version) against the truth for each version: a hint naming the first version it gets wrong."""
-    for version, truth in versions.items():
-        answer = called(fn, f"{name}({version!r})", version)
-        expect(isinstance(answer, bool), f"{name}({version!r}) returned {answer!r}: return True or False")
-        expect(answer == truth, f"{name}({version!r}) returned {answer}, but {why(version, truth)}")
-
-
-def survives(version):
-    # from 3.8.0 (KAFKA-16699) Streams handles the error like a fencing: the task migrates, the thread goes on
+def stops(version, idle_s, expiration_ms, cleanup_ms):
+    # the id is surely forgotten once it sat idle the expiration and one sweep interval; then Kafka Streams before
+    # 3.8.0 lets InvalidPidMappingException kill the stream thread (from 3.8.0, KAFKA-16699: the task migrates)
+    forgotten = idle_s * 1000 >= expiration_ms + cleanup_ms
     major, minor = (int(x) for x in version.split(".")[:2])
-    return (major, minor) >= (3, 8)
+    return forgotten and (major, minor) < (3, 8)
 
 
-def _streams_truth(r) -> dict:
-    """Measured: each Streams version of this run that met the error; then releases on either side of 3.8.0."""
-    measured = {n.split("-", 1)[1]: c["handling"] == "task migrated" for n, c in r.clients.items()
-                if n.startswith("streams") and c["error"]}
-    releases = ("2.8.2", "3.6.2", "3.7.2", "3.8.0", "3.8.1", "3.9.1", "4.1.0")
-    return {**measured, **{v: parse_version(v) >= (3, 8) for v in releases}}
+def _span(seconds: float) -> str:
+    """A duration as a hint says it: "90 s", "30 min", "3 h", "1 day", "8 days"."""
+    for unit, size in (("day", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size and seconds % size == 0:
+            n = seconds // size
+            return f"{n:g} {unit}" + ("s" if unit == "day" and n != 1 else "")
+    return f"{seconds:g} s"
 
 
-def _check_survives(r, fn) -> None:
-    measured = {n for n, c in r.clients.items() if n.startswith("streams") and c["error"]}
-    _judged(fn, "survives", _streams_truth(r), lambda v, truth: (
-        f"Kafka Streams {v} " + ("carried on here (the `handling` column: task migrated)" if truth and f"streams-{v}"
-                                 in measured else "went to ERROR here (the thread died)" if f"streams-{v}" in measured
-                                 else "handles the error like a fencing (task migrated)" if truth
-                                 else "lets the exception kill the stream thread") + "; which release changed it?"))
+def _certain(idle_s, after_ms, interval_ms) -> bool:
+    # outside the band where a periodic task (the coordinator's sweep, the retention check) decides
+    return idle_s * 1000 < after_ms or idle_s * 1000 >= after_ms + interval_ms
 
 
-def _old_broker_truth(r) -> dict:
-    """Measured: each broker of this run; then releases on either side of 2.4.0."""
-    return {**{v: c["reproduced"] for v, c in r.part_c.items()},
-            **{v: parse_version(v) < (2, 4) for v in ("1.1.1", "2.3.1", "2.4.0", "2.4.1", "2.8.2", "3.9.1")}}
+# 02b's other settings, (idle_s, expiration_ms, cleanup_ms), outside the band; releases on either side of 3.8.0
+STREAMS_SETTINGS = ((6 * 86400, *PRODUCTION), (8 * 86400, *PRODUCTION), (20 * 3600, 86400000, 600000),
+                    (25 * 3600, 86400000, 600000))
+STREAMS_RELEASES = ("2.8.2", "3.6.2", "3.7.1", "3.8.0", "3.8.1", "3.9.1", "4.3.1")
 
 
-def forgets(version):
-    # brokers before 2.4 drop a producer's state with its last records (KAFKA-7190, fixed in 2.4.0)
-    major, minor = (int(x) for x in version.split(".")[:2])
-    return (major, minor) < (2, 4)
+def _stops_cases(r) -> list:
+    """This run's Streams apps (what each did), when its idle time is outside the sweep's band; then the other
+    settings with releases on either side, their truth by the rule: the id surely gone, and a release before 3.8."""
+    p = r.params
+    idle, exp, sweep = p["idle_s"], p["expiration_ms"], p["cleanup_interval_ms"]
+    cases = [(f"{n.split('-', 1)[1]!r}, {idle:g}, {exp}, {sweep}", (n.split("-", 1)[1], idle, exp, sweep),
+              c["handling"] == "thread died", None)
+             for n, c in r.clients.items() if n.startswith("streams") and _certain(idle, exp, sweep)]
+    return cases + _other_settings(STREAMS_SETTINGS, STREAMS_RELEASES, (3, 8), lambda v, idle_s, exp_ms, sweep_ms: (
+        f"Kafka Streams {v} (idle {_span(idle_s)}, ids expiring after {_span(exp_ms / 1000)}, swept every "
+        f"{_span(sweep_ms / 1000)})"))
+
+
+def _other_settings(settings, releases, fixed_in: tuple, what) -> list:
+    """judge_rule's cases for settings the run did not use: each (idle_s, window_ms, every_ms) with each release,
+    true when the window surely passed (idle at least the window plus one interval) on a release before
+    `fixed_in`; `what(release, *setting)` names the case in a hint."""
+    return [(f"{v!r}, {idle}, {window}, {every}", (v, idle, window, every),
+             idle * 1000 >= window + every and parse_version(v) < fixed_in, what(v, idle, window, every))
+            for idle, window, every in settings for v in releases]
+
+
+def _check_stops(r, fn) -> None:
+    judge_rule(fn, "stops", _stops_cases(r), (("stopped", "carried on"), ("stops", "carries on")),
+               "had the coordinator surely forgotten the id by the first input, and what does that release of Kafka "
+               "Streams do with InvalidPidMappingException?")
+
+
+def _every_release_stops(version, idle_s, expiration_ms, cleanup_ms):   # the clock alone, as if 3.8 changed nothing
+    return idle_s * 1000 >= expiration_ms + cleanup_ms
+
+
+def forgets(broker_version, idle_s, retention_ms, check_ms):
+    # retention deleted every record of the producer: its newest is older than retention.ms, and a check came since
+    # (certain one check interval after); brokers before 2.4 drop its state with them (KAFKA-7190, fixed in 2.4.0)
+    records_gone = idle_s * 1000 >= retention_ms + check_ms
+    major, minor = (int(x) for x in broker_version.split(".")[:2])
+    return records_gone and (major, minor) < (2, 4)
+
+
+# 02c's other settings, (idle_s, retention_ms, check_ms), outside the band and idle at most a day (ids live 7
+# days); releases on either side of 2.4.0, from 1.0.0 (the first with UnknownProducerIdException)
+BROKER_SETTINGS = ((1800, 3600000, 300000), (3 * 3600, 3600000, 300000), (4 * 3600, 21600000, 300000),
+                   (900, 600000, 60000), (20 * 3600, 43200000, 300000))
+BROKER_RELEASES = ("1.0.2", "1.1.1", "2.3.1", "2.4.0", "2.4.1", "2.8.2", "3.7.1", "4.3.1")
+
+
+def _forgets_cases(r) -> list:
+    """This run's brokers (what each answered), when the producer's measured idle time is outside the retention
+    check's band; then the other settings with releases on either side, their truth by the rule: records surely
+    gone, and a broker before 2.4."""
+    retention, check = r.params["retention_ms"], RETENTION_CHECK_MS
+    cases = [(f"{v!r}, {c['idle_s']:g}, {retention}, {check}", (v, c["idle_s"], retention, check), c["reproduced"],
+              None) for v, c in r.part_c.items() if c.get("idle_s") is not None
+             and _certain(c["idle_s"], retention, check)]
+    return cases + _other_settings(BROKER_SETTINGS, BROKER_RELEASES, (2, 4), lambda v, idle_s, retention_ms, check_ms: (
+        f"broker {v} (idle {_span(idle_s)}, retention.ms {_span(retention_ms / 1000)}, checked every "
+        f"{_span(check_ms / 1000)})"))
 
 
 def _check_forgets(r, fn) -> None:
     expect(r.part_c, "this run ran the steps on no broker (ZOOKEEPER_BROKERS is empty): add one and run the lesson "
            "again")
-    _judged(fn, "forgets", _old_broker_truth(r), lambda v, truth: (
-        f"a broker {v} " + ((("forgot" if truth else "kept") + " the producer in this run") if v in r.part_c else
-                            ("forgets" if truth else "keeps") + " the producer") + ": see `log_start_offset`, and "
-        "which release stopped dropping producer state with the records"))
+    judge_rule(fn, "forgets", _forgets_cases(r), (("forgot the producer", "kept it"), ("forgets it", "keeps it")),
+               "were the producer's records surely gone by its next commit, and does that release drop a producer's "
+               "state with its records?")
+
+
+def _forgets_before_2_5(broker_version, idle_s, retention_ms, check_ms):   # as if 2.4 forgot too (KIP-360 ended in 2.5)
+    return idle_s * 1000 >= retention_ms + check_ms and parse_version(broker_version) < (2, 5)
 
 
 # ------------------------------------------------------------------ what the notebooks show above the exercises
@@ -256,29 +305,29 @@ def _new_producer_printed(r) -> list:
     return [lambda t: set(here), lambda t: set(t["client"]) & here, lambda t: set(hit), lambda t: set(mitigate)]
 
 
-def _survives_printed(r) -> list:
-    """What 02b shows above its exercise, as functions of a version: the `handling` column looked up (None, False or
-    True for the releases it lacks), and "only the release the Mitigate cell runs"."""
-    # NOT refused: look-up, see issue 52: the Explain ("From 3.8.0 ...") and the Mitigate cell name the first
-    # release that carries on, so "at least the Mitigate cell's release" is the answer; compared as text too
-    # (`v >= "3.8.0"`): no release the check tries tells text from numbers.
-    shown = {n.split("-", 1)[1]: c["handling"] == "task migrated" for n, c in r.clients.items()
+def _stops_printed(r) -> list:
+    """What 02b shows above its exercise, as functions of (version, idle_s, expiration_ms, cleanup_ms): the `handling`
+    column looked up (None, False or True for the releases it lacks); "all but the release the Mitigate cell runs";
+    the Explain's release alone ("From 3.8.0 ..."), as numbers and as text; and the verdict's clock alone ("idle ...
+    >= expiration ... + one sweep"), every release stopping."""
+    shown = {n.split("-", 1)[1]: c["handling"] == "thread died" for n, c in r.clients.items()
              if n.startswith("streams") and c["error"]}
     fixed = written_fix("02b").get("streams_versions", [])
-    return [lambda v: shown.get(v), lambda v: shown.get(v, False), lambda v: shown.get(v, True),
-            lambda v: v in fixed]
+    return [lambda v, *_: shown.get(v), lambda v, *_: shown.get(v, False), lambda v, *_: shown.get(v, True),
+            lambda v, *_: v not in fixed, lambda v, *_: parse_version(v) < (3, 8), lambda v, *_: v < "3.8.0",
+            _every_release_stops]
 
 
 def _forgets_printed(r) -> list:
-    """What 02c shows above its exercise, as functions of a version: the `reproduced` column looked up (None, False
-    or True for the brokers it lacks), and "older than the release the Mitigate cell upgrades to"."""
-    # NOT refused: look-up, see issue 52: the Explain names the release ("Brokers before 2.4 dropped a producer's
-    # state ...; 2.4.0 keeps it"), so "older than 2.4" is the answer; compared as text too (`v < "2.4"`): no
-    # release the check tries tells text from numbers.
+    """What 02c shows above its exercise, as functions of (broker_version, idle_s, retention_ms, check_ms): the
+    `reproduced` column looked up (None, False or True for the brokers it lacks); "older than the release the
+    Mitigate cell upgrades to"; the Explain's release alone ("Brokers before 2.4 dropped ..."), as numbers and as
+    text; and retention alone (the Key points: retention deletes a producer's records), every release forgetting."""
     shown = {v: c["reproduced"] for v, c in r.part_c.items()}
     upgrades = [parse_version(v) for v in written_fix("02c").get("zookeeper_brokers", [])]
-    return [lambda v: shown.get(v), lambda v: shown.get(v, False), lambda v: shown.get(v, True),
-            *(lambda v, u=u: parse_version(v) < u for u in upgrades)]
+    return [lambda v, *_: shown.get(v), lambda v, *_: shown.get(v, False), lambda v, *_: shown.get(v, True),
+            *(lambda v, *_, u=u: parse_version(v) < u for u in upgrades), lambda v, *_: parse_version(v) < (2, 4),
+            lambda v, *_: v < "2.4", lambda v, idle_s, retention_ms, check_ms: idle_s * 1000 >= retention_ms + check_ms]
 
 
 # Each lesson's exercises, numbered as its notebook numbers them
@@ -317,25 +366,35 @@ EXERCISES = {"clients": {
         needs_failure=True, printed=_new_producer_printed),
 }, "streams": {
     1: Exercise(
-        check=_check_survives, solution=lambda r: survives, wrong=lambda r: (lambda v: False),
-        why="Before 3.8.0 Kafka Streams let the error through to the uncaught exception handler, and the default "
-            "one stops the client: the source's app shut down. From 3.8.0 (KAFKA-16699) Streams treats it like a "
-            "fencing: it closes the task dirty, recreates the producer, rejoins the group and goes on from the "
-            "committed offsets. This run's `handling` column shows both.",
-        closer="Compare the `handling` column of each release you ran, then find the release whose Kafka Streams "
-               "started treating this error like a fencing; compare versions as numbers (major, minor), not as "
-               "text.",
-        printed=_survives_printed),
+        check=_check_stops, solution=lambda r: stops, wrong=lambda r: _every_release_stops,
+        why="Two things decide. First the clock: the coordinator forgets an id left idle longer than "
+            "`transactional.id.expiration.ms` at its next sweep, every "
+            "`transaction.remove.expired.transaction.cleanup.interval.ms`. An app idle shorter than the expiration "
+            "meets no error at all, whatever its release; one idle the expiration plus one sweep interval surely "
+            "meets INVALID_PRODUCER_ID_MAPPING at its first commit. Then the release: before 3.8.0 Kafka Streams let "
+            "the error through to the uncaught exception handler, and the default one stops the client; from 3.8.0 "
+            "(KAFKA-16699) Streams treats it like a fencing: it closes the task dirty, recreates the producer, "
+            "rejoins the group and goes on from the committed offsets. An app stops for good only when both hold. "
+            "Compare versions as numbers (major, minor).",
+        closer="Ask two questions of each case: had a sweep surely found the id idle past its expiration when the "
+               "input came (count the expiration and the sweep interval against the idle time), and if so, which "
+               "releases of Kafka Streams let that error kill the stream thread? Either answer alone is not enough.",
+        printed=_stops_printed),
 }, "old_brokers": {
     1: Exercise(
-        check=_check_forgets, solution=lambda r: forgets, wrong=lambda r: (lambda v: parse_version(v) < (2, 5)),
-        why="A broker keeps a producer's state in its producer-state snapshots, per partition. Before 2.4 it dropped "
-            "that state as soon as retention deleted the producer's last records, so the next transaction met "
-            "UNKNOWN_PRODUCER_ID; 2.4.0 keeps it until the transactional id expires (KAFKA-7190, the first change of "
-            "KIP-360). KIP-360's other changes came in 2.5: the broker stops answering UNKNOWN_PRODUCER_ID there "
-            "(KAFKA-8710), and the producer can bump its epoch and go on. A 2.4 broker already keeps the state.",
-        closer="Every broker of the run deleted the producer's records (`log_start_offset`); what differs is whether "
-               "it kept the producer's state without them. Find the release that stopped dropping it, and compare "
-               "versions as numbers (major, minor).",
+        check=_check_forgets, solution=lambda r: forgets, wrong=lambda r: _forgets_before_2_5,
+        why="Two things decide. First retention: it deletes whole segments, the active one too, once the newest "
+            "record in them is older than `retention.ms`, and the broker looks every "
+            "`log.retention.check.interval.ms`. A producer that alone writes to the topic still has its records "
+            "when it sat idle shorter than `retention.ms`, and surely has none left after `retention.ms` plus one "
+            "check interval. Then the release: a broker keeps a producer's state in its producer-state snapshots, "
+            "per partition. Before 2.4 it dropped that state as soon as retention deleted the producer's last "
+            "records, so the next transaction met UNKNOWN_PRODUCER_ID; 2.4.0 keeps it until the transactional id "
+            "expires (KAFKA-7190, the first change of KIP-360). KIP-360's other changes came in 2.5: the broker "
+            "stops answering UNKNOWN_PRODUCER_ID there (KAFKA-8710), and the producer can bump its epoch and go on. "
+            "A 2.4 broker already keeps the state. The broker forgets the producer only when both hold.",
+        closer="Ask two questions of each case: was every record of the producer surely gone when it committed "
+               "again (its idle time against retention.ms and the check interval), and if so, which releases drop "
+               "a producer's state with its records? Compare versions as numbers (major, minor).",
         printed=_forgets_printed),
 }}

@@ -85,7 +85,8 @@ def broker_config(p: dict) -> dict:
     config = {"transactional.id.expiration.ms": p.get("expiration_ms", PARAMS["expiration_ms"].default),
               "transaction.remove.expired.transaction.cleanup.interval.ms": p.get(
                   "cleanup_interval_ms", PARAMS["cleanup_interval_ms"].default),
-              "log.retention.check.interval.ms": 1000, **({"producer.id.expiration.ms": 5000} if v >= (3, 4) else {}),
+              "log.retention.check.interval.ms": part_c.RETENTION_CHECK_MS,
+              **({"producer.id.expiration.ms": 5000} if v >= (3, 4) else {}),
               **({"log.initial.task.delay.ms": 1000} if v >= (3, 8) else {})}
     return {k: str(v) for k, v in config.items()}
 

@@ -17,6 +17,7 @@ from ...toolbox import Param, Run, grep, lab_lines
 from ...runtime.programs import clients_classpath, idle_producer
 
 BROKER_ERROR = r"Found no record of producerId=.*|UnknownProducerIdException"
+RETENTION_CHECK_MS = 1000   # log.retention.check.interval.ms on every broker of the steps (Kafka's default 5 min)
 
 
 def _old_broker(version):
@@ -45,8 +46,8 @@ def old_brokers(parent: Run, p: dict) -> dict:
         if p["check_pinned_zookeeper"] else None
     found = {}
     for version in p["zookeeper_brokers"]:
-        with Run(f"txn-upid-{version}", version=version, broker_config={"log.retention.check.interval.ms": "1000"},
-                 progress=False) as run:
+        with Run(f"txn-upid-{version}", version=version, progress=False,
+                 broker_config={"log.retention.check.interval.ms": str(RETENTION_CHECK_MS)}) as run:
             found[version] = unknown_producer(run, p, parent.timeline, parent)
     if pinned is not None:
         found["pinned"] = pinned.result(120)
@@ -68,13 +69,16 @@ def unknown_producer(run: Run, p: dict, timeline, parent: Run | None = None) -> 
         lo, hi = watch.get_watermark_offsets(TopicPartition(topic, 0), timeout=5)
         return (lo, hi) if hi > 0 and lo == hi else None
     try:
-        run.wait(lambda: lab_lines(program.log_path, kind="idle"), 120, "the producer's first commit", child=child)
+        # the producer's "idle" line comes right after its last commit: the idle time is measured from there
+        idle_from = run.wait(lambda: lab_lines(program.log_path, kind="idle"), 120, "the producer's first commit",
+                             child=child)[0]["ts"]
         timeline.add(lane, "committed, idle", detail=f"retention.ms={p['retention_ms']}")
         # brokers before 3.8 start their retention task 30 s after boot (no log.initial.task.delay.ms yet)
         start_offset = run.wait(deleted, 90 + p["retention_ms"] / 1000, "retention to delete the producer's records",
                                 child=child)[0]
         timeline.add(lane, "segments deleted", tone="wait", detail=f"log start offset {start_offset}")
         go.touch()
+        idle_s = round(time.time() - idle_from, 1)
         run.wait(lambda: lab_lines(program.log_path, kind="exit") or not program.alive(), 60,
                  "the producer's second transaction")
     finally:
@@ -92,7 +96,8 @@ def unknown_producer(run: Run, p: dict, timeline, parent: Run | None = None) -> 
     message = next((m for line in broker for m in [line[line.find("Found no record"):]] if "Found no" in line), None)
     return {"broker_version": version, "client_version": p["client_version"], "reproduced": bool(broker or client),
             "broker_message": message, "broker_errors": len(broker), "client_errors": len(client),
-            "committed_after": bool(after), "id_expired": expired, "log_start_offset": start_offset, "evidence": (broker + client)[:3]}
+            "committed_after": bool(after), "id_expired": expired, "log_start_offset": start_offset, "idle_s": idle_s,
+            "evidence": (broker + client)[:3]}
 
 
 def pinned_zookeeper(version: str, parent: Run) -> dict:

@@ -52,21 +52,29 @@ def measured_answer(record: dict, p: dict) -> str:
 # ------------------------------------------------------------------ what happened
 
 def parse_assignments(logs: dict, toggles: list):
-    """Role changes per (instance, task) from the workers' "assignment" lines and the stops."""
+    """Role changes per (instance, task) from the workers' "assignment" lines and the stops: "none" when the task
+    left an instance that kept running, "stopped" when the instance stopped (for every task it ever held: its cache
+    went with the process)."""
     import pandas as pd
     snapshots = [{"ts": r["ts"], "instance": i, "roles": {**{t: "standby" for t in r["standby"]},
                                                          **{t: "active" for t in r["active"]}}}
                  for i, source in logs.items() for r in lab_lines(source, kind="assignment")]
-    snapshots += [{"ts": t.get("done_ts", t["ts"]), "instance": t["instance"], "roles": {}}
+    snapshots += [{"ts": t.get("done_ts", t["ts"]), "instance": t["instance"], "roles": None}
                   for t in toggles if t["action"] == "stop"]  # a stopped instance holds nothing
-    rows, current = [], {}
+    rows, current, held = [], {}, {}
     for snap in sorted(snapshots, key=lambda s: s["ts"]):
-        before = current.get(snap["instance"], {})
-        for task in sorted(set(before) | set(snap["roles"])):
-            old, new = before.get(task, "none"), snap["roles"].get(task, "none")
+        i, before = snap["instance"], current.get(snap["instance"], {})
+        ever = held.setdefault(i, set())
+        if snap["roles"] is None:   # the stop
+            roles = {task: "stopped" for task in ever}
+        else:
+            roles = snap["roles"]
+            ever |= set(roles)
+        for task in sorted({t for t, role in before.items() if role != "stopped"} | set(roles)):
+            old, new = before.get(task, "none"), roles.get(task, "none")
             if old != new:
-                rows.append({"ts": snap["ts"], "instance": snap["instance"], "task": task, "role": new, "was": old})
-        current[snap["instance"]] = snap["roles"]
+                rows.append({"ts": snap["ts"], "instance": i, "task": task, "role": new, "was": old})
+        current[i] = roles
     return pd.DataFrame(rows, columns=["ts", "instance", "task", "role", "was"])
 
 
@@ -153,7 +161,7 @@ def _timeline(t0, toggles, assignments, trips, out) -> Timeline:
             tl.add(f"instance {i}", "up", up["ts"], end=down.get("done_ts", down["ts"]) if down else end, tone="wait")
     for (i, task), part in assignments.sort_values("ts").groupby(["instance", "task"]):
         for change, until in zip(part.itertuples(), [*part["ts"].iloc[1:], end]):
-            if change.role != "none":
+            if change.role in ("active", "standby"):
                 tl.add(f"w{i} · {task}", change.role, change.ts, end=until,
                        tone="info" if change.role == "active" else "standby")
     for trip in trips.itertuples():

@@ -50,10 +50,17 @@ def needs(p: dict) -> dict:
     return dict(nodes=1, broker_config={})
 
 
+# k0..k511: murmur2 gives each partition, at 1 to 12 of them, at least FEWEST_SHARE of an even share of these keys
+# (64 keys gave one partition of 4 only 4 of them: it ran dry within the measured window)
+KEYS = 512
+FEWEST_SHARE = 0.68
+
+
 def backlog(p: dict, partitions: int, settle_s: float = 40) -> int:
-    """Records enough that no app runs dry before its window ends: the fastest app's rate x the time."""
+    """Records enough that no partition runs dry before its window ends: the fastest app's rate x the time, over
+    the smallest partition's share of the keys."""
     fastest = min(max(p["par_instances"]), partitions) * 1000 / p["par_work_ms"]
-    return math.ceil(fastest * (settle_s + p["par_window_s"]))
+    return math.ceil(fastest * (settle_s + p["par_window_s"]) / FEWEST_SHARE)
 
 
 def run_lesson(lab, p: dict) -> "Outcome":
@@ -63,7 +70,7 @@ def run_lesson(lab, p: dict) -> "Outcome":
         n = backlog(p, partitions)
         with lab.step(f"a backlog of {n} records on {partitions} partitions", lane="input"):
             generate(lab.bootstrap, topic, n, History(lab.folder / f"par-input-p{partitions}", lab.id),
-                     keys=max(64, partitions * 8))
+                     keys=KEYS)
         apps = {count: StreamsApp(lab, f"p{partitions}-n{count}", topic, instances=count, work_ms=p["par_work_ms"])
                 for count in p["par_instances"]}
         start_and_settle(lab, apps.values(), partitions,
@@ -137,52 +144,50 @@ class Outcome:
 
 # ------------------------------------------------------------------ the exercise
 
-TARGET_THREADS = 2.5   # the exercise's input, in threads' worth of work: more than two threads can do, less than three
-
-
-def target_rate(p: dict) -> float:
-    """The exercise's input rate, in records per second: two and a half threads' worth at PAR_WORK_MS."""
-    return TARGET_THREADS * 1000 / p["par_work_ms"]
+# Its case, another app that no run above uses: 20 ms a record (50 records/s a thread at most) and 260 records/s
+# coming in, 5.2 threads' worth. A thread measured here does a little less than 1000 / work ms (96 records/s at
+# 10 ms): six of them leave about a tenth of headroom over 260, five fall short whatever they measure.
+CASE_WORK_MS = 20
+CASE_RATE = 260
 
 
 def _fewest_partitions(result) -> int:
-    """The fewest partitions on which the app can keep up with target_rate: one task per partition, one thread per
-    task, 1000 / PAR_WORK_MS records/s each, however many instances."""
-    return math.ceil(TARGET_THREADS)
+    """The fewest partitions on which the case's app keeps up with CASE_RATE: one task per partition, one thread per
+    task, 1000 / CASE_WORK_MS records/s each, however many instances."""
+    return -(-CASE_RATE * CASE_WORK_MS // 1000)
 
 
 def _check_fewest_partitions(result, answer) -> None:
-    """An experiment: the lesson runs again on the learner's partition count, with one instance per partition, and
-    the records per second it measured decide."""
-    fewest, p = _fewest_partitions(result), result.params
-    given, target, per_thread = whole_number(answer, "partitions"), target_rate(p), 1000 / p["par_work_ms"]
-    expect(given * per_thread >= target, f"{given} partition(s) are {given} task(s), each on one thread of "
-           f"{per_thread:g} records/s at most: {given * per_thread:g} records/s in all, short of {target:g}, however "
-           "many instances you start")
+    """An experiment: the lesson runs again on the learner's partition count, with one instance per partition, at
+    the case's work time, and the records per second it measured against the case's rate decide."""
+    fewest, p, per_thread = _fewest_partitions(result), result.params, 1000 / CASE_WORK_MS
+    given = whole_number(answer, "partitions")
+    expect(given * per_thread >= CASE_RATE, f"{given} partition(s) are {given} task(s), each on one thread of "
+           f"{per_thread:g} records/s at most at {CASE_WORK_MS} ms a record: {given * per_thread:g} records/s in all, "
+           f"short of {CASE_RATE}, however many instances you start")
     expect(given <= fewest, f"{given} partitions would do, but fewer would too: the question is the fewest (each "
            "extra partition is an extra task to balance, and a stateful app's keys move when partitions are added)")
     cluster = result.running_cluster()
-    print(f"Exercise 1: running the lesson on {given} partitions with {given} instances, at {p['par_work_ms']:g} ms a "
+    print(f"Exercise 1: running the lesson on {given} partitions with {given} instances, at {CASE_WORK_MS} ms a "
           "record, on " + ("the notebook's cluster ..." if cluster else "a broker of its own ..."))
     again = result.lesson.run(cluster=cluster, remember=False, par_partitions=[given], par_instances=[given],
-                              par_work_ms=p["par_work_ms"], par_window_s=p["par_window_s"])
+                              par_work_ms=CASE_WORK_MS, par_window_s=p["par_window_s"])
     row = again.outcome.rows[0]
     print(f"Measured: {row['records_per_s']:g} records/s with {row['busy_instances']} busy instance(s), against "
-          f"{target:g} records/s coming in.")
-    expect(row["records_per_s"] >= target, f"on {given} partitions the app measured {row['records_per_s']:g} "
-           f"records/s, short of {target:g} ({row['busy_instances']} of {given} instances busy): measured here, "
+          f"{CASE_RATE} records/s coming in.")
+    expect(row["records_per_s"] >= CASE_RATE, f"on {given} partitions the app measured {row['records_per_s']:g} "
+           f"records/s, short of {CASE_RATE} ({row['busy_instances']} of {given} instances busy): measured here, "
            "the app did not keep up")
 
 
 def _partitions_printed(result) -> list:
-    """The table's partitions, instances and busy instances, the parameters, the Mitigate cell's partitions."""
+    """The table's partitions, instances and busy instances, the parameters, the Mitigate cell's partitions, and
+    the case's own numbers."""
     p, fix = result.params, written_fix("07b")
     shown = {n for r in result.outcome.rows for n in (r["partitions"], r["instances"], r["busy_instances"])}
     shown |= {*p["par_partitions"], *p["par_instances"], p["par_work_ms"], p["par_window_s"],
-              *fix.get("par_partitions", [])}
-    # NOT refused: look-up, see issue 52. The answer is 3 at any PAR_WORK_MS: where the page shows a 3 (PAR_INSTANCES
-    # [1, 2, 3] puts it in the table's `instances`), copying it passes, so it is left out here.
-    return sorted(n for n in shown if n and n != _fewest_partitions(result))
+              *fix.get("par_partitions", []), CASE_WORK_MS, CASE_RATE}
+    return sorted(n for n in shown if n)
 
 
 EXERCISES = {
@@ -190,16 +195,17 @@ EXERCISES = {
         check=_check_fewest_partitions,
         solution=_fewest_partitions,
         why="A partition is one task, and a task runs on one thread of one instance. However many instances you "
-            "add, at most as many threads as the topic has partitions have work, each doing at most `1000 / "
-            "PAR_WORK_MS` records a second: the partitions times that is the app's ceiling. Two and a half threads' "
-            "worth of input needs a third partition: on two, the app does two threads' worth and its lag grows for "
-            "ever, whatever the instances (the table shows it: past the partitions, `records_per_s` stops growing "
-            "and the extra instances are idle). A thread measured here does a little less than `1000 / "
-            "PAR_WORK_MS` (its polls and commits take time too), so three partitions leave some headroom but not "
-            "much. Adding partitions to a live topic moves a stateful app's keys: plan them ahead.",
-        wrong=lambda r: _fewest_partitions(r) - 1,   # two and a half rounded down
+            "start, at most as many threads as the topic has partitions have work, each doing at most `1000 / "
+            "work ms` records a second: the partitions times that is the app's ceiling (the table shows it: past "
+            "the partitions, `records_per_s` stops growing and the extra instances are idle). At 20 ms a record one "
+            "thread does at most 50 records a second, so 260 a second is 5.2 threads' worth: on five partitions the "
+            "app does 250 at most and its lag grows for ever, whatever the instances; a sixth partition gives it "
+            "300. A thread measured here does a little less than `1000 / work ms` (its polls and commits take time "
+            "too), so six leave about a tenth of headroom. Adding partitions to a live topic moves a stateful app's "
+            "keys: plan them ahead.",
+        wrong=lambda r: _fewest_partitions(r) - 1,   # 5.2 threads' worth rounded down
         closer="Extra instances only help while each has something of its own to work on. Ask how the app's work "
-               "is divided between its threads, and how many records a second one thread can take at PAR_WORK_MS a "
+               "is divided between its threads, and how many records a second one thread can take at 20 ms a "
                "record.",
         printed=_partitions_printed,
     ),

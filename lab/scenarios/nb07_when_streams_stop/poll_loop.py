@@ -12,10 +12,11 @@ from ...toolbox import Param
 from ...toolbox.apps import stop_together
 from ...toolbox.lesson import Lesson
 from ...toolbox.predict import choice_table, labels, named, which
-from ...toolbox.result import Exercise, count, expect, judge_rule, setting
+from ...toolbox.result import Exercise, judge_rule, setting
 from ...record.generator import generate
 from ...record.history import History
 from .. import written_fix
+from .poll_loop_interval import INTERVAL
 from .poll_loop_consumers import (CLIENTS, MIN_SESSION_MS, START, VARIANTS, Variant, _commit_failures, _dropped,
                                   _reads, _settled, applies, batch_ms, expected_to_loop, interval_ms)
 
@@ -293,61 +294,6 @@ def _loops_printed(result) -> list:
             lambda *_: True, lambda *_: False]
 
 
-def _interval_bounds(result) -> tuple[float, int, int]:
-    """Exercise 2: the Java consumer's work between two polls in the baseline, and the intervals that count as just
-    enough for it: above that work (the broker's minimum session as the floor), at most half as long again."""
-    work = batch_ms(result.params, "baseline")
-    return work, max(MIN_SESSION_MS, int(work) + 1), max(MIN_SESSION_MS, int(1.5 * work))
-
-
-def _just_enough_interval(result) -> int:
-    """Exercise 2: a quarter more than the work, rounded up to a whole second."""
-    work, low, _ = _interval_bounds(result)
-    return max(low, -(-int(1.25 * work) // 1000) * 1000)
-
-
-def _interval_too_short(result) -> int:
-    """A tempting wrong answer to exercise 2: a second less than the work (the run then shows the loop); when that
-    is below the broker's minimum session, half again too long."""
-    work, low, high = _interval_bounds(result)
-    return int(work) - 1000 if work - 1000 >= MIN_SESSION_MS else high + 1000
-
-
-def _check_interval(result, answer) -> None:
-    """An experiment: the lesson runs again with the learner's interval, the Java consumer alone in its baseline,
-    and what it measured decides."""
-    work, low, high = _interval_bounds(result)
-    given = count(answer, "milliseconds")
-    expect(given >= MIN_SESSION_MS, f"max.poll.interval.ms = {given} is below {MIN_SESSION_MS} ms, the broker's "
-           "minimum session in this lab: the lesson cannot run it")
-    expect(given <= high, f"{given} ms would do, but it is more than half as long again as the {work:g} ms of work "
-           "between two polls: the smallest interval you would dare to set is the question (a long interval also "
-           "makes a consumer that really hangs take that long to leave its group)")
-    p, cluster = result.params, result.running_cluster()
-    print(f"Exercise 2: running the lesson with max.poll.interval.ms = {given}, the Java consumer alone, on "
-          + ("the notebook's cluster ..." if cluster else "a broker of its own ..."))
-    again = result.lesson.run(cluster=cluster, remember=False, poll_clients=["java"], poll_variants=["baseline"],
-                              poll_interval_ms=given,
-                              **{k: p[k] for k in ("poll_batch", "poll_work_ms", "poll_records", "poll_watch_s",
-                                                   "poll_repeats")})
-    row = again.outcome.by_variant()["java/baseline"]
-    print(f"Measured: {row['reads']} reads of {row['distinct_offsets']} offsets, {row['commit_failures']} failed "
-          f"commit(s), committed offset {row['committed_offset']} of {row['records']}.")
-    expect(not row["looped"], f"with max.poll.interval.ms = {given} the Java consumer still looped (an offset read "
-           f"{row['max_reads_per_offset']} times, {row['commit_failures']} failed commit(s)): its {work:g} ms of work "
-           "between two polls (POLL_BATCH x POLL_WORK_MS) outlasted the interval")
-
-
-# NOT refused: look-up, see issue 52. Left out of `_interval_printed`: the table's `batch_ms`. The Java consumer's (the
-# work; the Explain's "10 s" too, the solution at 8 s of work) is judged by the experiment, which an interval equal
-# to the work can pass (the client looks at its poll timer every retry.backoff.ms); Streams' slow record is right when
-# it lies between that work and half as long again (9000 ms against 8000 ms).
-def _interval_printed(result) -> list:
-    """The table's `interval_ms`: the run's, and the Mitigate cell's longer interval."""
-    p, longer = result.params, "longer_interval" in written_fix("07a").get("poll_variants", [])
-    return sorted({p["poll_interval_ms"], *[p["poll_longer_interval_ms"]] * longer})
-
-
 EXERCISES = {
     1: Exercise(
         check=_check_loops,
@@ -365,21 +311,9 @@ EXERCISES = {
                "record.",
         printed=_loops_printed,
     ),
-    2: Exercise(
-        check=_check_interval,
-        solution=_just_enough_interval,
-        why="In the baseline, the Java consumer works `POLL_BATCH x POLL_WORK_MS` between two polls. The interval "
-            "must be longer than that, with a margin for the fetch and the commit and for a slower moment of the "
-            "machine: a quarter more, rounded up to a whole second, is the answer here. Much more than that also "
-            "works, but a consumer that really hangs then keeps its partitions that long before the group moves on. "
-            "Fewer records per poll (`max.poll.records`) shrink the work instead of stretching the interval.",
-        wrong=_interval_too_short,
-        closer="Between two polls the consumer works through every record of one batch. The interval has to be "
-               "longer than that work by a margin for the fetch, the commit and a slow moment of the machine: a "
-               "fraction of the work, not a multiple of it.",
-        printed=_interval_printed,
-    ),
+    2: INTERVAL,   # an experiment on a case of its own (poll_loop_interval)
 }
+
 
 def consumers_side_by_side(p: dict) -> int:
     # one consumer per client and variant (pause_resume not for Kafka Streams), all watched at once
