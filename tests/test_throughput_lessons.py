@@ -118,11 +118,12 @@ def test_the_fewest_partitions_for_the_input_is_an_experiment(monkeypatch, capsy
     lesson = partition_parallelism.lesson
     p = dict(par_partitions=[2, 4], par_instances=[1, 4], par_work_ms=10, par_window_s=5)
     r = lesson.result(partition_parallelism.Outcome([], 10), **p)
-    calls, measured = [], {"records_per_s": 280.0}
+    calls, measured = [], {"records_per_s": 280.0, "busy": None}
 
     def rerun(**params):
         calls.append(params)
-        row = {"records_per_s": measured["records_per_s"], "busy_instances": params["par_instances"][0]}
+        busy = measured["busy"] or params["par_instances"][0]
+        row = {"records_per_s": measured["records_per_s"], "busy_instances": busy}
         return lesson.result(partition_parallelism.Outcome([row], params["par_work_ms"]), run_id="run-2", **p)
     monkeypatch.setattr(lesson, "run", rerun)
     six = lesson.exercises[1]
@@ -144,9 +145,14 @@ def test_the_fewest_partitions_for_the_input_is_an_experiment(monkeypatch, capsy
     assert r.check(1, 6)
     assert calls == [{"cluster": None, "remember": False, "par_partitions": [6], "par_instances": [6],
                       "par_work_ms": 20, "par_window_s": 5}]
-    assert "Measured: 280 records/s with 6 busy instance(s), against 260 records/s" in capsys.readouterr().out
-    measured["records_per_s"] = 240.0   # a machine too busy to keep up: what was measured decides
-    refused(r.check(1, 6), "measured 240 records/s, short of 260")
+    assert "Measured: 280 records/s with 6 busy instance(s), 46.7 records/s a thread: the input is 5.2 threads' " \
+           "worth, 242.7 records/s at that rate." in capsys.readouterr().out
+    measured["records_per_s"] = 240.0   # a busy machine slows every thread: 5.2 threads' worth is less there too
+    assert r.check(1, 6)
+    measured["busy"] = 5                # one instance without a task: five threads cannot do 5.2 threads' work
+    refused(r.check(1, 6), r"measured 240 records/s, short of 249.6 \(5 of 6 instances busy\)")
+    measured.update(records_per_s=0.0, busy=None)   # nothing processed: never a pass
+    refused(r.check(1, 6), "measured 0 records/s")
 
 
 def test_the_backlog_outlasts_the_window_on_its_smallest_partition():
