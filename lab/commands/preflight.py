@@ -16,7 +16,7 @@ import psutil
 from ..config import WORK_DIR
 
 MEMORY_GB = 3.5   # the heaviest notebook (07) peaked at 3.1 GiB with its kernel and Spark, JupyterLab's server beside it
-DISK_GB = 4.0     # run folders (pruned), RocksDB stores, class archives (up to 1.2 GB); the jars are already on disk
+DISK_GB = 4.0     # run folders (pruned), RocksDB stores, class archives (up to 2 GB); the jars are already on disk
 
 
 @dataclass

@@ -32,7 +32,8 @@ QUIET_FOR_S = 10.0      # a class list unchanged this long: the JVM that writes 
 DUMP_TIMEOUT_S = 180.0
 DUMP_NEEDS_MB = 1200    # memory free before a dump starts: Spark's driver classes took 870 MB to dump (RESULTS.md)
 LIST_KEPT_S = 7 * 86400   # a class list whose classpath has not started since is removed with the archives' prune
-KEPT_MB = 1200          # archives kept (40 to 70 MB each, Spark's driver's 160 MB), the least used lately go first
+KEPT_MB = 2000          # archives kept, the least used lately go first: 40 to 70 MB each, and Spark's driver's 170 MB
+                        # for each environment (a suite on 1.2 GB dumped four of its archives again)
 _dumping: set[str] = set()
 _lock = threading.Lock()
 
