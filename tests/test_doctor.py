@@ -2,6 +2,7 @@
 import json
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -286,7 +287,8 @@ def test_diagnosis_of_a_risky_cluster_finds_every_risk_and_writes_nothing(tmp_pa
               "transaction.remove.expired.transaction.cleanup.interval.ms": "600000"}
     with KafkaCluster(name="doctor-test", broker_config=config, jmx_port=free_port(), folder=tmp_path / "kafka") as kc:
         admin = kc.admin()
-        for f in admin.create_topics([NewTopic("orders", 2, 1), NewTopic("invoicer", 1, 1)]).values():
+        for f in admin.create_topics([NewTopic("orders", 2, 1), NewTopic("invoicer", 1, 1),
+                                                NewTopic("prices", 1, 1)]).values():
             f.result()
         producer = Producer({"bootstrap.servers": kc.bootstrap, "enable.idempotence": True, "log_level": 0})
         for i in range(30):
@@ -301,6 +303,9 @@ def test_diagnosis_of_a_risky_cluster_finds_every_risk_and_writes_nothing(tmp_pa
                            properties={"bootstrap.servers": kc.bootstrap, "transactional.id": "invoicer",
                                        "lab.topic": "invoicer", "lab.go.file": tmp_path / "never"},
                            folder=tmp_path, streams=False, heap="128m")
+        stop = threading.Event()
+        sender = threading.Thread(target=send_steadily, args=(kc.bootstrap, "pricing-StreamThread-1-producer",
+                                                              "prices", stop))
         idle.start()
         try:
             deadline = time.monotonic() + 60
@@ -308,18 +313,19 @@ def test_diagnosis_of_a_risky_cluster_finds_every_risk_and_writes_nothing(tmp_pa
                 time.sleep(0.2)
             assert idle.process.grep('"kind": ?"idle"'), idle.process.log()[-2000:]
             time.sleep(3.5)       # idle longer than a tenth of the 30 s expirations: counted as idle
-            # a client under the quota sends just before the diagnosis, inside the quota's measuring window (11 s)
-            streams_like = Producer({"bootstrap.servers": kc.bootstrap, "log_level": 0,
-                                     "client.id": "pricing-StreamThread-1-producer"})
-            for i in range(20):
-                streams_like.produce("orders", b"x" * 1000, partition=0)
-            streams_like.flush(30)
+            # a client under the quota keeps sending, about 5 kB/s, all through the diagnosis however long a loaded
+            # machine makes it: the brokers' rate (an 11 s window) then always has it
+            sender.start()
+            time.sleep(2)
             snapshot = read_only_snapshot(kc, admin, TopicPartition)
             lines = []
             d = diagnose(kc.bootstrap, jmx=kc.jmx, progress=lines.append)
             gate_and_monitor(kc)
             assert read_only_snapshot(kc, admin, TopicPartition) == snapshot
         finally:
+            stop.set()
+            if sender.ident:
+                sender.join(30)
             idle.stop()
     assert any("__consumer_offsets: 1/1 partition(s)" in line for line in lines), lines
     assert d.unreadable == {}, d.unreadable
@@ -442,6 +448,16 @@ def scrape_until(port: int, prefix: str, process, timeout: float = 90) -> tuple[
             pass
         time.sleep(0.5)
     raise AssertionError(f"no {prefix} metric within {timeout} s")
+
+
+def send_steadily(bootstrap: str, client_id: str, topic: str, stop) -> None:
+    """1,000 bytes every 0.2 s until stop is set: a producer well under a 35 kB/s quota, never idle."""
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": bootstrap, "log_level": 0, "client.id": client_id})
+    while not stop.wait(0.2):
+        producer.produce(topic, b"x" * 1000)
+        producer.poll(0)
+    producer.flush(30)
 
 
 def read_only_snapshot(kc, admin, TopicPartition):
