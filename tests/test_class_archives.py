@@ -47,9 +47,11 @@ def test_the_first_start_lists_its_classes_a_later_one_dumps_them_and_then_every
     assert class_archives.options(java, jars, processes.Child) == []   # this start as before; the dump beside it
     settled()
     names = sorted(p.name for p in archives.iterdir() if not p.name.endswith(".log"))
-    assert names == [f"{class_archives.key(java, jars)}.jsa"], names   # no part file, no list left
+    name = class_archives.key(java, jars)
+    assert names == [f"{name}.jars", f"{name}.jsa"], names   # no part file, no list left; its jars noted
+    assert (archives / f"{name}.jars").read_text().split() == list(map(str, jars))
     mapped = class_archives.options(java, jars, processes.Child)
-    assert f"-XX:SharedArchiveFile={archives / names[0]}" in mapped
+    assert f"-XX:SharedArchiveFile={archives / names[1]}" in mapped
     # -Xshare:on: the JVM refuses to start unless it maps the archive.
     run = usage(java, jars, [*mapped, "-Xshare:on"])
     assert "USAGE" in run.stdout and "shared archive" not in run.stdout.lower(), run
@@ -68,7 +70,8 @@ def test_a_dump_that_fails_is_never_used_and_a_killed_one_is_tried_again(archive
     archives.mkdir()
     listed = archives / f"{name}.x.classlist"
     listed.write_text("java/lang/Object id: 0\n")
-    class_archives._dump_in_background(str(java), os.pathsep.join(map(str, classpath)), name, listed, processes.Child)
+    class_archives._dump_in_background(str(java), os.pathsep.join(map(str, classpath)), name, listed, processes.Child,
+                                       list(map(str, classpath)))
     settled()
     left = sorted(p.suffix for p in archives.iterdir())
     assert left == sorted([".classlist", ".log", *([".failed"] if "exit" in ends else [])]), left
@@ -143,6 +146,21 @@ def test_the_archives_used_last_are_kept_up_to_a_size(tmp_path):
     (tmp_path / "new.jsa").write_bytes(b"a" * 5000)
     class_archives.prune(tmp_path, kept_mb=1000 / 2**20)
     assert (tmp_path / "new.jsa").exists()   # the last used stays, whatever its size
+
+
+def test_an_archive_whose_jars_are_gone_is_pruned_first(tmp_path):
+    """A deleted checkout's environment (its Spark jars) leaves an archive that can never map again: it goes
+    before any archive in use, whatever the budget; one dumped before the lab noted its jars stays."""
+    jar = tmp_path / "kept.jar"
+    jar.write_bytes(b"jar")
+    for name, jars in {"gone": [tmp_path / "deleted-venv" / "spark-core.jar", jar], "alive": [jar], "older": None}.items():
+        (tmp_path / f"{name}.jsa").write_bytes(b"a" * 100)
+        (tmp_path / f"{name}.dump.log").write_text("")
+        if jars:
+            (tmp_path / f"{name}.jars").write_text("\n".join(map(str, jars)) + "\n")
+    class_archives.prune(tmp_path)
+    assert sorted(p.stem for p in tmp_path.glob("*.jsa")) == ["alive", "older"]
+    assert not (tmp_path / "gone.jars").exists() and not (tmp_path / "gone.dump.log").exists()
 
 
 def test_a_jvm_whose_launcher_writes_the_classpath_dumps_with_that_classpath_from_its_folder(archives, tmp_path,

@@ -117,10 +117,11 @@ def dump_when_ready(java: str, classpath: list[Path], spawn, run_classpath: str 
     import psutil   # the course's, not the doctor's (which never dumps: it runs no archived JVM)
     if psutil.virtual_memory().available < DUMP_NEEDS_MB * 2**20:   # tried again at a later start
         return
-    _dump_in_background(java, run_classpath or os.pathsep.join(map(str, classpath)), name, lists[0], spawn)
+    _dump_in_background(java, run_classpath or os.pathsep.join(map(str, classpath)), name, lists[0], spawn,
+                        [str(entry) for entry in classpath])
 
 
-def _dump_in_background(java: str, classpath: str, name: str, class_list: Path, spawn) -> None:
+def _dump_in_background(java: str, classpath: str, name: str, class_list: Path, spawn, entries: list[str]) -> None:
     """Start the dump in the caller's thread (a panel's Stop of its run stops it too; it is tried again later),
     and finish it in another."""
     with _lock:
@@ -141,11 +142,11 @@ def _dump_in_background(java: str, classpath: str, name: str, class_list: Path, 
     except Exception:   # a stopped run, a full disk: no archive this time
         _done(name, part, usable)
         return
-    threading.Thread(target=_finish, args=(child, name, part, usable, log), name=f"class-archive-{name}",
+    threading.Thread(target=_finish, args=(child, name, part, usable, log, entries), name=f"class-archive-{name}",
                      daemon=True).start()
 
 
-def _finish(child, name: str, part: Path, usable: Path, log: Path) -> None:
+def _finish(child, name: str, part: Path, usable: Path, log: Path, entries: list[str]) -> None:
     here = folder()
     try:
         try:
@@ -153,6 +154,8 @@ def _finish(child, name: str, part: Path, usable: Path, log: Path) -> None:
         finally:
             child.stop()
         if code == 0 and part.exists():
+            # its jars, for prune: an archive whose jars are gone (a deleted checkout's environment) never maps again
+            (here / f"{name}.jars").write_text("\n".join(entries) + "\n")
             into_place(part, here / f"{name}.jsa")   # a start sees the whole archive or none
             for stale in here.glob(f"{name}.*.classlist"):
                 stale.unlink(missing_ok=True)
@@ -173,15 +176,30 @@ def _done(name: str, part: Path, usable: Path) -> None:
 
 
 def prune(here: Path, kept_mb: int = KEPT_MB) -> None:
-    """Keep the archives used last, `kept_mb` of them (the last one whatever its size), and the class lists written
-    this week. A JVM that maps an archive being removed keeps its copy until it exits."""
+    """Remove the archives whose jars are gone (a deleted checkout's Spark, 170 MB each), then keep the archives used
+    last, `kept_mb` of them (the last one whatever its size), and the class lists written this week. A JVM that
+    maps an archive being removed keeps its copy until it exits."""
     archives = sorted(here.glob("*.jsa"), key=lambda p: p.stat().st_mtime, reverse=True)
     total = 0
     for i, archive in enumerate(archives):
+        if _jars_gone(archive):
+            _remove(archive)
+            continue
         total += archive.stat().st_size
         if i and total > kept_mb * 2**20:
-            archive.unlink(missing_ok=True)
-            archive.with_suffix(".dump.log").unlink(missing_ok=True)
+            _remove(archive)
     for forgotten in here.glob("*.classlist"):   # a classpath not started for a week (an old Java, old jars)
         if time.time() - forgotten.stat().st_mtime > LIST_KEPT_S:
             forgotten.unlink(missing_ok=True)
+
+
+def _jars_gone(archive: Path) -> bool:
+    try:
+        return any(line and not Path(line).exists() for line in archive.with_suffix(".jars").read_text().splitlines())
+    except OSError:   # dumped before the lab noted its jars: prune by use alone
+        return False
+
+
+def _remove(archive: Path) -> None:
+    for path in (archive, archive.with_suffix(".dump.log"), archive.with_suffix(".jars")):
+        path.unlink(missing_ok=True)
