@@ -124,7 +124,7 @@ COURSE = [
     *chapter("06", "state_in_production", "What state costs in production", (STREAMS_TALES,),
              ("store_growth", "state_growth", "ever-new keys in a state store"),
              ("restore", "state_restore", "a restart after a crash, under exactly-once, at-least-once and with standbys"),
-             ("rocksdb_memory", "rocksdb_memory", "RocksDB's memory at several partition counts"),
+             ("rocksdb_memory", "rocksdb_memory", "the memory RocksDB takes for an app's stores"),
              ("changelog_reader", "changelog_api", "a downstream team reading an app's changelog"),
              ("disk_space", "disk_space", "a store on a volume of fixed size")),
     *chapter("07", "when_streams_stop", "Work between polls, more instances, a broker bounce", (STREAMS_TALES,),

@@ -146,9 +146,9 @@ def production_question(p: dict) -> tuple:
     """The production-error lesson's Predict step: which of three runs get past the record the broker refuses."""
     return (f"One output record ({p['refuse_bytes']:,} bytes of padding) goes to a topic whose max.message.bytes is "
             f"{p['output_max_bytes']:,}, and a deployment restarts the app whenever it stops. Three runs: Kafka's "
-            "default production exception handler under at_least_once, a production exception handler answering "
-            "CONTINUE for a record too large under at_least_once, and the same CONTINUE under exactly_once_v2. Which "
-            "of them get past that record, to the inputs behind it?", REFUSED_ANSWERS)
+            "default production exception handler under at_least_once, and a production exception handler answering "
+            "CONTINUE for a record too large, once under at_least_once and once under exactly_once_v2. Which of them "
+            "get past that record, to the inputs behind it?", REFUSED_ANSWERS)
 
 
 def schema_question(p: dict) -> tuple:

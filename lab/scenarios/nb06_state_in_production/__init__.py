@@ -4,7 +4,7 @@ ending with its `lesson` (lab.toolbox.lesson.Lesson).
     state_growth     06a, ever-new keys in a store (state_growth_report presents what the stores held)
     state_restore    06b, a restart after a crash (state_restore_apps runs the app, state_restore_analysis reads
                      its restores, state_restore_report presents them)
-    rocksdb_memory   06c, RocksDB's memory at several partition counts (rocksdb_memory_report presents it)
+    rocksdb_memory   06c, the memory RocksDB takes for an app's stores (rocksdb_memory_report presents it)
     changelog_api    06d, a downstream reader of a changelog (changelog_api_analysis, changelog_api_report)
     disk_space       06e, a store on a volume of fixed size
     state_app        what 06a and 06e share: the feed of new keys and the StateGrowthApp

@@ -39,7 +39,7 @@ ANSWERS = ("RocksDB's compaction shrinks the files to make room, and it takes ev
 REACHED = 0.95   # SST files at this share of the limit have reached it (a flush adds a memtable's worth at once)
 
 PARAMS = [
-    Param("disk_limit_kb", 1024, "the most disk space the store's SST files may take (RocksDB's SstFileManager)",
+    Param("disk_limit_kb", 1024, "RocksDB's space limit on the store's SST files (its SstFileManager)",
           lo=64, hi=1_048_576, unit="KB"),
     Param("disk_records", 60_000, "input records, each with a key never seen before", lo=1_000, hi=2_000_000),
     Param("disk_rate", 2000.0, "input records per second", lo=10, hi=20_000, unit="records/s"),
@@ -66,9 +66,8 @@ RULES = [_more_is_more, _fits_on_disk]
 
 
 def question(p: dict) -> tuple:
-    return (f"A key-value store gets {p['disk_records']:,} keys it never saw, and RocksDB may keep "
-            f"{p['disk_limit_kb']:,} KB of SST files for it. What does the app do once its SST files reach that "
-            "limit?", ANSWERS)
+    return (f"A key-value store gets {p['disk_records']:,} keys it never saw, and RocksDB's space limit on its SST "
+            f"files is {p['disk_limit_kb']:,} KB. What does the app do once its SST files reach that limit?", ANSWERS)
 
 
 def measured_answer(record: dict, p: dict):

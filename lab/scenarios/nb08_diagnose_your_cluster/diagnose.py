@@ -25,6 +25,7 @@ from .exercises import EXERCISES
 # transactional producer that commits, then sends nothing (producer_idles), a produce quota on a Kafka Streams
 # producer's client id (streams_producer_quota), an old kafka-clients release for that producer (old_client).
 SETUPS = ("consumer_leaves", "producer_idles", "streams_producer_quota", "old_client")
+# the two sweeps' intervals: the notebook's Parameters text states them, so change it with them
 SWEEP_MS = 2000            # offsets.retention.check.interval.ms: the coordinator sweeps this often
 TXN_SWEEP_MS = 1000        # transaction.remove.expired.transaction.cleanup.interval.ms
 QUOTA = 35000              # producer_byte_rate of "Quotas and Kafka Streams EOS"
