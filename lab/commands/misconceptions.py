@@ -129,7 +129,7 @@ CHOICES: dict[str, dict[str, str]] = {
                 "release",
     },
     "05a": {
-        # the seed post "How to handle runtime exceptions in Kafka Streams", point by point: "If we failed before
+        # the post's section "How to handle runtime exceptions in Kafka Streams", point by point: "If we failed before
         # reading it, we're fine [...] If we failed after sending it – again, we're fine"
         "none of them": "a crash before the offsets are committed loses nothing and redoes nothing",
         # Kafka's design docs (Message Delivery Semantics) on at-least-once: the consumer "crashes after processing
@@ -159,7 +159,7 @@ CHOICES: dict[str, dict[str, str]] = {
         # recover form errors" such as "Serialization or Deserialization failures"; the Stack Overflow question
         # "Kafka StreamsUncaughtExceptionHandler REPLACE_THREAD vs SHUTDOWN_CLIENT": "processing continues"
         "replace_thread and continue": "a replaced thread starts after the record that killed the old one",
-        # the seed post "How to handle runtime exceptions in Kafka Streams": "letting the deployment service take
+        # the post's section "How to handle runtime exceptions in Kafka Streams": "letting the deployment service take
         # care of starting the app again"
         "shutdown_client and continue": "a restart moves past the record that made the app stop",
         # a common reading of the uncaught exception handler as a recovery tool, each answer included (no doc says
@@ -189,7 +189,7 @@ CHOICES: dict[str, dict[str, str]] = {
     },
     "05d": {
         # KIP-210's motivation (MailChimp, before any production handler), of records too large: "they cause our
-        # entire application to fall over"; the seed post "How to handle runtime exceptions in Kafka Streams" let
+        # entire application to fall over"; the post's section "How to handle runtime exceptions in Kafka Streams" let
         # the app die and restart (no Stack Overflow thread found saying "the stream dies")
         "none of them": "the broker refuses the record at every attempt, and no handler answer takes it out of the "
                         "way",
@@ -203,8 +203,8 @@ CHOICES: dict[str, dict[str, str]] = {
         # signal that Streams should ignore the issue and continue processing", with an IgnoreRecordTooLargeHandler
         # example and no word on the guarantee); KAFKA-15259 reported it does not hold under exactly_once
         "CONTINUE under both guarantees": "the handler's answer decides, whatever the guarantee",
-        # the seed post "How to handle runtime exceptions in Kafka Streams" was "still not sure when exactly you would
-        # want" one; LogAndContinue is a deserialization handler, which the Kafka Streams Configs table lists as the
+        # the post's section "How to handle runtime exceptions in Kafka Streams" was "still not sure when exactly you
+        # would want" one; LogAndContinue is a deserialization handler, which the Kafka Streams Configs table lists as the
         # default (the code's default is LogAndFailExceptionHandler)
         "all three": "Kafka's default production handler logs the refused record and goes on",
     },
