@@ -204,8 +204,8 @@ CHOICES: dict[str, dict[str, str]] = {
         # example and no word on the guarantee); KAFKA-15259 reported it does not hold under exactly_once
         "CONTINUE under both guarantees": "the handler's answer decides, whatever the guarantee",
         # the post's section "How to handle runtime exceptions in Kafka Streams" was "still not sure when exactly you
-        # would want" one; LogAndContinue is a deserialization handler, which the Kafka Streams Configs table lists as the
-        # default (the code's default is LogAndFailExceptionHandler)
+        # would want" one; LogAndContinue is a deserialization handler, which the Kafka Streams Configs table lists as
+        # the default (the code's default is LogAndFailExceptionHandler)
         "all three": "Kafka's default production handler logs the refused record and goes on",
     },
     "06b": {
