@@ -135,6 +135,21 @@ def test_bad_input_is_refused_and_nothing_kept(tmp_path):
     assert any("joined" in line for line in room.output)
 
 
+def test_the_room_checks_messages_with_jsonschema_without_the_iri_parsers():
+    """A lab process (a kernel, the room) imports jsonschema through plotly's nbformat and the room's messages, but
+    never rfc3987_syntax, whose 35 parsers cost each process seconds at import; the schema is checked all the same."""
+    import subprocess
+    import sys
+    script = ("import sys, json, lab.toolbox.panel, lab.room.messages as m\n"
+              "assert 'jsonschema' in sys.modules and sys.modules['rfc3987_syntax'] is None\n"
+              "good = {'v': 1, 'id': 'a' * 32, 'laptop': 'b' * 32, 'lesson': next(iter(m.lessons())), 'kind': 'exercise',"
+              " 'number': 1, 'right': True, 'hints': 0}\n"
+              "assert m.parse(json.dumps(good).encode())['kind'] == 'exercise'\n"
+              "try:\n    m.parse(json.dumps({**good, 'hints': -1}).encode())\nexcept m.BadMessage:\n    print('refused')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "refused", done.stderr[-2000:]
+
+
 def test_an_address_that_floods_is_refused(tmp_path):
     # one message a second from an address, ten at once: a sender that makes up laptop ids gets ten through
     with running_room(tmp_path / "room.sqlite", "--per-address", "1") as room:
