@@ -10,24 +10,6 @@ lesson has its belief here, and that no belief names a choice the question no lo
 from __future__ import annotations
 
 CHOICES: dict[str, dict[str, str]] = {
-    "01": {
-        # the seed post "Some kafka retention lessons (we learned the hard way)": "the retention on the offsets and the
-        # retention on the messages is not necessarily the same" was their discovery; offsets live in
-        # `__consumer_offsets`, a compacted topic, read as kept for good
-        "where it stopped": "a group's committed offsets are kept as long as its topic keeps its records",
-        # Kafka's documentation of auto.offset.reset: "or if the current offset does not exist any more on the server";
-        # the same seed post: "the default behaviour is to read from the begining of the stream"
-        "at the oldest record the topic still holds": "once the group's offsets are gone, `earliest` sends it back to "
-                                                      "the oldest record its topic still holds",
-        # the Java consumer's default (`latest`, ConsumerConfig), taken as what every group without offsets does
-        "at the end of the topic": "a group that lost its offsets starts at the end of its topic, whatever "
-                                   "auto.offset.reset says",
-        # a common reading of auto.offset.reset's doc, whose first case, "no initial offset in Kafka", is a new group's
-        # first start, with `none`'s "throw exception to the consumer if no previous offset is found for the
-        # consumer's group" taken for what a known group gets (no Stack Overflow answer found that says so)
-        "nowhere: it stops with an error": "auto.offset.reset only applies to a new group; a known group whose "
-                                           "offsets vanished gets an error",
-    },
     "02a": {
         # a reading of transactional.id.expiration.ms's documentation ("wait before proactively expire a producer's
         # transactional ID without receiving any transaction status updates from it", as the seed post "Some kafka
@@ -318,6 +300,16 @@ CHOICES: dict[str, dict[str, str]] = {
 
 # A lesson whose answer is a number: (the slip, the belief behind it).
 NUMBERS: dict[str, list[tuple[str, str]]] = {
+    # Kafka's documentation of offsets.retention.minutes (KIP-211, since 2.1): offsets expire when "this retention period
+    # has elapsed after the consumer group loses all its consumers (i.e. becomes empty)", read for both protocols; so
+    # say Redpanda's `rpk group delete` page ("brokers expire offsets only when the group is empty for
+    # offset.retention.minutes") and NAIS's offsets page ("Once the group is empty, Kafka retains the offsets")
+    "01": [("one retention (60 s at the defaults), as for `idle-classic`", "the retention counts from when the group "
+            "loses its last member, whatever its group protocol"),
+           # the seed post "Some kafka retention lessons (we learned the hard way)": "the retention on the offsets and
+           # the retention on the messages is not necessarily the same" was their discovery
+           ("never, while the topic keeps its records", "a group's committed offsets are kept as long as its topic "
+            "keeps its records")],
     "00": [("the records produced, without the copier's duplicate", "a transaction removes a duplicate the app "
                                                                     "wrote itself"),
            ("the aborted records counted too", "read_committed hides only transactions still open, not aborted ones"),

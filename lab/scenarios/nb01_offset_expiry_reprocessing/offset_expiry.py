@@ -20,7 +20,8 @@ from ...toolbox.streaming import audit_many
 from ...record.generator import generate
 from ...record.history import History
 from .exercises import EXERCISES
-from .offset_expiry_report import RESTART_ANSWERS, VARIANTS, OffsetExpiryResult, Variant, measured_answer
+from .offset_expiry_report import (CLOCK_TOLERANCE, RESTART_ANSWERS, VARIANTS, OffsetExpiryResult, Variant,
+                                   asks_clocks, measured_answer)
 from .offset_expiry_spark import SPARK_VARIANTS, SparkQueries
 
 APP_MODULE = "lab.apps.consumer_app"
@@ -65,7 +66,15 @@ def needs(p: dict) -> dict:
 
 
 def question(p: dict) -> tuple:
-    """The Predict step: where the `earliest` group starts reading when it comes back."""
+    """The Predict step: how long after the stop `idle-consumer`'s committed offsets are gone (both idle probes
+    run); else, where the `earliest` group starts reading when it comes back."""
+    if asks_clocks(p):
+        down = "a little longer than the retention" if p["downtime_s"] is None else f"{p['downtime_s']:g} s"
+        return (f"Two groups read and commit, then sit quiet {p['idle_s']:g} s, still members with nothing new to "
+                f"read, then stop and stay down {down}: `idle-classic` on the classic group protocol, "
+                f"`idle-consumer` on the consumer protocol (KIP-848). offsets.retention.minutes is "
+                f"{p['retention_minutes']} min, and the broker checks every {p['check_interval_ms']:,} ms. How many "
+                "seconds after the stop are `idle-consumer`'s committed offsets gone?", None, CLOCK_TOLERANCE)
     down = (f"a little longer than offsets.retention.minutes ({p['retention_minutes']} min)"
             if p["downtime_s"] is None else f"{p['downtime_s']:g} s, with offsets.retention.minutes = "
             f"{p['retention_minutes']} min")
@@ -95,21 +104,22 @@ class _Experiment:
         self.produce("before", p["messages_before"])
         spark = SparkQueries(self) if p["spark"] else None
         ready = run.background(spark.first_run, name="spark first run") if spark else None
+        if ready:
+            run.wait(lambda: ready.done, 600, "the Spark queries' first run")
+            ready.result()
+        self.start([v for v in self.variants if not v.idle])
+        # the idle groups last: from their last commit to the stop they sit quiet IDLE_S, as the question says
         idle = [v for v in self.variants if v.idle]
         self.start(idle)
         if idle:
             last = max(max(r["ts"] for r in self.commits(v.name)) for v in idle)
             run.countdown("idle groups sit quiet (members, nothing to commit)", until=last + p["idle_s"])
-        if ready:  # before the others start, so their last commit stays close to the stop
-            run.wait(lambda: ready.done, 600, "the Spark queries' first run")
-            ready.result()
-        self.start([v for v in self.variants if not v.idle])
 
         run.phase("stop every app at once (a redeploy); the topic keeps receiving data")
         self.snapshot(self.variants, "before the stop")
         stop_together(self.apps[v.name] for v in self.variants)
         for v in self.variants:
-            run.event(v.name, "stop", tone="fault", detail="SIGTERM: commit, leave the group, exit")
+            run.event(v.name, "stop", tone="fault", detail="SIGTERM: leave the group, exit")
         self.stop_at = time.time()
         self.produce("while down", p["messages_while_down"])
         loss = run.background(spark.data_loss, name="spark failOnDataLoss") if spark else None

@@ -35,13 +35,26 @@ VARIANTS = {v.name: v for v in [
 
 
 
+IDLE_PROBES = ("idle-classic", "idle-consumer")
+# The Predict when both idle probes run: a number, the seconds from the stop until `idle-consumer`'s offsets are gone
+# (polled twice a second), right within a tenth: one retention, the classic group's clock, is not.
+CLOCK_TOLERANCE = 0.1
+# The Predict when they do not (the control, the panel): where the `earliest` group starts when it comes back.
 RESTART_ANSWERS = ("where it stopped", "at the oldest record the topic still holds", "at the end of the topic",
                    "nowhere: it stops with an error")
 
 
-def measured_answer(record: dict, p: dict) -> str | None:
-    """This run's answer to the Predict question, from what it recorded: what the `earliest` group did when it came
-    back (None: it did not run)."""
+def asks_clocks(p: dict) -> bool:
+    """Whether the Predict asks about the expiry clock: both idle probes run."""
+    return all(name in p["variants"] for name in IDLE_PROBES)
+
+
+def measured_answer(record: dict, p: dict):
+    """This run's answer to the Predict question, from what it recorded. The clock: the seconds from the stop until
+    `idle-consumer`'s committed offsets were gone (None: they did not go while it was down). Otherwise what the
+    `earliest` group did when it came back (None: it did not run)."""
+    if asks_clocks(p):
+        return record.get("idle_consumer_expired_after_stop_s")
     if "earliest_error" not in record:
         return None
     if record["earliest_error"]:
