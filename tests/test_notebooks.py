@@ -172,6 +172,9 @@ def test_notebook(name: str, variant: str, tmp_path: Path, monkeypatch):
         with headless_kernels(not interactive(expect, variant)):
             papermill.execute_notebook(
                 str(notebook), str(output), parameters=parameters, kernel_name="python3",
+                # written at its end (or its failing cell), not after every cell: a notebook grows to megabytes of
+                # figures, and its saves cost the worker about 3 CPU-s a run
+                request_save_on_cell_execute=False,
                 cwd=str(NOTEBOOK_DIR), execution_timeout=CELL_TIMEOUT, log_output=True,
                 stdout_file=sys.stdout, stderr_file=sys.stderr, progress_bar=False,
                 kernel_manager_class=headless_kernel_manager())
