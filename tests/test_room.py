@@ -30,7 +30,7 @@ from lab.scenarios import COURSE
 from lab.toolbox import room as learner
 from tests.room_server import kept, message, running_room
 
-LESSONS = ("poll_loop", "offset_expiry", "over_quota")   # three lessons at once: two choice questions and one more
+LESSONS = ("poll_loop", "clients", "over_quota")   # three lessons at once, each a choice question
 LAPTOPS = 100
 
 

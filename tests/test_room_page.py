@@ -51,7 +51,7 @@ def test_the_teachers_page(browser, tmp_path):
     from lab.room.messages import lessons
     course = lessons()
     yes, no, *others = course["poll_loop"]["choices"]   # its other choices get no vote: a bar of 0 each
-    restart = course["offset_expiry"]["choices"]
+    idle = course["clients"]["choices"]
     assert course["partitions"]["choices"] is None and course["growth"]["choices"] is None   # number questions
     laptops = [uuid.uuid4().hex for _ in range(12)]
 
@@ -66,8 +66,8 @@ def test_the_teachers_page(browser, tmp_path):
         # before the page opens: 23 votes from 10 laptops in four lessons
         for laptop, answer in zip(laptops, [yes, yes, yes, no, no, None, HOSTILE]):
             vote("poll_loop", laptop, answer)
-        vote("offset_expiry", laptops[0], restart[1])
-        vote("offset_expiry", laptops[1], restart[1])
+        vote("clients", laptops[0], idle[1])
+        vote("clients", laptops[1], idle[1])
         for laptop, answer in zip(laptops, [1, 2, 2, 4]):
             vote("partitions", laptop, answer)
         for laptop, answer in zip(laptops[:10], range(10, 110, 10)):
@@ -92,7 +92,7 @@ def test_the_teachers_page(browser, tmp_path):
             assert text(page, "[data-testid=laptops]") == "10"
             assert text(page, "[data-testid=messages]") == str(7 + 2 + 4 + 10)
             shown = page.locator("[data-testid=lesson]").evaluate_all("cards => cards.map(c => c.dataset.lesson)")
-            assert shown == [k for k in course if k in ("poll_loop", "offset_expiry", "partitions", "growth")]
+            assert shown == [k for k in course if k in ("poll_loop", "clients", "partitions", "growth")]
             card = page.locator('[data-testid=lesson][data-lesson="poll_loop"]')
             assert card.locator("[data-testid=number]").inner_text() == course["poll_loop"]["number"]
             assert card.locator("[data-testid=title]").inner_text() == course["poll_loop"]["title"]
@@ -101,8 +101,8 @@ def test_the_teachers_page(browser, tmp_path):
             assert bars(page, "poll_loop") == [("choice", yes, "3", "43%"), ("choice", no, "2", "29%"),
                                                *(("choice", c, "0", "0%") for c in others),
                                                ("other", HOSTILE, "1", "14%"), ("none", "no prediction", "1", "14%")]
-            assert bars(page, "offset_expiry") == [("choice", c, "2" if c == restart[1] else "0",
-                                                    "100%" if c == restart[1] else "0%") for c in restart]
+            assert bars(page, "clients") == [("choice", c, "2" if c == idle[1] else "0",
+                                                    "100%" if c == idle[1] else "0%") for c in idle]
             assert bars(page, "partitions") == [("bin", "1", "1", "25%"), ("bin", "2", "2", "50%"),
                                                 ("bin", "4", "1", "25%")]
             growth = bars(page, "growth")
@@ -162,13 +162,13 @@ def test_the_teachers_page(browser, tmp_path):
                         for k in ("answered", "solved", "stuck", "hints")]
             assert exercise(1) == ["3", "2", "1", "0.67"]   # hints: 0, 1 (before its right answer), 1 (not solved)
             assert exercise(2) == ["1", "0", "1", "1"]
-            assert page.locator('[data-lesson="offset_expiry"] [data-testid=results]').count() == 0
+            assert page.locator('[data-lesson="clients"] [data-testid=results]').count() == 0
 
             # Reveal is remembered across a reload, per lesson; Hide hides again
             page.reload()
             results.wait_for(timeout=LIVE_TIMEOUT_S * 1000)
             assert reveal.get_attribute("aria-pressed") == "true"
-            assert page.locator('[data-lesson="offset_expiry"] [data-testid=results]').count() == 0
+            assert page.locator('[data-lesson="clients"] [data-testid=results]').count() == 0
             reveal.click()
             assert eventually(lambda: results.count(), 0) == 0
 
