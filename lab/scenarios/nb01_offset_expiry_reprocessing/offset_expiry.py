@@ -93,6 +93,7 @@ class _Experiment:
         self.hist = {n: History(run.folder / n, run.id) for n in p["variants"] + list(SPARK_VARIANTS) * p["spark"]}
         self.input = History(run.folder / "input", run.id)
         self.apps, self.inc, self.expired, self.errors, self.operator, self.snapshots = {}, {}, {}, {}, {}, []
+        self.stopped = {}   # variant -> when it stopped (the idle probes on their own clock, the rest together)
         self.admin = run.cluster.admin()
 
     def go(self) -> "OffsetExpiryResult":
@@ -104,22 +105,19 @@ class _Experiment:
         self.produce("before", p["messages_before"])
         spark = SparkQueries(self) if p["spark"] else None
         ready = run.background(spark.first_run, name="spark first run") if spark else None
+        self.start(self.variants)   # every group at once, beside the Spark queries' first run
+        self.snapshot(self.variants, "before the stop")
+        if idle := [v for v in self.variants if v.idle]:
+            # the idle probes stop on their own clock: from their last commit they sit quiet IDLE_S, as the
+            # question says, however long Spark's first run takes
+            last = max(max(r["ts"] for r in self.commits(v.name)) for v in idle)
+            run.countdown("idle groups sit quiet (members, nothing to commit)", until=last + p["idle_s"])
+            self.stop(idle)
         if ready:
             run.wait(lambda: ready.done, 600, "the Spark queries' first run")
             ready.result()
-        self.start([v for v in self.variants if not v.idle])
-        # the idle groups last: from their last commit to the stop they sit quiet IDLE_S, as the question says
-        idle = [v for v in self.variants if v.idle]
-        self.start(idle)
-        if idle:
-            last = max(max(r["ts"] for r in self.commits(v.name)) for v in idle)
-            run.countdown("idle groups sit quiet (members, nothing to commit)", until=last + p["idle_s"])
-
         run.phase("stop every app at once (a redeploy); the topic keeps receiving data")
-        self.snapshot(self.variants, "before the stop")
-        stop_together(self.apps[v.name] for v in self.variants)
-        for v in self.variants:
-            run.event(v.name, "stop", tone="fault", detail="SIGTERM: leave the group, exit")
+        self.stop([v for v in self.variants if not v.idle])
         self.stop_at = time.time()
         self.produce("while down", p["messages_while_down"])
         loss = run.background(spark.data_loss, name="spark failOnDataLoss") if spark else None
@@ -135,6 +133,12 @@ class _Experiment:
         for name in names:
             run.event(name, "end", detail="stopped after catching up")
         return self.result(spark, resumed)
+
+    def stop(self, variants) -> None:
+        stop_together(self.apps[v.name] for v in variants)
+        for v in variants:
+            self.stopped[v.name] = time.time()
+            self.run.event(v.name, "stop", tone="fault", detail="SIGTERM: leave the group, exit")
 
     def start(self, variants) -> None:
         for v in variants:
@@ -192,9 +196,9 @@ class _Experiment:
 
     def window(self) -> None:
         """The one shared wait: poll every group's offsets twice a second, restart each variant when due."""
-        p, stop, retention = self.p, self.stop_at, self.p["retention_minutes"] * 60
+        p, stopped, retention = self.p, self.stopped, self.p["retention_minutes"] * 60
         give_up = retention + 3 * p["check_interval_ms"] / 1000 + 45   # DOWNTIME_S None: offsets should be gone
-        due = {v.name: stop + (p["early_downtime_s"] if v.restart == "early" else p["downtime_s"] or give_up)
+        due = {v.name: stopped[v.name] + (p["early_downtime_s"] if v.restart == "early" else p["downtime_s"] or give_up)
                for v in self.variants}
         waiting, restarts = {v.name: v for v in self.variants}, []
         self.run.phase("down: " + (f"{p['downtime_s']:g} s" if p["downtime_s"] else "until the offsets are gone")
@@ -205,7 +209,7 @@ class _Experiment:
             for name, parts in self.group_offsets(list(waiting.values())).items():
                 if name not in self.expired and not any(o is not None for o in parts.values()):
                     self.expired[name] = now
-                    self.run.say(f"{name}: committed offsets gone {now - stop:.1f} s after the stop")
+                    self.run.say(f"{name}: committed offsets gone {now - stopped[name]:.1f} s after the stop")
                     self.run.event(name, "offsets expired", at=now, tone="failure", detail="no committed offset left")
             gone = p["downtime_s"] is None and all(n in self.expired for n, v in waiting.items() if v.restart == "window")
             if now_due := [v for n, v in waiting.items() if now >= due[n] or (v.restart == "window" and gone)]:
@@ -216,8 +220,9 @@ class _Experiment:
                     del waiting[v.name]
             return not waiting
         self.run.wait(poll, max(due.values()) - time.time() + 60, "every group's restart", interval=0.5)
-        self.run.timeline.band("apps down", stop, restarts[0], tone="fault")
-        self.run.timeline.band(f"offsets.retention.minutes={p['retention_minutes']}", stop, stop + retention)
+        first = min(stopped.values())
+        self.run.timeline.band("apps down", first, restarts[0], tone="fault")
+        self.run.timeline.band(f"offsets.retention.minutes={p['retention_minutes']}", first, first + retention)
 
     def trickle(self, names: list[str]) -> None:
         """New records until every app read some in every partition (a skip only shows once read past)."""
@@ -265,11 +270,12 @@ class _Experiment:
                     self.run.event(v.name, f"read {sum(r['records'] for r in rows)}", at=rows[0]["ts"],
                                    end=rows[-1]["ts"], tone="info" if i == 0 else "failure"
                                    if v.name in self.expired and i == 1 else "mitigation")
+            stopped = self.stopped[v.name]
             facts[v.name] = {
                 "protocol": v.protocol or self.p["group_protocol"], "reset": v.reset,
-                "idle_before_stop_s": round(self.stop_at - max(r["ts"] for r in self.commits(v.name, 0)), 1),
-                "expired_after_stop_s": round(self.expired[v.name] - self.stop_at, 1) if v.name in self.expired else None,
-                "downtime_s": round(self.run.timeline.first(v.name, "restart").t - t_stop, 1),
+                "idle_before_stop_s": round(stopped - max(r["ts"] for r in self.commits(v.name, 0)), 1),
+                "expired_after_stop_s": round(self.expired[v.name] - stopped, 1) if v.name in self.expired else None,
+                "downtime_s": round(self.run.timeline.first(v.name, "restart").t - (stopped - self.run.t0), 1),
                 "read_after_restart": sum(r["records"] for i in range(1, self.inc[v.name] + 1)
                                           for r in self.commits(v.name, i)),
                 "committed_before_restart": all(r["committed_offset"] is not None for r in self.snapshots
