@@ -42,12 +42,16 @@ AUDIT = textwrap.dedent("""
 """)
 
 
-def run_audit(written, **env) -> dict:
+def run_audit(written, fails: bool = False, **env) -> dict | str:
+    """The audit's counts and where it ran; with fails=True, the error it ended with."""
     history, bootstrap, topic = written
     clean = {k: v for k, v in os.environ.items() if k not in (SPARK_MASTER_ENV, SPARK_REMOTE_ENV)}
     done = subprocess.run([sys.executable, "-c", AUDIT, str(history.folder), history.run_id, bootstrap, topic],
                           env={**clean, **env}, cwd=ROOT, capture_output=True, text=True, timeout=600,
                           check=False)
+    if fails:
+        assert done.returncode != 0, done.stdout[-3000:]
+        return done.stderr
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -112,6 +116,19 @@ def test_audit_through_spark_connect_matches_local_mode(standalone, written, loc
     assert any(name.startswith("spark-sql-kafka-0-10") for name in fetched), fetched
     # stop_spark released the session, not the server.
     assert standalone.connect.alive()
+    # A second session of its own connector: Spark registers the connector's settings once per server JVM.
+    error = run_audit(written, fails=True, **{SPARK_REMOTE_ENV: remote})
+    assert "LabError" in error and "loaded the Kafka connector for an earlier session" in error, \
+        "\n".join(line for line in error.splitlines() if not line.lstrip().startswith("at "))[:6000]
+    assert "--packages org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.0" in error, error[-3000:]
+
+
+def test_a_connect_server_with_the_connector_serves_session_after_session(standalone, written, local):
+    from lab.audit.spark import connector_jars
+    remote = standalone.start_connect_server(jars=connector_jars())   # in place of the plain one
+    for _ in range(2):   # a kernel restarted, or a second learner: each session finds the server's connector
+        via_connect = run_audit(written, **{SPARK_REMOTE_ENV: remote})
+        assert via_connect == {"counts": local["counts"], "where": {"connect": True}}
 
 
 def test_unreachable_master_or_connect_server_is_one_clear_error(monkeypatch):

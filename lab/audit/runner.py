@@ -53,7 +53,7 @@ def audit(history: History, *, bootstrap: str | None = None, output_topic: str |
         raise LabError(f"The input topic {input_topic!r} is empty: nothing was produced to it (did the "
                        "generator run, against this cluster?). Pass allow_empty=True to audit it anyway.")
 
-    from .spark import sized_session, spark_session
+    from .spark import connector_loaded_twice, sized_session, spark_session
     spark = spark or spark_session()
     if output_df is None and output_uncommitted_df is None:   # (given frames stay on their own session)
         spark = sized_session(spark, _rows(offsets, history))
@@ -63,6 +63,8 @@ def audit(history: History, *, bootstrap: str | None = None, output_topic: str |
                        input_topic=input_topic, expect=expect, wanted=wanted, examples=examples,
                        output_df=output_df, output_uncommitted_df=output_uncommitted_df, offsets=offsets,
                        aborted_reader=aborted_reader)
+    except Exception as exc:
+        raise connector_loaded_twice(spark, exc) or exc
     finally:
         for df in cached:
             df.unpersist()

@@ -18,10 +18,10 @@ from ..runtime import class_archives, maven
 from ..config import SCALA_BINARY, SPARK_FULL_JIT_ENV, SPARK_MASTER_ENV, SPARK_REMOTE_ENV, SPARK_VERSION
 from ..connection import spark_kafka_options
 from ..errors import LabError
-from ..record.logs import log_file, verbose
-from ..runtime.jvm import java_executable, spark_java_home
-from ..runtime.log4j import spark_driver
+from ..record.logs import log_file
+from ..runtime.jvm import java_executable
 from ..runtime.processes import Child, require_java, wait_until
+from .spark_driver import launch_driver_jvm, log4j2_config
 
 _session = None
 _dumps: list = []   # the driver's class-archive dump, while it runs (lab.runtime.processes.Child)
@@ -152,13 +152,13 @@ def _classic_session(master: str, cores: int, memory: str):
                "spark.driver.extraJavaOptions": " ".join([
                    "-XX:+UseSerialGC", *_jit_option().split(), *class_archives.options(
                        java_executable(), _spark_jars(), Child, dump=False),   # dumped once the driver runs
-                   f"-Dlog4j2.configurationFile=file:{_log4j2_config(log)}"])}
+                   f"-Dlog4j2.configurationFile=file:{log4j2_config(log)}"])}
     if master.startswith("local"):
         options["spark.sql.shuffle.partitions"] = str(cores * 2)
     if loopback:  # executors on another machine must reach the driver: only then may it hide on 127.0.0.1
         options.update({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
     try:
-        _launch_driver_jvm(options, log)
+        launch_driver_jvm(options, log)
         session = SparkSession.builder.config(map=options).getOrCreate()
     except (Py4JError, PySparkRuntimeError) as exc:  # the Java error's first line says what
         raise LabError(f"Could not start the Spark driver for {master} ({_first_line(exc)}); "
@@ -246,10 +246,41 @@ def _connect_session(url: str):
         raise LabError(f"The Spark Connect server {url} runs Spark {version}; the lab's Kafka connector is "
                        f"built for {SPARK_VERSION}: use a {SPARK_VERSION} server.")
     session.conf.set("spark.sql.session.timeZone", "UTC")
-    # Session artifacts: the server loads them in this session's class loader and ships them to its
-    # executors, so the server needs no Kafka connector of its own.
-    session.addArtifacts(*(str(j) for j in connector_jars()))
+    if not _has_kafka_source(session):
+        # Session artifacts: the server loads them in this session's class loader and ships them to its
+        # executors, so a server with no Kafka connector of its own serves one session (CONNECT_ONCE).
+        session.addArtifacts(*(str(j) for j in connector_jars()))
     return session
+
+
+def _has_kafka_source(session) -> bool:
+    """Whether the Connect server resolves the Kafka source itself (the connector on its classpath). Nothing is
+    read: resolving the source's schema reaches no broker."""
+    from pyspark.errors import AnalysisException
+    try:
+        session.read.format("kafka").option("kafka.bootstrap.servers", "127.0.0.1:9").option(
+            "subscribe", "lab-probe").load().schema
+        return True
+    except AnalysisException as exc:
+        if "Failed to find data source" in str(exc):
+            return False
+        raise
+
+
+# Spark registers the connector's settings once per JVM: a second session's own copy of the connector fails there
+# (the server's JVM in local mode, an executor's on a cluster, where the retried tasks only say the class is broken).
+CONNECT_ONCE = re.compile(r"Config entry spark\.kafka\S* already registered"
+                          r"|Could not initialize class org\.apache\.spark\.sql\.kafka010")
+
+
+def connector_loaded_twice(spark, exc: BaseException) -> LabError | None:
+    """The LabError for a Connect server that loaded the Kafka connector for an earlier session, else None."""
+    if not is_connect(spark) or not CONNECT_ONCE.search(str(exc)):
+        return None
+    return LabError(f"The Spark Connect server ({SPARK_REMOTE_ENV}) loaded the Kafka connector for an earlier "
+                    "session, and Spark loads it once per server. Start the server with the connector on its "
+                    f"classpath (start-connect-server.sh --packages org.apache.spark:spark-sql-kafka-0-10_"
+                    f"{SCALA_BINARY}:{SPARK_VERSION}), then every session uses it; or restart this one.")
 
 
 def _host_port(address: str, default_port: int) -> tuple[str, int]:
@@ -303,40 +334,6 @@ def _quick_retries(session):
         yield
     finally:
         session.client.set_retry_policies(usual)
-
-
-def _launch_driver_jvm(options: dict, log: Path) -> None:
-    """The driver's JVM (pyspark's py4j gateway), unless one runs already. What it prints outside log4j goes to
-    the log, and it starts in the log folder, where Spark creates its artifacts/ folder (not in the notebook's
-    folder, the student's file browser). Both are given to its Popen: this process's own stdout and working
-    directory stay as they are, so a session may start in a background thread (lab.audit.warm_up)."""
-    from pyspark import SparkConf, SparkContext
-    from pyspark.java_gateway import launch_gateway
-    if SparkContext._gateway is not None:
-        return
-    conf = SparkConf(loadDefaults=False)   # no JVM yet: a plain dict, passed to spark-submit as --conf
-    conf.setAll(list(options.items()))
-    java_home = os.environ.get("JAVA_HOME")
-    os.environ["JAVA_HOME"] = str(spark_java_home())   # launch_gateway hands os.environ to spark-submit
-    try:
-        if verbose():
-            gateway = launch_gateway(conf, popen_kwargs={"cwd": str(log.parent)})
-        else:
-            with open(log, "ab") as out:
-                gateway = launch_gateway(conf, popen_kwargs={"cwd": str(log.parent), "stdout": out, "stderr": out})
-    finally:
-        if java_home is None:
-            os.environ.pop("JAVA_HOME", None)
-        else:
-            os.environ["JAVA_HOME"] = java_home
-    SparkContext._ensure_initialized(gateway=gateway)
-
-
-def _log4j2_config(log: Path) -> Path:
-    """WARN and above to `log` (or, verbose, to stderr, i.e. the cell)."""
-    path = log.with_name("spark-log4j2.properties")
-    path.write_text(spark_driver(None if verbose() else log))
-    return path
 
 
 def stop_spark() -> None:

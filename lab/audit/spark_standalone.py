@@ -59,12 +59,16 @@ class StandaloneSpark:
                    "the Spark worker to register with the master", child=self.worker)
         return self
 
-    def start_connect_server(self, driver_memory: str = "512m") -> str:
-        """A Spark Connect server whose executors run on this cluster; returns its sc:// URL. It has no
-        Kafka connector of its own: clients bring it as session artifacts (lab.audit.spark)."""
+    def start_connect_server(self, driver_memory: str = "512m", jars: list | None = None) -> str:
+        """A Spark Connect server whose executors run on this cluster (in place of one started before); returns
+        its sc:// URL. With no `jars` it has no Kafka connector of its own: a client brings it as session
+        artifacts (lab.audit.spark), once per server; with the connector's jars, every session uses them."""
+        if self.connect is not None:
+            self.connect.stop(timeout=15)
         port = free_port()
         self.connect = Child("spark-connect", [
             str(spark_home() / "bin" / "spark-submit"), "--class", CONNECT_CLASS, "--master", self.master_url,
+            *(["--jars", ",".join(map(str, jars))] if jars else []),
             "--driver-memory", driver_memory, "--conf", "spark.ui.enabled=false",
             "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
             "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
@@ -72,7 +76,8 @@ class StandaloneSpark:
             # 200 (the default) tiny tasks per shuffle is most of a small audit's time on one core
             "--conf", f"spark.sql.shuffle.partitions={2 * self.cores}"],
             # the launcher sizes this class as a daemon: SPARK_DAEMON_MEMORY, not --driver-memory, is its heap
-            self.folder / "connect.log", env={**self.env, "SPARK_DAEMON_MEMORY": driver_memory}, cwd=self.folder)
+            self.folder / f"connect-{port}.log", env={**self.env, "SPARK_DAEMON_MEMORY": driver_memory},
+            cwd=self.folder)
         wait_until(lambda: self.connect.grep("Spark Connect server started at"), START_SECONDS,
                    "the Spark Connect server to start", child=self.connect)
         return f"sc://127.0.0.1:{port}"
