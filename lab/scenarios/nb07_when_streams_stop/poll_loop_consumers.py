@@ -1,7 +1,8 @@
 """Lesson 07a's consumers and their arithmetic: the Java client (lab/java/PollLoopConsumer.java), librdkafka
 (lab/apps/consumer_app.py) and Kafka Streams (lab/java/SlowRecordApp.java), each started for one variant (client x
 way of running it), and what it read, committed and said about being dropped. Whether a variant should loop follows
-from its numbers (expected_to_loop), not from its name; pause_resume does not apply to Kafka Streams.
+from its numbers (expected_to_loop), not from its name, but for consumer_protocol (measured: it reads on); pause_resume
+does not apply to Kafka Streams, consumer_protocol to the Java client only.
 """
 from __future__ import annotations
 
@@ -15,16 +16,19 @@ from ...runtime.programs import JavaProgram
 
 CLIENTS = ("java", "librdkafka", "streams")
 # How each consumer runs: as the parameters set it (baseline), one record per poll, a longer max.poll.interval.ms,
-# or its partitions paused while a worker thread processes (pause_resume).
-VARIANTS = ("baseline", "max_poll_records_1", "longer_interval", "pause_resume")
+# or its partitions paused while a worker thread processes (pause_resume); consumer_protocol is the Java baseline on
+# the consumer group protocol (KIP-848, group.protocol=consumer) instead of the classic one, for comparison.
+VARIANTS = ("baseline", "max_poll_records_1", "longer_interval", "pause_resume", "consumer_protocol")
 # The clients' own words, quoted as evidence.
-JAVA_TIMEOUT = r"consumer poll timeout has expired"
+JAVA_TIMEOUT = r"[Cc]onsumer poll timeout has expired"   # lower case: classic protocol; upper: consumer protocol
 RDKAFKA_MAXPOLL = r"MAXPOLL\|.*maximum poll interval"
 STREAMS_FENCED = r"Detected that the thread is being fenced"
 DROPPED_LINE = {"java": JAVA_TIMEOUT, "librdkafka": RDKAFKA_MAXPOLL, "streams": STREAMS_FENCED}
 MIN_SESSION_MS = 6000   # the broker's group.min.session.timeout.ms: librdkafka needs session <= interval
 
 def applies(client: str, variant: str) -> bool:
+    if variant == "consumer_protocol":
+        return client == "java"   # the comparison is the Java client's
     return not (client == "streams" and variant == "pause_resume")   # Streams polls for you: no pause while working
 
 
@@ -40,8 +44,11 @@ def interval_ms(p: dict, variant: str) -> int:
 
 
 def expected_to_loop(p: dict, variant: str, client: str = "java") -> bool:
-    """The arithmetic of the lesson: a poll's work beyond the interval, unless poll() goes on meanwhile."""
-    return variant != "pause_resume" and batch_ms(p, variant, client) > interval_ms(p, variant)
+    """The arithmetic of the lesson: a poll's work beyond the interval, unless poll() goes on meanwhile. On the
+    consumer protocol the member is still dropped, but its late commit, sent without a member epoch, is accepted
+    while its group has no member (measured on Kafka 4.3.1, alone in its group): it reads on."""
+    return (variant not in ("pause_resume", "consumer_protocol")
+            and batch_ms(p, variant, client) > interval_ms(p, variant))
 
 
 @dataclass
@@ -71,7 +78,8 @@ def _start_java(lab, v: Variant, topic: str, p: dict) -> None:
         f"poll-{v.client}-{v.variant}", KAFKA_VERSION, "PollLoopConsumer", ["PollLoopConsumer.java", "Lab.java"],
         streams=False,
         properties={**_poll_loop(lab, v, topic, p), "group.id": v.group, "auto.offset.reset": "earliest",
-                    "enable.auto.commit": "false", "group.protocol": "classic",
+                    "enable.auto.commit": "false",
+                    "group.protocol": "consumer" if v.variant == "consumer_protocol" else "classic",
                     "max.poll.interval.ms": interval_ms(p, v.variant),
                     "max.poll.records": 1 if v.variant == "max_poll_records_1" else p["poll_batch"]},
         heap="128m"))
