@@ -4,8 +4,7 @@ what a lesson's run measured. The defaults straddle the behaviours the lessons c
 (the error is abortable) and 4.x (fatal), and the Python client's `crash` mode, with its other modes in 02a's Mitigate
 cell; Kafka Streams 3.7 (the thread dies) and 3.8 (TaskMigratedException) side by side, 3.8 alone in
 its Mitigate cell; broker 2.0.1 (forgets the producer) beside the KRaft broker, and 2.4.1 (keeps it) in its
-Mitigate cell. The parameters'
-descriptions (docs/parameters.md) say what each knob is, never which value meets the error.
+Mitigate cell. The parameters' descriptions (docs/parameters.md) say what each knob is, never which value fails.
 
     02a idle_clients   Python and Java clients idle past the expiration
     02b idle_streams   Kafka Streams idle past it
@@ -272,6 +271,7 @@ class TxnExpiryResult(Result):
     part_c: dict = field(default_factory=dict)       # broker version -> part C record
     pinned: dict | None = None
     logs: dict = field(default_factory=dict)
+    transaction_version: dict | None = None   # 02a: the finalized level, each client's commits (idle_clients)
     title: ClassVar[str] = "Clients idle, then one input each"
 
     @property
@@ -392,7 +392,8 @@ class TxnExpiryResult(Result):
             "stuck_abort": keep(["python-abort-offsets-first"], "errors", "recovered", "error", "expired")
             ["python-abort-offsets-first"] if "python-abort-offsets-first" in cs else None,
             "part_c": {v: {k: x for k, x in r.items() if k != "evidence"} for v, r in self.part_c.items()},
-            "pinned_zookeeper": self.pinned, "mitigations": self.mitigations(),
+            "pinned_zookeeper": self.pinned, "mitigations": self.mitigations(), "transaction_version":
+            self.transaction_version,
             "time_to_error_s": {n: c["error_after_idle_s"] for n, c in cs.items() if c["error"]},
             "source_message_seen": any(SOURCE_MESSAGE in (c["message"] or "") for c in cs.values()),
             "idle_when_expired_s": [round(c["sweep"] - c["last_txn"], 2) for c in cs.values()

@@ -131,6 +131,7 @@ class EosCrashResult(Result):
     bootstrap: str = ""
     broker_log: object = None
     peak_rss_mb: dict = field(default_factory=dict)   # "apps" (the Streams JVMs, at one instant), "brokers"
+    transaction_version: dict | None = None   # 05a: the finalized level, each run's commits (crash_points)
     title = "Crashes, restarts, commits, aborted transactions"
 
     @property
@@ -297,7 +298,7 @@ class EosCrashResult(Result):
                 "handlers": {k: f.summary() for k, f in self.handlers.items()},
                 "refused": {k: f.summary() for k, f in self.refused.items()},
                 "schema": {k: f.summary() for k, f in self.schema.items()},
-                "peak_rss_mb": self.peak_rss_mb}
+                "peak_rss_mb": self.peak_rss_mb, "transaction_version": self.transaction_version}
 
 
 def _total(values):
