@@ -1,7 +1,7 @@
 """Lesson 07b, more instances for a busy app: for each partition count, one app per instance count of
 lab/java/ThroughputApp.java (one thread each, PAR_WORK_MS per record, its own application.id) reads the same backlog;
 once every app has settled (throughput.start_and_settle), a window measures each instance's records per second and its
-tasks."""
+tasks. The instance counts of PAR_STREAMS_PROTOCOL then run the same way, after them, on the streams group protocol."""
 from __future__ import annotations
 
 import math
@@ -23,12 +23,15 @@ PARAMS = [
     Param("par_instances", [1, 2, 4], "instances per app: one app each, side by side", lo=1, hi=8),
     Param("par_work_ms", 10, "work per record", lo=1, hi=1000,
           unit="ms"),
+    Param("par_streams_protocol", [], "instance counts run again, after the others, on the streams group protocol "
+          "(KIP-1071, group.protocol=streams: the broker assigns the tasks)", lo=1, hi=8),
     Param("par_window_s", 10.0, "the measured window, once every app has settled", lo=3, hi=120, unit="s"),
 ]
 
 
 def _fits(p: dict) -> str | None:
-    return check_jvms(sum(p["par_instances"]), f"PAR_INSTANCES={p['par_instances']} (all at once)")
+    return (check_jvms(sum(p["par_instances"]), f"PAR_INSTANCES={p['par_instances']} (all at once)") or
+            check_jvms(sum(p["par_streams_protocol"]), f"PAR_STREAMS_PROTOCOL={p['par_streams_protocol']} (at once)"))
 
 
 RULES = [_fits]
@@ -71,29 +74,40 @@ def run_lesson(lab, p: dict) -> "Outcome":
         with lab.step(f"a backlog of {n} records on {partitions} partitions", lane="input"):
             generate(lab.bootstrap, topic, n, History(lab.folder / f"par-input-p{partitions}", lab.id),
                      keys=KEYS)
-        apps = {count: StreamsApp(lab, f"p{partitions}-n{count}", topic, instances=count, work_ms=p["par_work_ms"])
-                for count in p["par_instances"]}
-        start_and_settle(lab, apps.values(), partitions,
-                         f"{sum(p['par_instances'])} instances to settle on {partitions} partitions")
-        start = time.time()
-        lab.countdown(f"measuring {partitions} partitions", p["par_window_s"])
-        end = time.time()
-        admin = lab.cluster.admin()
-        ends = topic_offsets(admin, topic, partitions)
-        committed = group_offsets(admin, {c: a.app_id for c, a in apps.items()}, topic)
-        for count, app in apps.items():
-            rates, tasks = app.rates(start, end), app.tasks()
-            lag = sum(ends[q] - ((committed.get(count) or {}).get(q) or 0) for q in range(partitions))
-            rows.append({"partitions": partitions, "instances": count,
-                         "records_per_s": round(sum(rates.values()), 1),
-                         # busy: processed records in the window; idle: no task (its own report)
-                         "busy_instances": sum(1 for i in rates if rates[i] > 0),
-                         "idle_instances": sum(1 for i in tasks if not tasks[i]),
-                         "idle_processed": round(sum(rates[i] for i in tasks if not tasks[i]) * (end - start)),
-                         "tasks": {i: t for i, t in tasks.items()}, "lag_at_end": lag})
-            lab.event("parallelism", f"P={partitions} N={count}", detail=f"{sum(rates.values()):.0f} records/s")
-        stop_apps(apps.values())
+        # one wave per group protocol, one after the other: each app reads the backlog from its start
+        for protocol, counts in (("classic", p["par_instances"]), ("streams", p["par_streams_protocol"])):
+            if counts:
+                rows += _wave(lab, p, topic, partitions, protocol, counts)
     return Outcome(rows, p["par_work_ms"])
+
+
+def _wave(lab, p: dict, topic: str, partitions: int, protocol: str, counts: list[int]) -> list[dict]:
+    """One app per instance count on `protocol`, side by side: settled, then measured over the window."""
+    suffix = "" if protocol == "classic" else f"-{protocol}"
+    apps = {count: StreamsApp(lab, f"p{partitions}-n{count}{suffix}", topic, instances=count,
+                              work_ms=p["par_work_ms"], group_protocol=protocol) for count in counts}
+    start_and_settle(lab, apps.values(), partitions,
+                     f"{sum(counts)} instances ({protocol} protocol) to settle on {partitions} partitions")
+    start = time.time()
+    lab.countdown(f"measuring {partitions} partitions ({protocol} protocol)", p["par_window_s"])
+    end = time.time()
+    admin = lab.cluster.admin()
+    ends = topic_offsets(admin, topic, partitions)
+    committed = group_offsets(admin, {c: a.app_id for c, a in apps.items()}, topic)
+    rows = []
+    for count, app in apps.items():
+        rates, tasks = app.rates(start, end), app.tasks()
+        lag = sum(ends[q] - ((committed.get(count) or {}).get(q) or 0) for q in range(partitions))
+        rows.append({"partitions": partitions, "instances": count, "protocol": protocol,
+                     "records_per_s": round(sum(rates.values()), 1),
+                     # busy: processed records in the window; idle: no task (its own report)
+                     "busy_instances": sum(1 for i in rates if rates[i] > 0),
+                     "idle_instances": sum(1 for i in tasks if not tasks[i]),
+                     "idle_processed": round(sum(rates[i] for i in tasks if not tasks[i]) * (end - start)),
+                     "tasks": {i: t for i, t in tasks.items()}, "lag_at_end": lag})
+        lab.event("parallelism", f"P={partitions} N={count}{suffix}", detail=f"{sum(rates.values()):.0f} records/s")
+    stop_apps(apps.values())
+    return rows
 
 
 @dataclass
@@ -106,10 +120,13 @@ class Outcome:
         return any(r["idle_instances"] for r in self.rows)
 
     def as_record(self) -> dict:
-        return {"parallelism": {f"p{r['partitions']}_n{r['instances']}": r for r in self.rows}}
+        def keyed(protocol):
+            return {f"p{r['partitions']}_n{r['instances']}": r for r in self.rows if r["protocol"] == protocol}
+        streams = keyed("streams")   # the streams group protocol's rows apart: "parallelism" stays the classic's
+        return {"parallelism": keyed("classic"), **({"streams_protocol": streams} if streams else {})}
 
     def verdict(self) -> str:
-        idle = [f"{r['instances']} instances on {r['partitions']} partitions: {r['idle_instances']} idle"
+        idle = [f"{r['instances']} instances on {r['partitions']} partitions{_on(r)}: {r['idle_instances']} idle"
                 for r in self.rows if r["idle_instances"]]
         return "; ".join(idle) if idle else "every instance had a partition to work on"
 
@@ -120,7 +137,7 @@ class Outcome:
     def explain(self) -> str:
         lines = [f"One thread does at most {1000 / self.work_ms:.0f} records/s ({self.work_ms:g} ms each)."]
         for r in self.rows:
-            line = (f"- {r['partitions']} partitions, {r['instances']} instance(s): {r['records_per_s']:.0f} "
+            line = (f"- {r['partitions']} partitions, {r['instances']} instance(s){_on(r)}: {r['records_per_s']:.0f} "
                     f"records/s, lag {r['lag_at_end']} at the end")
             if r["idle_instances"]:
                 line += (f"; **{r['idle_instances']} instance(s) with no task** processed "
@@ -132,14 +149,19 @@ class Outcome:
     def figure(self):
         import plotly.graph_objects as go
         fig = go.Figure()
-        for partitions in sorted({r["partitions"] for r in self.rows}):
-            mine = sorted((r for r in self.rows if r["partitions"] == partitions), key=lambda r: r["instances"])
+        for partitions, protocol in sorted({(r["partitions"], r["protocol"]) for r in self.rows}):
+            mine = sorted((r for r in self.rows if (r["partitions"], r["protocol"]) == (partitions, protocol)),
+                          key=lambda r: r["instances"])
             fig.add_scatter(x=[r["instances"] for r in mine], y=[r["records_per_s"] for r in mine],
-                            mode="lines+markers", name=f"{partitions} partitions")
+                            mode="lines+markers", name=f"{partitions} partitions{_on(mine[0])}")
         fig.update_layout(title="Throughput against instances: flat past the partition count",
                           xaxis_title="instances", yaxis_title="records per second", template="plotly_white",
                           height=380)
         return fig
+
+
+def _on(row: dict) -> str:
+    return "" if row["protocol"] == "classic" else f" (the {row['protocol']} protocol)"
 
 
 # ------------------------------------------------------------------ the exercise
@@ -219,8 +241,9 @@ EXERCISES = {
 
 
 def instances_per_round(p: dict) -> int:
-    # one round per partition count, one after the other: a round runs an app per instance count, all side by side
-    return sum(p["par_instances"])
+    # one round per partition count, one after the other: a round runs an app per instance count, all side by side,
+    # then those of PAR_STREAMS_PROTOCOL
+    return max(sum(p["par_instances"]), sum(p["par_streams_protocol"]))
 
 
 lesson = Lesson("partitions", "More instances for a busy app", params=PARAMS, rules=RULES, needs=needs,

@@ -19,8 +19,9 @@ class StreamsApp(streams_app.StreamsApp):
     """`instances` JVMs of ThroughputApp sharing one application.id."""
 
     def __init__(self, lab, name: str, topic: str, *, instances: int, threads: int = 1, work_ms: float = 0,
-                 lookup_url: str = "", lookup_mode: str = "plain", batch_size: int = 1, lookup_latency_ms: float = 0):
-        self.lab, self.name, self.topic = lab, name, topic
+                 lookup_url: str = "", lookup_mode: str = "plain", batch_size: int = 1, lookup_latency_ms: float = 0,
+                 group_protocol: str = "classic"):
+        self.lab, self.name, self.topic, self.group_protocol = lab, name, topic, group_protocol
         app_id = f"tput-{name}-{uuid.uuid4().hex[:4]}"
         self.admin, self._stable_since = lab.cluster.admin(), None
         output = lab.topics(f"{topic}-{name}-out", partitions=1)[0]
@@ -29,6 +30,8 @@ class StreamsApp(streams_app.StreamsApp):
                              "processing.guarantee": "at_least_once", "commit.interval.ms": 1000,
                              "num.stream.threads": threads, "state.dir": lab.folder / app_id / str(i),
                              "consumer.auto.offset.reset": "earliest", "producer.linger.ms": 5,
+                             # streams (KIP-1071): the broker assigns the tasks, not the app's leader
+                             **({"group.protocol": group_protocol} if group_protocol != "classic" else {}),
                              # sticky: the default (high-availability) assignor hands stateless tasks to the least
                              # loaded instance, not their owner, and with more instances than tasks they moved
                              # from one to another for 40 s before the group settled
@@ -54,10 +57,11 @@ class StreamsApp(streams_app.StreamsApp):
         return {p.name: self.last(p).get("tasks", []) for p in self.programs}
 
     def settled(self, partitions: int, stable_s: float = 5.0) -> bool:
-        """The group STABLE (no rebalance under way, nor a follow-up), every instance RUNNING, every
-        partition's task assigned, and no change for `stable_s`."""
+        """The group STABLE (no rebalance under way, nor a follow-up; asked of a classic group only), every instance
+        RUNNING, every partition's task assigned, and no change for `stable_s`."""
         now = time.time()
-        if self._group_state() != "STABLE":
+        # a streams group (KIP-1071) is no consumer group to describe: its instances' own states and tasks decide
+        if self.group_protocol == "classic" and self._group_state() != "STABLE":
             self._stable_since = None
             return False
         self._stable_since = self._stable_since or now
