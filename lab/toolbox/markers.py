@@ -3,12 +3,15 @@
     markers = cluster.transaction_markers("out")          # lab.cluster: read from the log segments
     counts = around(markers, producer_ids={126}, at=crash_ts)
     draw(run.timeline, "app markers", markers)            # one mark per marker on the timeline
+    versions = transaction_versions(run, client_of)         # which transaction version (KIP-890) each client ran on
 """
 from __future__ import annotations
 
 import re
 
 from ..record.evidence import grep
+from ..record.transaction_state import commit_epochs, finalized_level
+from .consume import read_to_end
 
 # A Java producer's transaction manager, when InitProducerId answers (the first start, and every epoch bump).
 PRODUCER_ID_LINE = r"ProducerId set to (\d+) with epoch (\d+)"
@@ -45,3 +48,14 @@ def draw(timeline, lane: str, markers: list[dict]) -> list:
     """One point per marker on `lane`: COMMIT green, ABORT red; returns the events."""
     return [timeline.add(lane, f"{m['marker']} marker", m["timestamp"], detail=describe(m),
                          tone="mitigation" if m["marker"] == "COMMIT" else "failure") for m in markers]
+
+
+def transaction_versions(run, client_of) -> dict | None:
+    """Which transaction version (KIP-890) a run's commits ran on: the level the broker finalized, and per client
+    (`client_of` maps a transactional id to its client, None for others) whether the coordinator bumped the epoch at
+    each commit, version 2's mark. None on a cluster of your own: its transaction log is not read."""
+    if not getattr(run.cluster, "owns_broker", False):
+        return None
+    log_path = getattr(run.cluster, "log_path", None)   # a ZooKeeper-era broker: none (and no version 2)
+    return {"finalized": finalized_level(log_path() if log_path else None),
+            "clients": commit_epochs(read_to_end(run.bootstrap, "__transaction_state"), client_of)}

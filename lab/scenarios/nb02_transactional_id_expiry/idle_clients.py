@@ -4,9 +4,8 @@ kafka-clients version commit, sit idle IDLE_S past the expiration, then get one 
 the other modes (without the Java producers, `mitigate_base`); a fix of the expiration runs `crash` alone."""
 from __future__ import annotations
 
-from ...record.transaction_state import commit_epochs, finalized_level
 from ...toolbox import Run
-from ...toolbox.consume import read_to_end
+from ...toolbox.markers import transaction_versions
 from ...toolbox.lesson import Lesson
 from ...toolbox.params import something_to_run
 from . import txn_expiry as chapter
@@ -22,10 +21,8 @@ def run_lesson(lab: Run, p: dict) -> chapter.TxnExpiryResult:
     """The idle round, then which transaction version (KIP-890) its clients' commits ran on: the level the broker
     finalized, and per client whether the coordinator bumped the epoch at each commit (version 2's mark)."""
     result = chapter.idle_rounds(lab, p)
-    if getattr(lab.cluster, "owns_broker", False):   # a cluster of your own: its transaction log is not read
-        ids = {f"{lab.id}-{name}".replace(".", "_"): name for name in result.clients}   # as _Client.txn_id
-        result.transaction_version = {"finalized": finalized_level(lab.cluster.log_path()), "clients": commit_epochs(
-            read_to_end(lab.bootstrap, "__transaction_state"), ids.get)}
+    ids = {f"{lab.id}-{name}".replace(".", "_"): name for name in result.clients}   # as txn_clients._Client.txn_id
+    result.transaction_version = transaction_versions(lab, ids.get)
     return result
 
 

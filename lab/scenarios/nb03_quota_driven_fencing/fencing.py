@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ...audit import audit
 from ...toolbox import Run
+from ...toolbox.markers import transaction_versions
 from ...toolbox.lesson import Lesson
 from ...record.history import History
 from . import quota_fencing as chapter
@@ -21,7 +22,15 @@ def run_lesson(lab: Run, p: dict) -> QuotaResult:
                     output_topic=f"{main.tags[roles['app'].name]}-out", allow_empty=True).counts["aborted_read"]
     return QuotaResult("over_quota", p, lab.id, lab.timeline, roles=roles, main=main,
                        fix_in_bytecode=chapter.fixes(roles.values()), aborted_output_records=aborted,
-                       cluster=lab.cluster)
+                       cluster=lab.cluster, transaction_version=_transaction_version(lab, roles, main.tags))
+
+
+def _transaction_version(lab: Run, roles: dict, tags: dict) -> dict | None:
+    """Which transaction version (KIP-890) each app's commits ran on: the level the broker finalized, and per role
+    whether the coordinator bumped the epoch at each commit (version 2's mark). Kafka Streams' transactional ids
+    start with the application id, the librdkafka loop's with its group: both are the app's tag."""
+    return transaction_versions(lab, lambda txn_id: next(
+        (role for role, v in roles.items() if txn_id.startswith(f"{tags[v.name]}-")), None))
 
 
 def apps_in_the_lineup(p: dict) -> int:

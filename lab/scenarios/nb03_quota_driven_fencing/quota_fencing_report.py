@@ -57,6 +57,7 @@ class QuotaResult(Result):
     sweep: list = field(default_factory=list, repr=False)      # [Measured], one per wave
     fix_in_bytecode: dict = field(default_factory=dict)
     aborted_output_records: int = 0
+    transaction_version: dict | None = None   # 03a: the finalized level, each role's commits (fencing)
 
     title = "Quota-driven fencing: x incident (hover: its mechanism), ▼ coordinator abort, bars: waits"
 
@@ -146,4 +147,4 @@ class QuotaResult(Result):
                 "aborted_output_records": self.aborted_output_records, "duplicates": self.main.duplicates,
                 "audit": self.main.verdict.as_dict(), "producer_client_ids": self.main.client_ids,
                 "quota_client_ids": self.main.quota_ids, "fix_in_bytecode": self.fix_in_bytecode,
-                "sweep": self.sweep_table().to_dict("records")}
+                "transaction_version": self.transaction_version, "sweep": self.sweep_table().to_dict("records")}

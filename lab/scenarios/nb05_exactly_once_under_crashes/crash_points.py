@@ -8,14 +8,13 @@ import json
 import time
 
 from ...toolbox import Run, Timeline, grep
-from ...toolbox.consume import TopicReader, read_to_end
+from ...toolbox.consume import TopicReader
 from ...record.evidence import STATE_WIPE
 from ...toolbox.lesson import Lesson
 from ...toolbox.params import something_to_run
-from ...toolbox.markers import around, draw, producer_ids
+from ...toolbox.markers import around, draw, producer_ids, transaction_versions
 from ...record.generator import HOLD_S, generate
 from ...record.history import History
-from ...record.transaction_state import commit_epochs, finalized_level
 from ...runtime.programs import JavaProgram
 from . import eos_crashes as chapter
 from .analysis import app_events, measure
@@ -133,21 +132,15 @@ def run_lesson(lab: Run, p: dict) -> EosCrashResult:
     crashes = {f"{point} · {SHORT[g]}": _crash_run(lab, point, g, p) for g in p["guarantees"]
                for point in p["crash_points"]}
     _markers(lab, crashes)
-    broker_log = chapter._broker_log(lab)
     return EosCrashResult("crashes", p, lab.id, lab.timeline, crashes=crashes, bootstrap=lab.bootstrap,
-                          broker_log=broker_log, transaction_version=_transaction_version(lab, crashes, broker_log))
+                          broker_log=chapter._broker_log(lab), transaction_version=_transaction_version(lab, crashes))
 
 
-def _transaction_version(lab: Run, crashes: dict, broker_log) -> dict | None:
-    """Which transaction version (KIP-890) the exactly-once runs' commits ran on: the level the broker finalized,
-    and per run whether the coordinator bumped the epoch at each commit (version 2's mark). Kafka Streams'
-    transactional ids start with the application id."""
-    def run_of(txn_id):
-        return next((label for label, c in crashes.items() if txn_id.startswith(f"{c.app_id}-")), None)
-    if not getattr(lab.cluster, "owns_broker", False):   # a cluster of your own: its transaction log is not read
-        return None
-    return {"finalized": finalized_level(broker_log),
-            "clients": commit_epochs(read_to_end(lab.bootstrap, "__transaction_state"), run_of)}
+def _transaction_version(lab: Run, crashes: dict) -> dict | None:
+    """Which transaction version (KIP-890) each exactly-once run's commits ran on (Kafka Streams' transactional ids
+    start with the application id)."""
+    return transaction_versions(lab, lambda txn_id: next(
+        (label for label, c in crashes.items() if txn_id.startswith(f"{c.app_id}-")), None))
 
 
 lesson = Lesson("crashes", "A crash at every point", needs=chapter.needs, body=run_lesson,
