@@ -10,6 +10,18 @@ def prediction(r: dict, given, measured, lesson: str | None = None) -> None:
     assert r["prediction_right"] == (None if given is None else given == measured), r
 
 
+def on_transaction_versions(r: dict, bumped, not_bumped=()) -> None:
+    """Which transaction version (KIP-890) the run's commits ran on, as recorded: level 2 finalized; each client of
+    `bumped` bumped the epoch at every commit (version 2), each of `not_bumped` at none (version 0); every one of
+    them committed at least once, and no other client is listed."""
+    tv = r["transaction_version"]
+    assert tv["finalized"] == 2, tv
+    assert set(tv["clients"]) == set(bumped) | set(not_bumped), tv
+    for name, c in tv["clients"].items():
+        assert c["commits"] >= 1, (name, tv)
+        assert c["on_tv2"] is (name in bumped) and c["bumped"] == (c["commits"] if name in bumped else 0), (name, tv)
+
+
 TRIVIAL = (0, "", "none", [])   # answers that must never pass: zero, empty, "none", an empty list
 
 

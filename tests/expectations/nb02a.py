@@ -1,6 +1,6 @@
 """Lesson 02a, an idle transactional id (INVALID_PRODUCER_ID_MAPPING; "Some kafka retention lessons (we learned the
 hard way)")."""
-from tests.expectations import exercises, prediction
+from tests.expectations import exercises, on_transaction_versions, prediction
 
 # Small idle times: ids expire after 5 s, the clients idle 8 s. The run the question asks about has the `crash` client
 # and the Java producers (the notebook's PYTHON_MODES); the Mitigate step (the test's own fix, written into the
@@ -49,7 +49,7 @@ def check(r):
     # Kafka 4's transaction protocol (KIP-890, transaction version 2), which the Explain cell's line reports: the
     # broker finalized level 2; only the 4.x Java producer's commits bumped the epoch (they ran on it), and it met
     # the error all the same (asserted above); librdkafka's and 3.9's commits never bumped it (version 0).
-    on_tv2(r, ["java-4.3.1"], ["java-3.9.1", "python-crash"])
+    on_transaction_versions(r, ["java-4.3.1"], ["java-3.9.1", "python-crash"])
 
     # The Mitigate step: the other modes on the same idle round, without the Java producers. They meet the error
     # too (the verdict: the failure again), each handles it its own way.
@@ -69,7 +69,7 @@ def check(r):
     assert audit["python-recreate"]["duplicate"] == 0 and audit["python-recreate"]["lost"] == 0, audit
     no_rewind = audit["python-no-rewind"]
     assert no_rewind["lost"] >= 1 and no_rewind["duplicate"] == 0, no_rewind
-    on_tv2(fixed, [], [f"python-{mode}" for mode in OTHER_MODES])   # librdkafka, whatever its handling
+    on_transaction_versions(fixed, [], [f"python-{m}" for m in OTHER_MODES])   # librdkafka, whatever its handling
     # by-the-book aborts when only AddOffsetsToTxn reached the coordinator: no epoch bump, stuck
     stuck = fixed["stuck_abort"]
     assert stuck["error"] == "INVALID_PRODUCER_ID_MAPPING" and stuck["errors"] >= 5 and not stuck["recovered"], stuck
@@ -83,17 +83,6 @@ def check(r):
     answers = exercises(r, [1, 2, 3])
     assert answers == {1: None, 2: None, 3: None}, answers
     assert "a sweep removed it" in r["exercises"]["2"]["wrong"], r["exercises"]["2"]
-
-
-def on_tv2(r, bumped, not_bumped):
-    """The run's transaction version: level 2 finalized; `bumped` clients' commits each bumped the epoch (version 2),
-    `not_bumped` ones' never did (version 0); every client committed at least once."""
-    tv = r["transaction_version"]
-    assert tv["finalized"] == 2, tv
-    assert set(tv["clients"]) == set(bumped) | set(not_bumped), tv
-    for name, c in tv["clients"].items():
-        assert c["commits"] >= 1, (name, tv)
-        assert c["on_tv2"] is (name in bumped) and c["bumped"] == (c["commits"] if name in bumped else 0), (name, tv)
 
 
 def check_control(r):
@@ -115,7 +104,8 @@ def check_control(r):
     for name, counts in r["part_a_audit"].items():
         assert counts == {"duplicate": 0, "lost": 0, "aborted_read": 0}, (name, counts)
     assert not r["source_message_seen"] and r["idle_when_expired_s"] == [], r
-    on_tv2(r, ["java-4.3.1"], ["java-3.9.1", *[f"python-{m}" for m in CONTROL["PYTHON_MODES"]]])   # no error, too
+    # no error here, the same versions
+    on_transaction_versions(r, ["java-4.3.1"], ["java-3.9.1", *[f"python-{m}" for m in CONTROL["PYTHON_MODES"]]])
     # 3 needs the error: no client met it, so the check says so and judges no answer, not even the empty set
     tried = dict(r["exercises"])
     three = tried.pop("3")

@@ -9,7 +9,7 @@ duplicate. (On a heavily loaded machine 4.3.1 was once fenced too, by an oversiz
 that mechanism.) CONTROL: the same app at ~0.7x the quota, alone.
 """
 from lab.scenarios.nb03_quota_driven_fencing.quota_fencing_analysis import WIRE_OVERHEAD_BYTES
-from tests.expectations import exercises, prediction
+from tests.expectations import exercises, on_transaction_versions, prediction
 
 # 75 s of load with one variant beside it; no Mitigate step (FIX empty: the test's own fix in the Mitigate cell): its
 # fix, transaction.timeout.ms 60 s on the affected client, runs beside the failure instead (VARIANTS), asserted
@@ -70,7 +70,7 @@ def check(r):
     # Kafka 4's transaction protocol (KIP-890, transaction version 2), which the Explain cell's line reports: the
     # broker finalized level 2; only OTHER_VERSION's (4.x) commits bumped the epoch (it ran on it, and was not fenced,
     # asserted above); STREAMS_VERSION's apps (3.8.1, fenced or not) and the librdkafka loop stayed on version 0.
-    on_tv2(r, ["other_version"], ["app", "no_quota", "librdkafka", "transaction_timeout"])
+    on_transaction_versions(r, ["other_version"], ["app", "no_quota", "librdkafka", "transaction_timeout"])
     # The exercises: each solution passes its check, each tempting wrong answer is refused with a hint. Exercise 1
     # asks for a function, judged on this run's stuck requests: the affected app's waited out request.timeout.ms.
     # Exercise 2's experiment is tried in the CONTROL, on its shorter load.
@@ -98,7 +98,7 @@ def check_control(r):
     assert r["duplicates"] == {affected["variant"]: 0}, r["duplicates"]
     assert r["fix_in_bytecode"][r["param_streams_version"]] is False
     assert r["variants"] == {} and r["mitigation"] is None   # no fix given
-    on_tv2(r, [], ["app"])   # 3.8.1 alone, not fenced: its commits on version 0 all the same
+    on_transaction_versions(r, [], ["app"])   # 3.8.1 alone, not fenced: its commits on version 0 all the same
     # Exercise 2 is an experiment on records twice the run's: the affected app again, alone, with them, at the
     # solution's quota (50 % headroom over their load), for DURATION_S: "correct" is its measurement (not fenced); the
     # wrong answer (the run's headroom quota, sized for its records) and every quota the notebook shows above the
@@ -110,14 +110,3 @@ def check_control(r):
     copies = {case: said for case, said in r["exercises"]["2"].items() if case.startswith("printed")}
     assert len(copies) >= 4 and "correct" not in copies.values(), copies
     assert "twice as much" in r["exercises"]["2"]["wrong"], r["exercises"]["2"]
-
-
-def on_tv2(r, bumped, not_bumped):
-    """The run's transaction version: level 2 finalized; `bumped` roles' commits each bumped the epoch (version 2),
-    `not_bumped` ones' never did (version 0); every role committed at least once."""
-    tv = r["transaction_version"]
-    assert tv["finalized"] == 2, tv
-    assert set(tv["clients"]) == set(bumped) | set(not_bumped), tv
-    for role, c in tv["clients"].items():
-        assert c["commits"] >= 1, (role, tv)
-        assert c["on_tv2"] is (role in bumped) and c["bumped"] == (c["commits"] if role in bumped else 0), (role, tv)
