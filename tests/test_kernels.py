@@ -1,6 +1,7 @@
 """A lesson gives back what it took: its last cell stops the kernel's Spark, and `make lab`'s JupyterLab shuts down a
 kernel left idle (a real JupyterLab, a real kernel; no broker)."""
 import os
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -33,6 +34,18 @@ def test_the_last_cell_stops_the_kernels_spark_and_says_so():
     assert int(text[2].split()[-1]) >= 1, text[2]           # Spark's driver JVM, the kernel's child
     assert text[3].startswith("Lesson over: Spark stopped, memory given back."), text[3]
     assert int(text[4].split()[-1]) == 0, text[4]            # nothing left holding memory
+
+
+def test_a_headless_kernel_starts_on_a_machine_where_jupyter_never_ran(monkeypatch):
+    """Its sockets are files in Jupyter's runtime folder, which a fresh machine does not have yet (a short path: a
+    socket file's path may not exceed 107 characters)."""
+    with tempfile.TemporaryDirectory(prefix="rt-") as short:
+        runtime = Path(short) / "never-created"
+        monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(runtime))
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")])
+        NotebookClient(nb, kernel_name="python3", timeout=120, kernel_manager_class=headless_kernel_manager()).execute()
+        assert nb.cells[0].outputs[0]["text"] == "42\n"
+        assert runtime.is_dir()
 
 
 def test_jupyterlab_shuts_down_a_kernel_left_idle(tmp_path):

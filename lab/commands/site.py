@@ -65,6 +65,7 @@ def headless_kernel_manager():
 
     from jupyter_client.manager import AsyncKernelManager
     from jupyter_core.paths import jupyter_runtime_dir
+    from jupyter_core.utils import ensure_dir_exists
     from traitlets import default
 
     class FileSocketKernelManager(AsyncKernelManager):
@@ -74,7 +75,9 @@ def headless_kernel_manager():
 
         @default("ip")
         def _ip_default(self) -> str:   # an absolute path: the kernel runs in the notebook's folder, not ours
-            return str(Path(jupyter_runtime_dir()) / f"kernel-{uuid.uuid4().hex[:12]}-ipc")
+            runtime = jupyter_runtime_dir()
+            ensure_dir_exists(runtime, mode=0o700)   # a fresh machine has none until Jupyter's first start
+            return str(Path(runtime) / f"kernel-{uuid.uuid4().hex[:12]}-ipc")
 
     return FileSocketKernelManager
 

@@ -95,7 +95,7 @@ def asked_variant(p: dict) -> str:
 
 
 def question(p: dict) -> tuple:
-    return (f"A downstream team reads {READS[asked_variant(p)]}. Version 2 of the app only adds a "
+    return (f"A downstream team reads {READS[asked_variant(p)]}. Version 2 of the app adds a "
             f"`{p['changelog_change']}` step before the count and is deployed while input keeps coming. Of the counts "
             "version 2 makes, how many does the downstream reader get?", SEES)
 
