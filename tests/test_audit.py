@@ -330,7 +330,9 @@ def test_a_hold_keeps_the_rest_of_the_input_until_the_reader_is_ready(cluster, t
     assert list(rows.id.map(lambda i: int(i.rsplit("-", 1)[1]))) == list(range(20))
     created = _create_times(cluster.bootstrap, topic, 20)   # when each record was produced (ms), by offset
     assert len(asked) > 2 and created[10] - created[9] >= 1400, created   # held between the 10th and 11th
-    assert created[19] - created[10] >= 80, created   # then at 100/s again, not in a burst to catch up
+    # then at 100/s again (90 ms for these nine gaps), not in a burst that catches up the 1.5 s hold (a few ms);
+    # half the pace's span: on a loaded machine a late wake-up of the generator shortens the gaps after it
+    assert created[19] - created[10] >= 45, created
     assert sorted(rows.true_value[rows.key == "k0"]) == list(range(1, 11))   # one running count across the hold
 
 
