@@ -4,6 +4,7 @@ topics (a Failing); _watch restarts an app that died until it has failed for WAT
 """
 from __future__ import annotations
 
+import threading
 import time
 
 from ...toolbox import Run, Timeline
@@ -61,6 +62,10 @@ def _failing_run(lab: Run, label: str, app_id: str, version: str, p: dict, phase
     output = TopicReader(lab.bootstrap, topics[1])
     gen = None
     progs, watched = [], {}
+    # A clean first phase gets its share of the input and no more: the rest is held until it has stopped, so the
+    # next phase meets its state however fast or slow each app starts (its stop takes a second or two)
+    first_share = int(p["records"] * phases[0][2]) if phases[0][2] is not None else None
+    released = threading.Event()
     try:
         for k, (name, props, until) in enumerate(phases):
             prog = _app(lab, f"{_slug(label)}-{name}", props.pop("version", version), app_id, topics,
@@ -70,18 +75,21 @@ def _failing_run(lab: Run, label: str, app_id: str, version: str, p: dict, phase
                 watched = {"deaths": [time.time()], "first_failure": time.time(), "incarnations": 1}
             if gen is None:
                 gen = lab.background(generate, lab.bootstrap, topics[0], p["records"], history, keys=p["keys"],
-                                     rate=p["rate"], id_prefix=f"{app_id}-")
+                                     rate=p["rate"], id_prefix=f"{app_id}-",
+                                     hold=(first_share, released.is_set) if first_share is not None else None)
                 if props.get("lab_strict_input") == "true":
                     lab.countdown("half the input, then a malformed record", p["records"] / p["rate"] / 2)
                     _produce_raw(lab.bootstrap, topics[0], b"\x00not json")
                     lab.event(prog.name, "malformed input record", tone="fault")
             feed = p["records"] / p["rate"]
-            if until is not None:   # a clean phase: run while that share of the input arrives, then stop cleanly
-                lab.countdown(f"{label}: {name} runs while {until:.0%} of the input arrives", feed * until,
-                              done=lambda: not prog.alive())
+            if until is not None:   # a clean phase: run until it has processed its share of the input, then stop
+                share = int(p["records"] * until)
+                lab.wait(lambda: len(output.ids()) >= share or not prog.alive(), feed * until + 60,
+                         f"{name} to process {until:.0%} of the input", evidence=lambda: len(output.ids()))
                 if not prog.alive():
                     raise _fail(prog, f"{name} died")
                 prog.stop()
+                released.set()
                 lab.event(prog.name, f"{name} stopped (clean)", tone="info")
                 continue
             ids = lambda: set(history.frame("produced")["id"]) if gen.done else None  # noqa: E731
@@ -94,6 +102,7 @@ def _failing_run(lab: Run, label: str, app_id: str, version: str, p: dict, phase
                 watched = _watch(lab, prog, label, done, p, feed + 60 + p["watch_seconds"])
         gen.result(p["records"] / p["rate"] + 60)
     finally:
+        released.set()   # a phase that died leaves no generator waiting on it
         output.close()
         for prog in progs:
             prog.stop()
