@@ -173,12 +173,14 @@ def _fetch(jars: dict[str, str], label: str) -> None:
     def report() -> None:   # a line every PROGRESS_S while it downloads: a slow network never looks stuck
         while not done.wait(PROGRESS_S):
             say(f"  {label}: {got.jars} of {len(jars)} jars, {got.bytes / 2**20:.1f} MB so far ...")
-    threading.Thread(target=report, daemon=True).start()
+    reporter = threading.Thread(target=report, daemon=True)
+    reporter.start()
     try:
         with ThreadPoolExecutor(4) as pool:
             list(pool.map(lambda item: _download(central, *item, got), jars.items()))
     finally:
         done.set()
+        reporter.join()   # its last line comes before the total, never after it
     say(f"  {label}: {got.jars} jars, {got.bytes / 2**20:.1f} MB")
 
 
