@@ -1,4 +1,4 @@
-"""The pure parts of lesson 06e, a store on a volume of fixed size: no broker, no JVM."""
+"""The pure parts of lesson 06e, how much disk a store takes: no broker, no JVM."""
 import pytest
 
 from lab.errors import LabError

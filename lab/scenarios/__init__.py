@@ -126,7 +126,7 @@ COURSE = [
              ("restore", "state_restore", "a restart after a crash, under exactly-once, at-least-once and with standbys"),
              ("rocksdb_memory", "rocksdb_memory", "the memory RocksDB takes for an app's stores"),
              ("changelog_reader", "changelog_api", "a downstream team reading an app's changelog"),
-             ("disk_space", "disk_space", "a store on a volume of fixed size")),
+             ("disk_space", "disk_space", "how much disk a store takes")),
     *chapter("07", "when_streams_stop", "Work between polls, more instances, a broker bounce", (STREAMS_TALES,),
              ("poll_loop", "poll_loop", "work between two polls, in the Java client, librdkafka and Kafka Streams"),
              ("partitions", "partition_parallelism", "more instances for a busy Kafka Streams app"),

@@ -1,4 +1,4 @@
-"""Lesson 06e, a store on a volume of fixed size ("Tales from running Kafka Streams in Production")."""
+"""Lesson 06e, how much disk a store takes ("Tales from running Kafka Streams in Production")."""
 import math
 
 from tests.expectations import exercises, prediction

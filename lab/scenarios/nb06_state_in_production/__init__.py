@@ -6,7 +6,7 @@ ending with its `lesson` (lab.toolbox.lesson.Lesson).
                      its restores, state_restore_report presents them)
     rocksdb_memory   06c, the memory RocksDB takes for an app's stores (rocksdb_memory_report presents it)
     changelog_api    06d, a downstream reader of a changelog (changelog_api_analysis, changelog_api_report)
-    disk_space       06e, a store on a volume of fixed size
+    disk_space       06e, how much disk a store takes
     state_app        what 06a and 06e share: the feed of new keys and the StateGrowthApp
     printed          what every lesson's exercise reads of its notebook: the answers shown above it
 """

@@ -1,4 +1,4 @@
-"""Lesson 06e, a store on a volume of fixed size (its `lesson`): a plain count
+"""Lesson 06e, how much disk a store takes (its `lesson`): a plain count
 (StateGrowthApp, kind kv) fed DISK_RECORDS keys it never saw, its RocksDB allowed DISK_LIMIT_KB of SST files per
 store instance (RocksDB's SstFileManager.setMaxAllowedSpaceUsage, set in the app's RocksDBConfigSetter): the
 limit applies to the store, never to the machine's disk. Up to three phases on one state directory, as a deployment
@@ -358,6 +358,6 @@ EXERCISES = {
     ),
 }
 
-lesson = Lesson("disk", "A store on a volume of fixed size", params=PARAMS, rules=RULES, needs=needs,
+lesson = Lesson("disk", "How much disk does a store take?", params=PARAMS, rules=RULES, needs=needs,
                 body=run_lesson, question=question, measured_answer=measured_answer, exercises=EXERCISES,
                 apps=("StateGrowthApp",))
