@@ -475,8 +475,16 @@ def test_the_production_error_lesson_asks_and_answers(no_maven, capsys):
                                              wrappers=["Cannot execute transactional method because we are in an "
                                                        "error state"])}
     r = lesson_result(REFUSED, EosCrashResult("refused", p, "run", Timeline(T0), refused=runs), **p)
-    recorded = {"refused": {k: {"outcome": f.outcome, "guarantee": f.m["guarantee"]} for k, f in runs.items()}}
+    recorded = {"refused": {k: {"outcome": f.outcome, "guarantee": f.m["guarantee"], "lost": f.m["lost"]}
+                            for k, f in runs.items()}}
     assert refused_answer(recorded, r.params) == REFUSED_ANSWERS[1] == "only CONTINUE under at_least_once"
+    eos = recorded["refused"]["continue · EOS v2"]
+    # restarted, exactly-once's CONTINUE may go on without a whole failed transaction's outputs: not past with the rest
+    recorded["refused"]["continue · EOS v2"] = {**eos, "outcome": CARRIED_ON, "lost": 57}
+    assert refused_answer(recorded, r.params) == REFUSED_ANSWERS[1]
+    recorded["refused"]["continue · EOS v2"] = {**eos, "outcome": CARRIED_ON, "lost": 1}   # only the refused one
+    assert refused_answer(recorded, r.params) == REFUSED_ANSWERS[2]
+    recorded["refused"]["continue · EOS v2"] = eos
     del recorded["refused"]["continue"]   # route answers CONTINUE too, after its note: it stands in
     assert refused_answer(recorded, r.params) == REFUSED_ANSWERS[1]
     del recorded["refused"]["continue · EOS v2"]   # not all three ran

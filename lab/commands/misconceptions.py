@@ -310,10 +310,14 @@ NUMBERS: dict[str, list[tuple[str, str]]] = {
            # the retention on the messages is not necessarily the same" was their discovery
            ("never, while the topic keeps its records", "a group's committed offsets are kept as long as its topic "
             "keeps its records")],
-    "00": [("the records produced, without the copier's duplicate", "a transaction removes a duplicate the app "
-                                                                    "wrote itself"),
-           ("the aborted records counted too", "read_committed hides only transactions still open, not aborted ones"),
-           ("a record for each transaction marker", "the markers that end transactions are records a reader sees")],
+    # an offset read as "a sequential ID number assigned to each message" (Confluent's "Guide to Consumer Offsets"),
+    # so end minus start offset as a count of records, as lag and record-count dashboards compute it; the Q&A "In
+    # kafka, When producing message with transactional, Consumer offset doubled up" is the surprise it leads to
+    "00": [("every record the copier wrote, committed or aborted, and nothing else", "each offset holds a record: "
+            "a topic's end offset counts the records written to it"),
+           ("the committed records only", "an aborted transaction's records are taken out of the log"),
+           ("every record and a commit marker, but no abort marker", "only a commit writes a marker; an abort "
+            "just drops the transaction")],
     # the seed post "Tales from running Kafka Streams in Production" on the changelog's compaction, "so that old
     # data can be purged", read as the store's too; and statestore.cache.max.bytes or the memtable read as the store
     "06a": [("fewer keys than it was given", "a state store forgets old keys by itself, as a cache, a retention or "

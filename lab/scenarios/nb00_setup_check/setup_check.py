@@ -42,18 +42,19 @@ def needs(p: dict) -> dict:
 
 
 def measured_answer(record: dict, p: dict) -> int:
-    """This run's answer to the Predict question: the records a read_committed reader saw in the copy (Spark)."""
-    return record["spark_committed"]
+    """This run's answer to the Predict question: the copy's end offset once its last marker is in the log."""
+    return record["copy_end_offset"]
 
 
 def question(p: dict) -> tuple:
-    """The Predict step: a count, right only when exact. Each slip is a misconception: the duplicate dropped (a
-    transaction taken to deduplicate), the aborted records or a marker counted as records."""
+    """The Predict step: an offset, right only when exact. Each slip is a misconception (lab.commands.misconceptions):
+    offsets taken for a count of records, aborted records taken to leave the log, the duplicate taken away."""
     aborted = (f"then writes {p['aborted']} records in a second transaction and aborts it" if p["aborted"] else
                "and aborts no transaction this time (`ABORTED = 0`)")
     return (f"The producer writes {p['messages']} records. The copier copies each once and the first one a second "
-            f"time, all in one transaction that it commits, {aborted}. How many records does a `read_committed` "
-            "reader see in the copy?", None, 0)
+            f"time to a copy topic of one partition, all in one transaction that it commits, {aborted}. The copy's "
+            "first record is at offset 0. What is the copy's end offset (the offset its next record would get) "
+            "once the copier is done?", None, 0)
 
 
 def check(lab: Run, p: dict) -> SetupResult:

@@ -68,12 +68,12 @@ class SetupResult(Result):
                    f"* `read_uncommitted − read_committed` = {gap}: no transaction was aborted (`ABORTED = 0`), "
                    "so both isolation levels read the same copy.")
         return "\n".join([
+            f"* the copy's partition ends at offset {self.copy_end_offset}, yet no reader sees more than "
+            f"{self.spark_uncommitted} records: ending a transaction writes a control record (a marker) into the "
+            "log too. It takes an offset, and no consumer ever receives it.",
             aborted,
             f"* `duplicate = {c.get('duplicate')}`: the id written twice in a committed transaction. "
             "Transactions make a *write* atomic; they do not make the same input idempotent.",
             f"* `lost = {c.get('lost')}`: " + (f"every one of the {m} produced ids is in the committed copy."
                                                 if not c.get("lost") else "produced ids are missing from the copy."),
-            f"* the copy's partition ends at offset {self.copy_end_offset}, yet no reader sees more than "
-            f"{self.spark_uncommitted} records: ending a transaction writes a control record (a marker) into the "
-            "log too. It takes an offset, and no consumer ever receives it.",
         ])

@@ -95,7 +95,14 @@ def refused_answer(record: dict, p: dict) -> str | None:
                 found.setdefault((h, run["guarantee"]), run)
     if not all(r in found for r in REFUSED_RUNS):
         return None
-    return which({r for r in REFUSED_RUNS if got_past(found[r]["outcome"])}, REFUSED_PAST)
+    return which({r for r in REFUSED_RUNS if past_with_the_rest(found[r])}, REFUSED_PAST)
+
+
+def past_with_the_rest(run: dict) -> bool:
+    """05d: past the refused record with the inputs behind it: not stuck, and no output missing but that one. Under
+    exactly-once a CONTINUE may go on, restarted, without the outputs of a whole failed transaction: measured on
+    4.3.1 (57 of 150 lost), beside runs where it stopped at every restart."""
+    return got_past(run["outcome"]) and (run.get("lost") or 0) <= 1
 
 
 def schema_answer(record: dict, p: dict) -> str | None:
