@@ -107,7 +107,7 @@ def test_a_second_wrong_answer_gets_a_closer_hint_and_a_run_that_saw_other_fault
 @pytest.mark.parametrize("aborted", [7, 1, 0])
 def test_the_predicted_end_offset_is_right_only_when_exact(aborted, capsys):
     """Each classic slip is judged wrong: offsets taken for records (no marker), the aborted records taken out of the
-    log, the duplicate dropped; with no second transaction there is no abort marker either."""
+    log, no abort marker, one offset short; with no second transaction there is no abort marker either."""
     p = sc.lesson.spec.validate(aborted=aborted, messages=200)
     text, choices, tolerance = sc.lesson.question(p)
     assert choices is None and tolerance == 0 and "end offset" in text and "200" in text

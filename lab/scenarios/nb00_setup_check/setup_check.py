@@ -48,7 +48,7 @@ def measured_answer(record: dict, p: dict) -> int:
 
 def question(p: dict) -> tuple:
     """The Predict step: an offset, right only when exact. Each slip is a misconception (lab.commands.misconceptions):
-    offsets taken for a count of records, aborted records taken to leave the log, the duplicate taken away."""
+    offsets taken for a count of records, aborted records taken to leave the log, an abort taken to leave no marker."""
     aborted = (f"then writes {p['aborted']} records in a second transaction and aborts it" if p["aborted"] else
                "and aborts no transaction this time (`ABORTED = 0`)")
     return (f"The producer writes {p['messages']} records. The copier copies each once and the first one a second "
