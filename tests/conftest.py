@@ -37,6 +37,7 @@ MEASURED_S = {
     "01_quiet_service[control]": 62,
     "tests/test_site.py": 60, "00_setup_check[failure]": 30,
     "tests/test_doctor.py": 45, "08_diagnose_your_cluster[control]": 31,
+    "09_work_queue[failure]": 86, "09_work_queue[control]": 41,
     "tests/test_panel.py": 25, "tests/test_room.py": 35, "tests/test_room_page.py": 12,
 }
 HEAVY = ("07a_poll_loop", "07d_broker_bounce", "06c_rocksdb_memory", "03a_over_quota",

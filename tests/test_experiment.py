@@ -791,6 +791,7 @@ APPS_AT_ONCE = {
     "07b": 7,   # 1 + 2 + 4 instances per partition-count round
     "07c": 1,   # one lookup mode
     "07d": 2,   # two releases ride the bounce together
+    "09": 2,    # the share group's workers, side by side
 }
 
 

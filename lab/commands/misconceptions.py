@@ -329,6 +329,15 @@ NUMBERS: dict[str, list[tuple[str, str]]] = {
              "a call per record adds latency, not a limit on how many records a second get through"),
             ("about 0: the app stalls",   # a slow dependency read as a hung app (no source found)
              "a thread waiting on a slow service stops processing altogether")],
+    # KIP-932 (Queues for Kafka) likens a share group to a queue whose records a consumer holds while it works, and
+    # its lock to a visibility timeout (a queue's per-message clock, as in a message broker's ack deadline): read as a
+    # clock that starts when the worker gets to the record, only the slow one outlasts it
+    "09": [("1: only the slow record", "each record's lock starts when the worker starts on it"),
+           # the consumer group's way, read into the share group: a partition's records stay with the member that
+           # owns it while it is alive (the KafkaShareConsumer javadoc contrasts this with share groups)
+           ("0", "a worker keeps the records it was given while it is alive and polling"),
+           # a poll taken for a unit, as a transaction or a batch acknowledgement would be
+           ("40: the whole poll", "a poll's records are delivered again together, those already acknowledged too")],
     "08": [("none", "a group comes back to its committed offsets however long it was away"),
            ("only what arrived while it was away", "a group whose offsets expired starts at the end of its topic")],
 }

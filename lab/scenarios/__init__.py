@@ -135,6 +135,8 @@ COURSE = [
     Notebook("08_diagnose_your_cluster", "diagnose",
              "a read-only diagnosis of a cluster (`make doctor`), each finding then tested "
              "on a cluster of the lab's own"),
+    Notebook("09_work_queue", "share_locks",
+             "workers sharing a queue of records on Kafka 4 (share groups, KIP-932)", folder="nb09_share_groups"),
 ]
 
 

@@ -4,6 +4,7 @@
     set_group_offsets(run, admin, "g", "events", {0: 0})     # kafka-consumer-groups --reset-offsets
     gone = group_offsets(admin, {"app": "g"}, "events")      # {"app": {0: None}}: expired
     set_topic_config(admin, "events", **{"retention.ms": "1000"})
+    set_group_config(admin, "workers", **{"share.record.lock.duration.ms": "5000"})
 
 The committed offsets an app reports in its own `LAB {"kind": "commit", "offsets": ...}` lines are
 folded by `committed_offsets()`; `expired_at()` reads transactional-id tombstones.
@@ -71,8 +72,18 @@ def committed_offsets(commits: list[dict]) -> dict[int, int]:
 
 def set_topic_config(admin, topic: str, **config: str) -> None:
     """incrementalAlterConfigs SET on a topic (kafka-configs --alter --add-config)."""
+    _set_config(admin, "TOPIC", topic, config)
+
+
+def set_group_config(admin, group: str, **config: str) -> None:
+    """incrementalAlterConfigs SET on a group (kafka-configs --entity-type groups --alter --add-config): a share
+    group's lock duration, delivery limit, where it starts reading."""
+    _set_config(admin, "GROUP", group, config)
+
+
+def _set_config(admin, kind: str, name: str, config: dict) -> None:
     from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
-    res = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
+    res = ConfigResource(getattr(ConfigResource.Type, kind), name, incremental_configs=[
         ConfigEntry(k, str(v), incremental_operation=AlterConfigOpType.SET) for k, v in config.items()])
     admin.incremental_alter_configs([res], request_timeout=15)[res].result()
 
