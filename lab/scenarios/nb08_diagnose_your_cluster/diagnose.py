@@ -70,7 +70,8 @@ def measured_answer(record: dict, p: dict) -> int | None:
 def question(p: dict) -> tuple:
     """The Predict step: a count (the verification measures it), judged exactly."""
     return (f"The group `billing` consumes and commits {p['messages']} records"
-            + (", then leaves and stays away past offsets.retention.minutes" if "consumer_leaves" in p["setups"] else
+            + (f", then leaves and stays away a little over {p['retention_minutes']} minute"
+               f"{'s' * (p['retention_minutes'] != 1)}" if "consumer_leaves" in p["setups"] else
                ", and a member stays in it until it restarts")
             + ". How many records will it read again when it restarts with auto.offset.reset=earliest?", None, 0)
 
