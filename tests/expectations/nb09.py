@@ -24,6 +24,10 @@ WRITTEN_AGAIN = 37
 # The control: the fix's settings in the Run step (a 30 s lock, REJECT), and no Mitigate step.
 CONTROL = {**PARAMETERS, "SHARE_LOCK_MS": 30000, "SHARE_ON_FAILURE": "reject", "FIX": {}, "PREDICTION": None}
 
+# The panel, clicked in the control run: a short slow record under the long lock, REJECT (about 9 s of work).
+PANEL = {"share_slow_ms": 1000, "share_lock_ms": 30000, "share_on_failure": "reject"}
+PANEL_FAILS = False
+
 
 def check(results):
     assert results["failure_reproduced"] is True
