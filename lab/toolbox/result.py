@@ -223,6 +223,18 @@ def judge_rule(fn, name: str, cases, outcomes: tuple, question: str) -> None:
         expect(given == truth, f"{call} = {given}, but {said}: {question}")
 
 
+def judge_count(fn, name: str, cases, measured: str, predicted: str, question: str) -> None:
+    """A learner's rule `fn` that returns a whole number for one case, judged case by case, the run's own first: each
+    case as judge_rule's (shown, args, truth, setting). `measured` and `predicted` word the truth, with {n} for it,
+    like ("this run wrote {n} record(s) more than once", "the app writes {n} record(s) more than once")."""
+    for shown, args, truth, setting in cases:
+        call = f"{name}({shown})"
+        given = whole(called(fn, call, *(dict(a) if isinstance(a, dict) else a for a in args)))
+        expect(given is not None, f"{call} must return a whole number")
+        said = measured.format(n=truth) if setting is None else f"with {setting} {predicted.format(n=truth)}"
+        expect(given == truth, f"{call} = {given}, but {said}: {question}")
+
+
 def setting(change: dict) -> str:
     """Parameters as a hint names them: "POLL_INTERVAL_MS=60000, POLL_BATCH=10"."""
     return ", ".join(f"{k.upper()}={v:g}" if isinstance(v, float) else f"{k.upper()}={v!r}" for k, v in change.items())

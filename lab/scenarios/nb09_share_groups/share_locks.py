@@ -13,7 +13,7 @@ from ...record.history import History
 from ...toolbox import Param
 from ...toolbox.apps import stop_together
 from ...toolbox.lesson import Lesson
-from ...toolbox.result import Exercise, called, expect, setting, whole
+from ...toolbox.result import Exercise, judge_count, setting
 from .share_workers import ANSWERS, BROKER_CONFIG, Tally, Worker, finish_ms, start, tries, written_again
 
 PARAMS = [
@@ -208,15 +208,11 @@ OTHER_SETTINGS = ({"share_lock_ms": 10_000}, {"share_lock_ms": 30_000}, {"share_
 
 def _check_written_again(result, fn) -> None:
     p = result.params
-    measured = result.outcome.summary["written_more_than_once"]
-    cases = [(p, measured, None)] + [({**p, **change}, written_again({**p, **change}), setting(change))
-                                     for change in OTHER_SETTINGS]
-    for q, truth, where in cases:
-        given = whole(called(fn, "written_more_than_once(p)", dict(q)))
-        expect(given is not None, "return a whole number of records")
-        said = "this run wrote" if where is None else f"with {where} the app writes"
-        expect(given == truth, f"written_more_than_once(p) = {given}, but {said} {truth} record(s) more than once: "
-                               "when does each record's lock start, and when does its work end?")
+    cases = [("p", (p,), result.outcome.summary["written_more_than_once"], None)] + [
+        ("p", ({**p, **change},), written_again({**p, **change}), setting(change)) for change in OTHER_SETTINGS]
+    judge_count(fn, "written_more_than_once", cases, "this run wrote {n} record(s) more than once",
+                "the app writes {n} record(s) more than once",
+                "when does each record's lock start, and when does its work end?")
 
 
 def _one_lock_per_record(p):
@@ -233,22 +229,14 @@ def _printed(result) -> list:
 
 def _check_tries(result, fn) -> None:
     p = result.params
-    s = result.outcome.summary
-    cases = [(f"{p['share_on_failure']!r}, {p['share_delivery_limit']}", (p["share_on_failure"],
-                                                                       p["share_delivery_limit"]),
-              s["failing_deliveries"], None)]
-    for answer in ANSWERS:
-        for limit in (2, 3, 7, 10):
-            q = {**p, "share_on_failure": answer, "share_delivery_limit": limit}
-            cases.append((f"{answer!r}, {limit}", (answer, limit), tries(q),
-                          setting({"share_on_failure": answer, "share_delivery_limit": limit})))
-    for shown, args, truth, where in cases:
-        given = whole(called(fn, f"deliveries({shown})", *args))
-        expect(given is not None, f"deliveries({shown}) must return a whole number")
-        said = f"in this run it was delivered {truth} time(s)" if where is None else \
-            f"with {where} it is delivered {truth} time(s)"
-        expect(given == truth, f"deliveries({shown}) = {given}, but {said}: what does each answer do to the record, "
-                               "and when does the broker stop delivering it?")
+    cases = [(f"{p['share_on_failure']!r}, {p['share_delivery_limit']}",
+              (p["share_on_failure"], p["share_delivery_limit"]), result.outcome.summary["failing_deliveries"], None)]
+    cases += [(f"{answer!r}, {limit}", (answer, limit),
+               tries({**p, "share_on_failure": answer, "share_delivery_limit": limit}),
+               setting({"share_on_failure": answer, "share_delivery_limit": limit}))
+              for answer in ANSWERS for limit in (2, 3, 7, 10)]
+    judge_count(fn, "deliveries", cases, "in this run it was delivered {n} time(s)", "it is delivered {n} time(s)",
+                "what does each answer do to the record, and when does the broker stop delivering it?")
 
 
 def _tries_printed(result) -> list:
