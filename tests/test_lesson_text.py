@@ -197,11 +197,12 @@ WHICH = {
     "03b": (lambda p: qa.fenced_table(p["sweep_versions"]), lambda p: p["sweep_versions"], lambda shown, p: {
         "sweep": [{"client_version": v, "ratio": r, "crashes": int((v in shown) == (r == max(p["sweep_ratios"])))}
                   for v in p["sweep_versions"] for r in p["sweep_ratios"]]}),
-    "04": (lambda p: ss.stale_table(ss.question_versions(p)), lambda p: [v for _, v, _ in ss.variants(p)],
+    "04": (lambda p: ss.stale_table(ss.question_versions(p)), lambda p: [v for _, v, _, _ in ss.variants(p)],
            lambda shown, p: {"streams_version": p["streams_version"], "main": {"caching": p["caching"]},
                              "main_counts": {"stale_reads": int(p["streams_version"] in shown)},
-                             "compared": {label: {"version": v, "caching": c, "stale_reads": int(v in shown)}
-                                          for label, v, c in ss.variants(p)[1:]}}),
+                             "compared": {label: {"version": v, "caching": c, "protocol": protocol,
+                                                  "stale_reads": int(v in shown)}
+                                          for label, v, c, protocol in ss.variants(p)[1:]}}),
     "05a": (lambda p: a05.DUPLICATE_POINTS, lambda p: p["crash_points"] if "at_least_once" in p["guarantees"] else [],
             lambda shown, p: {"crashes": {point: {"crash_point": point, "guarantee": "at_least_once", "crashed": True,
                                                   "duplicates": int(point in shown)} for point in p["crash_points"]}}),

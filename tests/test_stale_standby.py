@@ -69,11 +69,34 @@ def test_an_unknown_version_is_refused_when_maven_has_none(monkeypatch):
 
 
 def test_variants_follow_the_parameters():
-    p = dict(streams_version="3.3.1", compare_versions=["3.5.2"], caching=True, compare=True)
-    assert s.variants(p) == [("main", "3.3.1", True), ("version 3.5.2", "3.5.2", True), ("caching off", "3.3.1", False)]
-    assert s.variants({**p, "compare": False}) == [("main", "3.3.1", True), ("version 3.5.2", "3.5.2", True)]
-    assert s.variants({**p, "compare_versions": ["3.3.1"], "compare": False}) == [("main", "3.3.1", True)]
-    assert s.variants({**p, "caching": False}) == [("main", "3.3.1", False), ("version 3.5.2", "3.5.2", False)]
+    p = dict(streams_version="3.3.1", compare_versions=["3.5.2"], caching=True, compare=True, streams_protocol=[])
+    main, other = ("main", "3.3.1", True, "classic"), ("version 3.5.2", "3.5.2", True, "classic")
+    assert s.variants(p) == [main, other, ("caching off", "3.3.1", False, "classic")]
+    assert s.variants({**p, "compare": False}) == [main, other]
+    assert s.variants({**p, "compare_versions": ["3.3.1"], "compare": False}) == [main]
+    assert s.variants({**p, "caching": False}) == [("main", "3.3.1", False, "classic"),
+                                                   ("version 3.5.2", "3.5.2", False, "classic")]
+    # Kafka 4's streams group protocol: after the others, the cache on whatever the run's (the setting asked about),
+    # and never among the versions the question asks about
+    kafka4 = {**p, "compare": False, "caching": False, "streams_protocol": ["4.3.1"]}
+    assert s.variants(kafka4)[-1] == ("version 4.3.1, streams protocol", "4.3.1", True, "streams")
+    assert s.question_versions({**kafka4, "caching": True}) == ["3.3.1", "3.5.2"]
+
+
+def test_the_streams_protocol_needs_a_release_that_has_it_and_standbys_the_broker_allows():
+    with pytest.raises(LabError, match=r"STREAMS_PROTOCOL: Kafka Streams 3.5.2 has no production-ready"):
+        s.lesson.spec.validate(streams_protocol=["3.5.2"])
+    with pytest.raises(LabError, match=r"STANDBY_REPLICAS=3 with STREAMS_PROTOCOL.*group.streams.max.standby"):
+        s.lesson.spec.validate(streams_protocol=["4.3.1"], standby_replicas=3)
+    assert s.lesson.spec.validate(standby_replicas=3)["standby_replicas"] == 3   # the classic protocol: the app's own
+
+
+def test_the_streams_protocol_run_is_not_among_the_answers():
+    """Its row sits beside the others in the Mitigate step's table; the question asks about the classic runs only."""
+    record = {"streams_version": "3.3.1", "main": {"caching": True}, "main_counts": {"stale_reads": 0},
+              "compared": {"version 4.3.1, streams protocol": {"version": "4.3.1", "caching": True,
+                                                               "protocol": "streams", "stale_reads": 2}}}
+    assert report.measured_answer(record, {}) == "none of them"
 
 
 def test_the_question_asks_which_versions_serve_a_stale_value_and_the_run_answers_it():
@@ -166,7 +189,8 @@ def analysed(tmp_path, stale: bool = True, version: str = "3.3.1"):
                rec("d", 3, 2, 1, T0 + 20.05, 3) if stale   # read before its return is logged (the worker polls)
                else rec("d", 4, 3, 1, T0 + 20.05, 3)]
     history = History(tmp_path / "history", "main")   # no send failed
-    return report.analyse("main", version, True, T0, history, "out", workers, toggles, produced, records, {})
+    return report.analyse("main", version, True, "classic", T0, history, "out", workers, toggles, produced, records,
+                          {})
 
 
 def test_analyse_a_round_trip_then_a_stale_read(tmp_path):

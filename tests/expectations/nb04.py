@@ -3,10 +3,11 @@ from tests.expectations import exercises, prediction
 
 # Short steps keep the lesson (the affected release, then the current one, COMPARE_VERSIONS' default) and its Mitigate
 # step short; "1 2 3" on 6 tasks still sends a task active -> standby -> active on instance 1 (round-robin over three
-# clients). The Mitigate step runs caching off; the other fix, a fixed release with caching on, is the CONTROL.
+# clients). The Mitigate step runs caching off, then 4.3.1 on Kafka 4's streams group protocol (KIP-1071) with its cache
+# on; the other fix, a fixed release with caching on, is the CONTROL.
 PARAMETERS = {
     "STREAMS_VERSION": "3.3.1",
-    "FIX": {"caching": False},
+    "FIX": {"caching": False, "streams_protocol": ["4.3.1"]},
     "PROGRAM": "1 2 3",
     "STEP_SECONDS": 6,
     "SETTLE_SECONDS": 6,
@@ -50,7 +51,7 @@ def check(results):
     # The Mitigate step: the same program with caching off, alone, clean, and clean for a reason: the same
     # active -> standby -> active movement happened.
     fixed = results["mitigation"]
-    assert fixed["fix"] == {"caching": False} and fixed["clean"] is True and fixed["failure_reproduced"] is False, fixed
+    assert fixed["fix"] == PARAMETERS["FIX"] and fixed["clean"] is True and fixed["failure_reproduced"] is False, fixed
     assert fixed["param_caching"] is False and fixed["streams_version"] == "3.3.1", fixed
     run = fixed["main_counts"]
     assert run["stale_reads"] == 0 and run["wrong_values"] == 0, run
@@ -58,6 +59,17 @@ def check(results):
     assert run["missing"] == 0 and run["duplicates"] == 0, run
     assert run["round_trips"] > 0, ("no task came back to an instance: the fix proves nothing", run)
     assert run["produced"] > 0 and run["outputs"] == run["produced"], run
+    # On Kafka 4 (its row beside the fix): 4.3.1 on the streams group protocol, the cache on. The broker placed the
+    # standbys from the group's config, Kafka Streams said it ignores the app's own num.standby.replicas, and no read
+    # went stale, the Spark audit agreeing. (Whether a task made the round trip is recorded, not asserted: the broker's
+    # assignor decides it.)
+    assert list(fixed["compared"]) == ["version 4.3.1, streams protocol"], list(fixed["compared"])
+    kafka4 = fixed["compared"]["version 4.3.1, streams protocol"]
+    assert kafka4["protocol"] == "streams" and kafka4["caching"] is True, kafka4
+    assert kafka4["standby_tasks"] > 0 and kafka4["standby_setting_ignored"] is True, kafka4
+    assert kafka4["stale_reads"] == 0 and kafka4["wrong_values"] == 0, kafka4
+    assert kafka4["audit"]["counts"]["stale_value"] == 0 and kafka4["audit"]["passed"], kafka4["audit"]
+    assert kafka4["missing"] == 0 and kafka4["duplicates"] == 0 and kafka4["produced"] > 0, kafka4
 
     # The exercises: each solution passes its check, each tempting wrong answer is refused with a hint.
     answers = exercises(results, [1, 2])

@@ -1,7 +1,8 @@
 """Lesson 04, reads while tasks move between instances: PROGRAM's instance toggles played on real Kafka Streams JVMs
 (lab/java/StaleStandbyWorker.java: a per-key count, cached or not, with standbys and exactly-once) while the
 generator logs each key's true count, once per variant (the run, then each version of COMPARE_VERSIONS with the
-same cache setting, then, with COMPARE, caching off). What it measured is in stale_standby_report; its exercises in exercises.
+same cache setting, then, with COMPARE, caching off, then each version of STREAMS_PROTOCOL on Kafka 4's streams group
+protocol). What it measured is in stale_standby_report; its exercises in exercises.
 The worker needs Kafka Streams 3.0.0 or later.
 """
 from __future__ import annotations
@@ -10,9 +11,11 @@ import re
 import threading
 import time
 
+from ...cluster import parse_version
 from ...config import KAFKA_VERSION
 from ...errors import LabError
 from ...toolbox import Param, Run, lab_lines
+from ...toolbox.admin import set_group_config
 from ...toolbox.apps import stop_together
 from ...toolbox.checks import check_streams_program
 from ...toolbox.consume import read_committed
@@ -27,6 +30,8 @@ from .stale_standby_report import StaleStandbyResult, Variant, analyse, measured
 
 MAIN, SOURCES = "StaleStandbyWorker", ["StaleStandbyWorker.java", "Lab.java"]
 OLDEST_SUPPORTED = (3, 0, 0)                          # the worker's TaskMetadata / exactly_once_v2 API
+STREAMS_PROTOCOL_FROM = (4, 2, 0)                     # KIP-1071's streams group protocol, production-ready (4.1: early access)
+MAX_BROKER_STANDBYS = 2                               # the broker's group.streams.max.standby.replicas (its default)
 MAX_INSTANCES = 4                                     # JVMs this machine holds next to a broker
 
 
@@ -49,6 +54,21 @@ def check_streams_version(version: str, name: str = "STREAMS_VERSION") -> None:
                           why="its TaskMetadata / exactly_once_v2 API")
 
 
+def check_streams_protocol_version(version: str) -> None:
+    check_streams_version(version, "STREAMS_PROTOCOL")
+    if parse_version(version) < STREAMS_PROTOCOL_FROM:
+        raise LabError(f"STREAMS_PROTOCOL: Kafka Streams {version} has no production-ready streams group protocol "
+                       "(KIP-1071): give 4.2.0 or later, like 4.3.1.")
+
+
+def _standbys_the_broker_allows(p: dict) -> str | None:
+    if p["streams_protocol"] and p["standby_replicas"] > MAX_BROKER_STANDBYS:
+        return (f"STANDBY_REPLICAS={p['standby_replicas']} with STREAMS_PROTOCOL: the broker refuses a streams group "
+                f"more than {MAX_BROKER_STANDBYS} standby replicas (group.streams.max.standby.replicas): give "
+                f"{MAX_BROKER_STANDBYS} or fewer.")
+    return None
+
+
 def _leaves_one_running(p: dict) -> str | None:
     running: set[int] = set()
     for s in parse_program(p["program"]):
@@ -64,6 +84,9 @@ PARAMS = [
           "its cache set as CACHING (3.0.0 or later; empty: none)",
           check=lambda versions: [check_streams_version(v, "COMPARE_VERSIONS") for v in versions]),
     Param("compare", False, "also play the program with caching off, after the others"),
+    Param("streams_protocol", [], "Kafka Streams versions (4.2.0 or later) that play the program once more, after the "
+          "others, on the streams group protocol (KIP-1071, group.protocol=streams), the cache on (empty: none)",
+          check=lambda versions: [check_streams_protocol_version(v) for v in versions]),
     Param("caching", True, "the store's cache in the run"),
     Param("program", "1 2 3", "instance toggles, one per step: each number starts that instance if it is stopped, "
           "stops it if it runs (every instance starts stopped; the source's: 1 2 3)", check=parse_program),
@@ -82,13 +105,15 @@ def needs(p: dict) -> dict:
     return dict(nodes=1, version=KAFKA_VERSION, broker_config={})
 
 
-def variants(p: dict) -> list[tuple[str, str, bool]]:
-    """(label, Kafka Streams version, caching): the run, each other version with the same cache setting, then, with
-    COMPARE, caching off."""
-    others = [(f"version {v}", v, p["caching"]) for v in dict.fromkeys(p["compare_versions"])
+def variants(p: dict) -> list[tuple[str, str, bool, str]]:
+    """(label, Kafka Streams version, caching, group protocol): the run, each other version with the same cache
+    setting, then, with COMPARE, caching off, all on the classic protocol; then each version of STREAMS_PROTOCOL with
+    the cache on (the setting the question is about) on the streams group protocol."""
+    others = [(f"version {v}", v, p["caching"], "classic") for v in dict.fromkeys(p["compare_versions"])
               if v != p["streams_version"]]
-    off = [("caching off", p["streams_version"], False)] if p["compare"] and p["caching"] else []
-    return [("main", p["streams_version"], p["caching"])] + others + off
+    off = [("caching off", p["streams_version"], False, "classic")] if p["compare"] and p["caching"] else []
+    kafka4 = [(f"version {v}, streams protocol", v, True, "streams") for v in dict.fromkeys(p["streams_protocol"])]
+    return [("main", p["streams_version"], p["caching"], "classic")] + others + off + kafka4
 
 
 def describe_program(program) -> str:
@@ -108,7 +133,8 @@ def _standbys(n: int) -> str:
 
 def question_versions(p: dict) -> list[str]:
     """The versions the question asks about: each that plays the program with the run's cache setting."""
-    return [version for _, version, caching in variants(p) if caching == p["caching"]]
+    return [version for _, version, caching, protocol in variants(p)
+            if caching == p["caching"] and protocol == "classic"]
 
 
 def question(p: dict) -> tuple:
@@ -123,15 +149,17 @@ def question(p: dict) -> tuple:
 
 def every_variant(lab: Run, p: dict) -> StaleStandbyResult:
     """Every variant of the program on one broker, one after the other."""
-    measured = {label: _variant(lab, label, version, caching, p) for label, version, caching in variants(p)}
+    measured = {label: _variant(lab, label, version, caching, protocol, p)
+                for label, version, caching, protocol in variants(p)}
     return StaleStandbyResult("store_reads", p, lab.id, measured["main"].timeline, variants=measured,
                               bootstrap=lab.bootstrap)
 
 
-def _variant(lab: Run, label: str, version: str, caching: bool, p: dict) -> "Variant":
+def _variant(lab: Run, label: str, version: str, caching: bool, protocol: str, p: dict) -> "Variant":
     steps, app = parse_program(p["program"]), f"{lab.id}-{re.sub(r'[^a-z0-9]+', '-', label)}"
     lab.phase(f"{label}: Kafka Streams {version}, caching "
-              f"{'on' if caching else 'off'}, {p['standby_replicas']} standby, program {p['program']!r}")
+              f"{'on' if caching else 'off'}, {p['standby_replicas']} standby, {protocol} protocol, "
+              f"program {p['program']!r}")
     history = History(lab.folder / app / "history", app)
     topics = lab.topics(f"{app}-input", f"{app}-output", partitions=p["partitions"])
     config = {"lab.input.topic": topics[0], "lab.output.topic": topics[1], "lab.caching": str(caching).lower(),
@@ -141,6 +169,13 @@ def _variant(lab: Run, label: str, version: str, caching: bool, p: dict) -> "Var
               # Streams does not leave the group on close: a stopped instance's tasks move once its
               # session expires, so keep that short (the broker's minimum is 6 s).
               "session.timeout.ms": 6000, "heartbeat.interval.ms": 1500}
+    if protocol == "streams":
+        # KIP-1071: the broker assigns the tasks, and its group config places the standbys (the app's own
+        # num.standby.replicas stays in its properties: Kafka Streams says it ignores it). A member leaves the group
+        # when it closes, so no short session is needed (the broker's minimum is 45 s).
+        del config["session.timeout.ms"], config["heartbeat.interval.ms"]
+        config["group.protocol"] = "streams"
+        set_group_config(lab.cluster.admin(), app, **{"streams.num.standby.replicas": str(p["standby_replicas"])})
     workers = {i: lab.program(JavaProgram(
         f"{label.replace(' ', '-')}-worker-{i}", version, MAIN, SOURCES, heap="256m",
         properties={**config, "lab.instance": i, "state.dir": lab.folder / app / f"state-{i}"}))
@@ -184,8 +219,8 @@ def _variant(lab: Run, label: str, version: str, caching: bool, p: dict) -> "Var
         running = [i for i, w in workers.items() if w.alive()]
         stop_together([workers[i].process for i in running], timeout=30)   # each closes its Streams client
         toggles += [{"ts": time.time(), "done_ts": time.time(), "instance": i, "action": "stop"} for i in running]
-    return analyse(label, version, caching, t0, history, topics[1], workers, toggles, produced, records,
-                    rss.result(10))
+    return analyse(label, version, caching, protocol, t0, history, topics[1], workers, toggles, produced, records,
+                   rss.result(10))
 
 
 def instances_at_once(p: dict) -> int:
@@ -198,10 +233,10 @@ def instances_at_once(p: dict) -> int:
 
 
 # The Mitigate step: the same program again, alone (no other version, no caching-off copy), with the learner's fix
-# (caching off, or another version).
+# (caching off, or another version), and any STREAMS_PROTOCOL version the learner adds to it after it.
 # Its key names its runs and is printed while a run goes (a run's folder, its topics): it names the setting only.
 lesson = Lesson("store_reads", "Reads while tasks move between instances", params=PARAMS,
-                rules=[_leaves_one_running], needs=needs, body=every_variant, question=question,
+                rules=[_leaves_one_running, _standbys_the_broker_allows], needs=needs, body=every_variant, question=question,
                 measured_answer=measured_answer, exercises=EXERCISES, apps=(MAIN,), spark_audit=True,
                 apps_at_once=instances_at_once,
                 mitigate_base={"compare": False, "compare_versions": []})

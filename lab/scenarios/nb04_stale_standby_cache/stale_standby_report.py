@@ -13,6 +13,8 @@ from ...record.history import History
 FIRST_AFFECTED, FIRST_FIXED = (2, 6, 0), (3, 4, 1)   # KAFKA-9501 recycling .. PR #13369
 AFTER_READ_S = 2.0    # the worker polls its assignment every 100 ms: a role change is logged a little late
 KINDS = ["stale_value", "duplicate", "lost"]          # what the Spark audit checks
+# Kafka Streams' WARN when an app sets num.standby.replicas on the streams group protocol (KAFKA-19376, 4.1+)
+STANDBY_SETTING_IGNORED = "Standby replicas are configured broker-side"
 
 
 def is_affected(version: str) -> bool:
@@ -44,7 +46,8 @@ def measured_answer(record: dict, p: dict) -> str:
     main = record.get("main") or {}
     runs = [(record["streams_version"], record["main_counts"]["stale_reads"])] + [
         (c["version"], c["stale_reads"]) for label, c in (record.get("compared") or {}).items()
-        if label.startswith("version ") and c.get("caching") == main.get("caching", c.get("caching"))]
+        if label.startswith("version ") and c.get("caching") == main.get("caching", c.get("caching"))
+        and c.get("protocol", "classic") == "classic"]   # the streams protocol's runs are not asked about
     versions, stale = list(dict.fromkeys(v for v, _ in runs)), {v for v, stale in runs if stale}
     return which(stale, stale_table(versions)) or stale_label(stale, versions)
 
@@ -91,7 +94,8 @@ def round_trips(assignments):
             elif (change.was, change.role) == ("standby", "active") and left is not None:
                 rows.append({"instance": instance, "task": task, "left_ts": left, "back_ts": change.ts})
             left = left if change.role == "standby" else None
-    return pd.DataFrame(rows, columns=["instance", "task", "left_ts", "back_ts"])
+    return pd.DataFrame(rows, columns=["instance", "task", "left_ts", "back_ts"]).astype(
+        {"left_ts": float, "back_ts": float})   # numbers even with no round trip (the times are rounded next)
 
 
 def movements(assignments, task: str, read_ts: float):
@@ -119,7 +123,7 @@ def outputs(records: list, produced, t0: float):
     return out, truth
 
 
-def analyse(label, version, caching, t0, history, output_topic, workers, toggles, produced, records, rss):
+def analyse(label, version, caching, protocol, t0, history, output_topic, workers, toggles, produced, records, rss):
     logs = {i: w.log_path for i, w in workers.items()}
     assignments = parse_assignments(logs, toggles)
     out, truth = outputs(records, produced, t0)
@@ -144,9 +148,12 @@ def analyse(label, version, caching, t0, history, output_topic, workers, toggles
                                            & (trips["back_ts"] <= row["ts"] + 1)).any())}
         moved = movements(assignments, row["task"], row["ts"])
     moved = moved.assign(t_s=(moved["ts"] - t0).round(2))[["t_s", "instance", "task", "was", "role"]]
+    counts["standby_tasks"] = int(assignments[assignments["role"] == "standby"][["instance", "task"]]
+                                  .drop_duplicates().shape[0])   # (instance, task) pairs ever held as a standby
+    ignored = [line for path in logs.values() for _, line in grep(path, re.escape(STANDBY_SETTING_IGNORED))]
     return Variant(label, version, caching, history, output_topic, trips, out, counts, first,
                    moved.reset_index(drop=True), rss, logs, _timeline(t0, toggles, assignments, trips, out),
-                   assignments=assignments)
+                   assignments=assignments, protocol=protocol, standby_setting_ignored=bool(ignored))
 
 
 def _timeline(t0, toggles, assignments, trips, out) -> Timeline:
@@ -193,10 +200,13 @@ class Variant:
     timeline: Timeline
     audit: object = None     # lab.audit.Verdict once audited
     assignments: object = None   # every role change: ts, instance, task, role, was (parse_assignments)
+    protocol: str = "classic"    # the group protocol: classic, or streams (KIP-1071)
+    standby_setting_ignored: bool = False   # Kafka Streams logged that it ignores the app's num.standby.replicas
 
     def summary(self) -> dict:
         f = self.first_stale or {}
-        return {"version": self.version, "caching": self.caching, "affected": is_affected(self.version),
+        return {"version": self.version, "caching": self.caching, "protocol": self.protocol,
+                "standby_setting_ignored": self.standby_setting_ignored, "affected": is_affected(self.version),
                 **self.counts, "first_stale_s": f.get("t_s"), "first_stale_key": f.get("key"),
                 "peak_rss_mb_instances": self.peak_rss_mb.get("instances"),
                 **({"audit": self.audit.as_dict()} if self.audit is not None else {})}
@@ -204,6 +214,8 @@ class Variant:
     def why(self) -> str:
         """The branch of the mechanism that matches this variant."""
         c, f, v = self.counts, self.first_stale, self.version
+        if self.protocol == "streams":
+            return self._why_streams_protocol()
         if f is not None:
             trip = "just back from active -> standby -> active there" if f["after_round_trip"] else "no round trip"
             own = f["last_value_this_instance_wrote"]
@@ -222,6 +234,18 @@ class Variant:
             return f"{v} clears the caches when it recycles a task (fixed in 3.4.1 / 3.5.0): {trips}, none stale."
         return (f"{v} is affected and {trips}, yet no read went stale: no key that task's cache held was updated "
                 "while it was a standby there.")
+
+    def _why_streams_protocol(self) -> str:
+        """On the streams group protocol: who placed the standbys, and what the reads did."""
+        c, v = self.counts, self.version
+        placed = (f"the broker placed {c['standby_tasks']} standby task(s) from the group's config "
+                  "streams.num.standby.replicas" if c["standby_tasks"] else "no standby task was placed")
+        ignored = (", and Kafka Streams logged that it ignores the app's own num.standby.replicas"
+                   if self.standby_setting_ignored else "")
+        reads = (f"{c['stale_reads']} stale read(s) after {c['round_trips']} round trip(s)" if c["round_trips"] else
+                 f"{c['stale_reads']} stale read(s), and no task came back active to an instance where it had been "
+                 "standby (0 round trips), so the recycled-cache path was not taken")
+        return f"{v} on the streams group protocol (KIP-1071): {placed}{ignored}; {reads}."
 
 
 @dataclass
@@ -258,8 +282,8 @@ class StaleStandbyResult(Result):
         import pandas as pd
         rows = {k: {**v.summary(), "audit stale_value": v.audit.counts.get("stale_value") if v.audit else None}
                 for k, v in self.variants.items()}
-        return pd.DataFrame(rows).T[["version", "caching", "round_trips", "stale_reads", "wrong_values",
-                                     "audit stale_value", "missing", "duplicates", "first_stale_s",
+        return pd.DataFrame(rows).T[["version", "caching", "protocol", "standby_tasks", "round_trips", "stale_reads",
+                                     "wrong_values", "audit stale_value", "missing", "duplicates", "first_stale_s",
                                      "peak_rss_mb_instances"]]
 
     def figure(self, label: str = "main"):
