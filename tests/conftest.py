@@ -33,7 +33,7 @@ MEASURED_S = {
     "tests/test_audit.py": 115, "03a_over_quota[control]": 151, "tests/test_cluster.py": 105,
     "07a_poll_loop[failure]": 107, "07a_poll_loop[control]": 31, "07b_partitions[failure]": 68,
     "07c_lookups[failure]": 47, "07c_lookups[control]": 52,
-    "04_store_reads[control]": 84, "04_store_reads[failure]": 121, "tests/test_security.py": 75,
+    "04_store_reads[control]": 84, "04_store_reads[failure]": 172, "tests/test_security.py": 75,
     "01_quiet_service[control]": 62,
     "tests/test_site.py": 60, "00_setup_check[failure]": 30,
     "tests/test_doctor.py": 45, "08_diagnose_your_cluster[control]": 31,

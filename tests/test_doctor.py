@@ -171,6 +171,32 @@ def test_old_java_clients_map_to_the_bugs_this_course_reproduces():
     assert by_rule(cluster_facts(clients=(("apache-kafka-java", "3.9.1"),)), "client-version-bug") == []
 
 
+def streams_group(instances=2, standby=0, changelogs=("stock-counts-changelog",), group_type="Streams",
+                  setting=("0", "DEFAULT_CONFIG")) -> dict:
+    """The facts with a streams group `stock` (KIP-1071) of `instances` instances holding 6 active tasks."""
+    members = [{"client_id": f"stock-{i}", "host": "/10.0.0.1", "process_id": f"p{i}", "active": 6 // instances,
+                "standby": standby} for i in range(instances)]
+    group = {"type": group_type, "protocol": "streams", "state": "Stable", "members": members,
+             "changelogs": list(changelogs)}
+    if setting:
+        group["standby_replicas"] = {"value": setting[0], "source": setting[1]}
+    facts = cluster_facts(**HEALTHY)
+    return {**facts, "groups": {**facts["groups"], "stock": group}}
+
+
+def test_a_streams_group_of_several_instances_with_state_and_no_standby_is_found():
+    [f] = by_rule(streams_group(), "streams-group-without-standbys")
+    assert f.subject == "group stock" and f.severity == "low" and f.notebook == "04_store_reads.ipynb"
+    assert "2 instances, 6 active and 0 standby tasks" in f.evidence, f.evidence
+    assert "stock-counts-changelog" in f.evidence and "streams.num.standby.replicas=0 (DEFAULT_CONFIG)" in f.evidence
+    assert "num.standby.replicas is ignored" in f.consequence and "restores its stores" in f.consequence
+    assert "not read" in by_rule(streams_group(setting=None), "streams-group-without-standbys")[0].evidence
+    # standbys placed, one instance (no other to hold one), no state, or a classic group: nothing to say
+    for facts in (streams_group(standby=3), streams_group(instances=1), streams_group(changelogs=()),
+                  streams_group(group_type="Classic")):
+        assert by_rule(facts, "streams-group-without-standbys") == [], facts["groups"]["stock"]
+
+
 def test_report_sorts_by_severity_then_time_and_renders():
     facts = {**cluster_facts(quota_client="x-StreamThread-1-producer"), "clients": None}   # no --jmx
     d = Diagnosis(rules.findings(facts, NOW), now_ms=NOW, bootstrap="b:9092", checks=statuses(facts))
@@ -288,8 +314,19 @@ def test_diagnosis_of_a_risky_cluster_finds_every_risk_and_writes_nothing(tmp_pa
     with KafkaCluster(name="doctor-test", broker_config=config, jmx_port=free_port(), folder=tmp_path / "kafka") as kc:
         admin = kc.admin()
         for f in admin.create_topics([NewTopic("orders", 2, 1), NewTopic("invoicer", 1, 1),
-                                                NewTopic("prices", 1, 1)]).values():
+                                                NewTopic("prices", 1, 1), NewTopic("stock-in", 2, 1),
+                                                NewTopic("stock-out", 1, 1)]).values():
             f.result()
+        # Two instances of a counting app (a store, so a changelog) on the streams group protocol (KIP-1071), asking
+        # for a standby of their own: the group's config, left at the brokers' default, gives them none
+        stock = [JavaProgram(f"stock-{i}", "4.3.1", "StaleStandbyWorker", ["StaleStandbyWorker.java", "Lab.java"],
+                             properties={"bootstrap.servers": kc.bootstrap, "application.id": "stock",
+                                         "group.protocol": "streams", "num.standby.replicas": 1,
+                                         "lab.input.topic": "stock-in", "lab.output.topic": "stock-out",
+                                         "lab.caching": "true", "lab.instance": i, "state.dir": tmp_path / f"s{i}"},
+                             folder=tmp_path, heap="192m") for i in (1, 2)]
+        for app in stock:
+            app.start()
         producer = Producer({"bootstrap.servers": kc.bootstrap, "enable.idempotence": True, "log_level": 0})
         for i in range(30):
             producer.produce("orders", str(i).encode(), partition=i % 2)
@@ -308,6 +345,10 @@ def test_diagnosis_of_a_risky_cluster_finds_every_risk_and_writes_nothing(tmp_pa
                                                               "prices", stop))
         idle.start()
         try:
+            deadline = time.monotonic() + 90
+            while not all(app.process.grep('"active": ?\\["0_') for app in stock) and time.monotonic() < deadline:
+                time.sleep(0.2)   # each instance RUNNING with a task of its own: the broker assigned both
+            assert all(app.process.grep('"active": ?\\["0_') for app in stock), stock[0].process.log()[-2000:]
             deadline = time.monotonic() + 60
             while not idle.process.grep('"kind": ?"idle"') and time.monotonic() < deadline:
                 time.sleep(0.2)
@@ -327,11 +368,18 @@ def test_diagnosis_of_a_risky_cluster_finds_every_risk_and_writes_nothing(tmp_pa
             if sender.ident:
                 sender.join(30)
             idle.stop()
+            for app in stock:
+                app.stop()
     assert any("__consumer_offsets: 1/1 partition(s)" in line for line in lines), lines
     assert d.unreadable == {}, d.unreadable
     found = {f.rule: [g for g in d.findings if g.rule == f.rule] for f in d.findings}
     assert set(found) == {"offsets-expire", "transactional-id-expires", "producer-id-expires",
-                          "quota-on-streams-eos-producer", "client-version-bug"}, d.text()
+                          "quota-on-streams-eos-producer", "client-version-bug", "streams-group-without-standbys"}, \
+        d.text()
+    [standbys] = found["streams-group-without-standbys"]
+    assert standbys.subject == "group stock" and "2 instances" in standbys.evidence, standbys
+    assert "stock-counts-changelog" in standbys.evidence and "0 standby tasks" in standbys.evidence, standbys
+    assert "streams.num.standby.replicas=0" in standbys.evidence, standbys
     [offsets] = found["offsets-expire"]
     assert offsets.subject == "group billing" and "re-reads 30 records (counted" in offsets.consequence
     assert before_commit + MIN <= offsets.when_ms <= after_commit + MIN and offsets.severity == "high"
@@ -416,7 +464,7 @@ def gate_and_monitor(kc):
                             timeout=120)
     assert report.returncode == 0, report.stderr
     cases = ET.fromstring(report.stdout).findall("./testsuite/testcase")
-    assert len(cases) == 5 and all(c.find("failure") is not None for c in cases), report.stdout
+    assert len(cases) == 6 and all(c.find("failure") is not None for c in cases), report.stdout   # a finding each
     port = free_port()
     monitor = subprocess.Popen([*cli, "--watch", "5", "--metrics", str(port), "--format", "json"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

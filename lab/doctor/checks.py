@@ -59,6 +59,8 @@ CHECKS = [
           ("quotas",), ("groups",)),
     Check("client-version-bug", "Java client versions with a bug this course reproduces",
           ("clients",), ()),
+    Check("streams-group-without-standbys", "Kafka Streams groups (KIP-1071) of several instances with state and no "
+          "standby task", ("groups",), ()),
 ]
 
 

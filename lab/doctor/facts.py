@@ -25,7 +25,7 @@ from ..runtime.jvm import java_executable
 from ..runtime.programs import JAVA_DIR, compile_sources, settings_file
 
 SOURCES = [JAVA_DIR / "ClusterFacts.java", JAVA_DIR / "CoordinatorLogs.java", JAVA_DIR / "GroupRecords.java",
-           JAVA_DIR / "Lab.java"]
+           JAVA_DIR / "StreamsGroups.java", JAVA_DIR / "Lab.java"]
 # What the collector runs on: the clients, and the coordinators' record classes that decode the internal topics
 # (their dependencies come along: 28 MB, pinned in lab/jars.lock); slf4j-nop: the clients log nowhere.
 JARS = [f"org.apache.kafka:kafka-clients:{KAFKA_VERSION}", f"org.apache.kafka:kafka-group-coordinator:{KAFKA_VERSION}",

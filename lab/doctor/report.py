@@ -1,6 +1,7 @@
 """What the diagnosis returns: findings (one risk each), what could not be read, the raw facts."""
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -14,7 +15,7 @@ COLUMNS = ["severity", "rule", "subject", "when", "evidence", "consequence", "no
 @dataclass(frozen=True)
 class Finding:
     rule: str           # offsets-expire, transactional-id-expires, producer-id-expires, quota-on-streams-eos-producer,
-    severity: str       # client-version-bug; severity high | medium | low
+    severity: str       # client-version-bug, streams-group-without-standbys; severity high | medium | low
     subject: str        # the group, transactional id, producer, client id or client version it is about
     evidence: str       # the configs and records read
     consequence: str    # what will happen, and when
@@ -120,3 +121,27 @@ def when_text(when_ms: int | None, now_ms: int | None = None) -> str:
     stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(when_ms / 1000))
     left = when_ms - now_ms
     return f"in {duration_text(left)} ({stamp})" if left > 0 else f"due now ({stamp}, {duration_text(left)} ago)"
+
+
+# ---------------------------------------------------------------------------------------------------- text helpers (rules)
+
+def version_tuple(version: str) -> tuple[int, int, int] | None:
+    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", version or "")
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)) if m else None
+
+
+def stamp(ms: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ms / 1000))
+
+
+def short_offsets(committed: dict, n: int = 4) -> str:
+    items = sorted(committed.items())
+    return ", ".join(f"{tp}={o}" for tp, o in items[:n]) + (f" (+{len(items) - n} more)" if len(items) > n else "")
+
+
+def entity_text(entity: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(entity.items()))
+
+
+def rates_text(rates: dict) -> str:
+    return ", ".join(f"{k}={v:g}" for k, v in sorted(rates.items()))

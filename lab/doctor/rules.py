@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from .report import Finding, duration_text
+from .report import Finding, duration_text, entity_text, rates_text, short_offsets, stamp, version_tuple
 
 NOTEBOOKS = {"offsets": "01_quiet_service.ipynb", "txn": "02a_idle_clients.ipynb",
              "quota": "03a_over_quota.ipynb", "standby": "04_store_reads.ipynb"}
@@ -21,6 +21,7 @@ IDLE_STATES = {"Empty", "CompleteCommit", "CompleteAbort"}      # what the trans
 STREAMS_EOS_PRODUCER = re.compile(r"-StreamThread-\d+(-\d+_\d+)?-producer$")
 BYTE_RATES = ("producer_byte_rate", "request_percentage")
 PRODUCER_ID_EXPIRATION = "producer.id.expiration.ms"
+STANDBY_CONFIG = "streams.num.standby.replicas"   # a streams group's config (KIP-1071)
 
 
 def severity(when_ms: int | None, now_ms: int) -> str:
@@ -178,7 +179,7 @@ def offsets_expire(facts: dict, now_ms: int) -> list[Finding]:
             clock = ("a group that only commits (no member ever joined: no protocol type in __consumer_offsets): each "
                      "offset expires at its own last commit + offsets.retention.minutes")
         elif kind == "classic" and empty_since:
-            clock = (f"classic group: empty since {_stamp(empty_since)} (its metadata record in __consumer_offsets, "
+            clock = (f"classic group: empty since {stamp(empty_since)} (its metadata record in __consumer_offsets, "
                      "currentStateTimestamp); the clock starts then, expiry at that + offsets.retention.minutes")
         elif kind == "classic":
             clock = ("classic group: the clock starts when the group became empty; with no record of when (its "
@@ -193,8 +194,8 @@ def offsets_expire(facts: dict, now_ms: int) -> list[Finding]:
         consequence = (f"group {gid}: offsets {when}; on restart `earliest` {rereads_text}, `latest` skips the "
                        f"{lag:,} not yet consumed and all that arrive until the restart"
                        + ("; " + "; ".join(windows) if windows else ""))
-        commit_text = ", ".join(f"{tp} @ {_stamp(ms)}" for tp, ms in sorted(last.items())[:4]) or "unknown"
-        evidence = (f"state {g.get('state')}, {len(members or [])} member(s), committed {_short(committed)}; last "
+        commit_text = ", ".join(f"{tp} @ {stamp(ms)}" for tp, ms in sorted(last.items())[:4]) or "unknown"
+        evidence = (f"state {g.get('state')}, {len(members or [])} member(s), committed {short_offsets(committed)}; last "
                     f"commit {commit_text} (from __consumer_offsets); offsets.retention.minutes={retention_min}; "
                     f"{clock}")
         findings.append(Finding("offsets-expire", severity(when_ms, now_ms) if when_ms else "medium", f"group {gid}", evidence,
@@ -225,7 +226,7 @@ def transactional_id_expires(facts: dict, now_ms: int) -> list[Finding]:
                        "fatal on 4.0+; a Kafka Streams EOS app < 3.8 dies on it (KAFKA-16699)"
                        + (" and this cluster runs Streams apps" if streams else ""))
         evidence = (f"state {t['state']}, producer id {t.get('producer_id')} epoch {t.get('producer_epoch')}, last "
-                    f"update {_stamp(last)} (from __transaction_state); transactional.id.expiration.ms={expiration}")
+                    f"update {stamp(last)} (from __transaction_state); transactional.id.expiration.ms={expiration}")
         findings.append(Finding("transactional-id-expires", severity(when_ms, now_ms), f"transactional id {tid}",
                                 evidence, consequence, when_ms, NOTEBOOKS["txn"]))
     return findings
@@ -262,7 +263,7 @@ def producer_id_expires(facts: dict, now_ms: int) -> list[Finding]:
                        ": its next send is then taken as a new producer's, whatever its sequence number (no error "
                        "since 2.5, KIP-360), so a batch it retries across the gap is no longer deduplicated; this is "
                        "read from Kafka's source, not reproduced by the course")
-        evidence = (f"describeProducers: last write {_stamp(last)} on {', '.join(tps[:4])}"
+        evidence = (f"describeProducers: last write {stamp(last)} on {', '.join(tps[:4])}"
                     f"{' ...' if len(tps) > 4 else ''}; {setting}")
         findings.append(Finding("producer-id-expires", severity(when_ms, now_ms), f"producer id {pid}", evidence,
                                 consequence, when_ms, ""))   # no notebook reproduces it
@@ -283,20 +284,20 @@ def quota_on_streams_eos_producer(facts: dict, now_ms: int) -> list[Finding]:
             subject, why = f"client id {client}", "the client id is a Kafka Streams EOS producer's"
         elif (client == "<default>" or (client is None and user)) and streams:
             who = "every client id" if client == "<default>" else f"every client of user {user}"
-            subject = f"quota {_entity(entity)}"
+            subject = f"quota {entity_text(entity)}"
             why = f"it applies to {who}, and Streams apps run here ({', '.join(sorted(set(streams))[:3])})"
         else:
             continue
         quota = rates.get("producer_byte_rate")
         rate = produce_rate(facts, entity)
         headroom = quota - rate if quota is not None and rate is not None else None
-        consequence = (f"{subject}: when its EOS producer goes over {_rates(rates)}, the broker throttles it; Streams "
+        consequence = (f"{subject}: when its EOS producer goes over {rates_text(rates)}, the broker throttles it; Streams "
                        "< 3.9.1 (Java clients before the KAFKA-17455 fix) stall past transaction.timeout.ms, get fenced "
                        "(InvalidProducerEpoch -> TaskMigrated) and rebalance, again and again; lesson 03a measured "
                        "3.8.1 and 3.9.0 fenced, 3.9.1 and 4.3.1 clean"
                        + (f"; its Streams producers send {rate:,.0f} B/s now: {headroom:,.0f} B/s of headroom"
                           if headroom is not None else ""))
-        evidence = (f"describeClientQuotas: {_entity(entity)} {_rates(rates)}; {why}"
+        evidence = (f"describeClientQuotas: {entity_text(entity)} {rates_text(rates)}; {why}"
                     + (f"; byte-rate {rate:,.0f} B/s (the brokers' Produce metrics, JMX)" if rate is not None else ""))
         findings.append(Finding("quota-on-streams-eos-producer", "high", subject, evidence, consequence, None,
                                 NOTEBOOKS["quota"], quota_bytes_s=quota, headroom_bytes_s=headroom))
@@ -347,7 +348,7 @@ def client_version_bug(facts: dict, now_ms: int) -> list[Finding]:
         if version == "unknown":
             parsed, shown = (2, 3, 99), "an unknown version (no KIP-511: before 2.4)"
         else:
-            parsed, shown = _parse(version), f"apache-kafka-java {version}"
+            parsed, shown = version_tuple(version), f"apache-kafka-java {version}"
             if parsed is None:
                 continue
         for bug, affected, what, notebook in KNOWN_BUGS:
@@ -362,34 +363,35 @@ def client_version_bug(facts: dict, now_ms: int) -> list[Finding]:
     return findings
 
 
+def streams_group_without_standbys(facts: dict, now_ms: int) -> list[Finding]:
+    """Streams groups (KIP-1071) of two or more instances, with state, that the broker gave no standby task: on that
+    protocol standbys are the group's config streams.num.standby.replicas, and the app's own setting is ignored."""
+    findings = []
+    for gid, g in (section(facts, "groups") or {}).items():
+        members, changelogs = g.get("members") or [], g.get("changelogs") or []
+        instances = {m.get("process_id") or m.get("client_id") for m in members}
+        if str(g.get("type", "")).lower() != "streams" or len(instances) < 2 or not changelogs or \
+                any(m.get("standby") for m in members):
+            continue
+        setting = g.get("standby_replicas") or {}
+        configured = (f"{STANDBY_CONFIG}={setting.get('value')} ({setting.get('source')})" if setting else
+                      f"{STANDBY_CONFIG} not read ({str(g.get('config_error', 'no value'))[:120]})")
+        evidence = (f"streams group protocol, state {g.get('state')}, {len(instances)} instances, "
+                    f"{sum(m.get('active') or 0 for m in members)} active and 0 standby tasks; state changelogs "
+                    f"{', '.join(changelogs[:3])}{' ...' if len(changelogs) > 3 else ''}; {configured}")
+        consequence = (f"group {gid}: no standby copy of its state; a task that moves (an instance stops, fails or "
+                       "joins) restores its stores from the changelog before it processes again. On this protocol "
+                       "the app's num.standby.replicas is ignored (Kafka Streams logs a WARN): set the group's "
+                       f"{STANDBY_CONFIG} (kafka-configs --entity-type groups), at most the brokers' "
+                       "group.streams.max.standby.replicas")
+        findings.append(Finding("streams-group-without-standbys", "low", f"group {gid}", evidence, consequence, None,
+                                NOTEBOOKS["standby"]))
+    return findings
+
+
 RULES = [offsets_expire, transactional_id_expires, producer_id_expires, quota_on_streams_eos_producer,
-         client_version_bug]
+         client_version_bug, streams_group_without_standbys]
 
 
 def findings(facts: dict, now_ms: int) -> list[Finding]:
     return [f for rule in RULES for f in rule(facts, now_ms)]
-
-
-# ---------------------------------------------------------------------------------------------------- text helpers
-
-def _parse(version: str) -> tuple[int, int, int] | None:
-    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", version or "")
-    return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)) if m else None
-
-
-def _stamp(ms: int) -> str:
-    import time
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ms / 1000))
-
-
-def _short(committed: dict, n: int = 4) -> str:
-    items = sorted(committed.items())
-    return ", ".join(f"{tp}={o}" for tp, o in items[:n]) + (f" (+{len(items) - n} more)" if len(items) > n else "")
-
-
-def _entity(entity: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sorted(entity.items()))
-
-
-def _rates(rates: dict) -> str:
-    return ", ".join(f"{k}={v:g}" for k, v in sorted(rates.items()))

@@ -159,14 +159,15 @@ public class ClusterFacts {
     static Object groups(Admin admin) throws Exception {
         Collection<GroupListing> listings = admin.listGroups().all().get();
         Map<String, Object> groups = new TreeMap<>();
-        List<String> consumerGroups = new ArrayList<>();
+        List<String> consumerGroups = new ArrayList<>(), streamsGroups = new ArrayList<>();
         for (GroupListing g : listings) {
             String type = g.type().map(GroupType::toString).orElse("unknown");
             groups.put(g.groupId(), new LinkedHashMap<>(map("type", type, "protocol", g.protocol(),
                     "state", g.groupState().map(Object::toString).orElse("Unknown"))));
-            if (g.type().map(t -> t == GroupType.CLASSIC || t == GroupType.CONSUMER).orElse(true))
-                consumerGroups.add(g.groupId());
+            if (g.type().map(t -> t == GroupType.CLASSIC || t == GroupType.CONSUMER).orElse(true)) consumerGroups.add(g.groupId());
+            else if (g.type().get() == GroupType.STREAMS) streamsGroups.add(g.groupId());   // KIP-1071
         }
+        if (!streamsGroups.isEmpty()) StreamsGroups.describe(admin, streamsGroups, groups);
         if (consumerGroups.isEmpty()) return groups;
         Map<String, KafkaFuture<ConsumerGroupDescription>> described =
                 admin.describeConsumerGroups(consumerGroups).describedGroups();
