@@ -118,9 +118,8 @@ def when_text(when_ms: int | None, now_ms: int | None = None) -> str:
     if when_ms is None:
         return "when triggered"   # a quota under load, a client bug when its conditions arise: no clock
     now_ms = now_ms or int(time.time() * 1000)
-    stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(when_ms / 1000))
-    left = when_ms - now_ms
-    return f"in {duration_text(left)} ({stamp})" if left > 0 else f"due now ({stamp}, {duration_text(left)} ago)"
+    at, left = stamp(when_ms), when_ms - now_ms
+    return f"in {duration_text(left)} ({at})" if left > 0 else f"due now ({at}, {duration_text(left)} ago)"
 
 
 # ---------------------------------------------------------------------------------------------------- text helpers (rules)

@@ -150,10 +150,10 @@ def analyse(label, version, caching, protocol, t0, history, output_topic, worker
     moved = moved.assign(t_s=(moved["ts"] - t0).round(2))[["t_s", "instance", "task", "was", "role"]]
     counts["standby_tasks"] = int(assignments[assignments["role"] == "standby"][["instance", "task"]]
                                   .drop_duplicates().shape[0])   # (instance, task) pairs ever held as a standby
-    ignored = [line for path in logs.values() for _, line in grep(path, re.escape(STANDBY_SETTING_IGNORED))]
+    ignored = protocol == "streams" and any(grep(path, re.escape(STANDBY_SETTING_IGNORED)) for path in logs.values())
     return Variant(label, version, caching, history, output_topic, trips, out, counts, first,
                    moved.reset_index(drop=True), rss, logs, _timeline(t0, toggles, assignments, trips, out),
-                   assignments=assignments, protocol=protocol, standby_setting_ignored=bool(ignored))
+                   assignments=assignments, protocol=protocol, standby_setting_ignored=ignored)
 
 
 def _timeline(t0, toggles, assignments, trips, out) -> Timeline:
