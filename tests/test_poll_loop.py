@@ -26,6 +26,12 @@ def test_the_arithmetic_decides_what_loops():
                                                               "pause_resume"))
     fast = SPEC.validate(**{**SMALL, "poll_work_ms": 5})   # 2 s per poll: the baseline reads on too
     assert not poll_loop.expected_to_loop(fast, "baseline")
+    # Kafka Streams polls between its records: its batch's 8 s does not count, only its longest record
+    assert poll_loop.expected_to_loop(p, "baseline", "streams")   # the 9 s record
+    no_slow = SPEC.validate(**{**SMALL, "poll_slow_record_ms": 0})
+    assert poll_loop.expected_to_loop(no_slow, "baseline", "java")
+    assert not poll_loop.expected_to_loop(no_slow, "baseline", "streams")
+    assert poll_loop.loops("streams", "baseline", no_slow) is False and poll_loop.loops("java", "baseline", no_slow)
 
 
 def test_the_run_asked_about_is_the_baseline_and_the_other_variants_are_the_mitigate_steps():
@@ -73,7 +79,7 @@ def test_the_predict_question_asks_which_consumers_loop_and_each_choice_is_an_ou
     (dict(poll_interval_ms=3000), "POLL_INTERVAL_MS"),
     (dict(poll_variants=["baseline", "baseline"]), "twice"),
     (dict(poll_clients=["kafkajs"]), "POLL_CLIENTS"),
-    (dict(poll_records=50, poll_slow_offset=60), "POLL_SLOW_OFFSET"),
+    (dict(poll_records=50, poll_slow_record_ms=9000, poll_slow_offset=60), "POLL_SLOW_OFFSET"),
 ])
 def test_bad_parameters_are_refused_before_anything_starts(values, message):
     with pytest.raises(LabError, match=message):

@@ -22,7 +22,7 @@ from .poll_loop_consumers import (CLIENTS, MIN_SESSION_MS, START, VARIANTS, Vari
 
 PARAMS = [
     Param("poll_clients", list(CLIENTS), "the consumers the lesson compares: the Java client, librdkafka "
-          "(confluent-kafka), a Kafka Streams app with one slow record", choices=CLIENTS),
+          "(confluent-kafka), a Kafka Streams app", choices=CLIENTS),
     Param("poll_variants", ["baseline"], "how each consumer runs, side by side: baseline (as the other parameters "
           "set it), max_poll_records_1 (one record per poll), longer_interval (max.poll.interval.ms = "
           "POLL_LONGER_INTERVAL_MS), pause_resume (partitions paused while a worker thread processes; not for Kafka "
@@ -33,8 +33,8 @@ PARAMS = [
     Param("poll_batch", 500, "max.poll.records: the most records one poll hands over", lo=1, hi=10_000),
     Param("poll_work_ms", 20, "processing time per record", lo=0, hi=10_000, unit="ms"),
     Param("poll_records", 600, "records in the topic", lo=1, hi=100_000),
-    Param("poll_slow_record_ms", 9000, "Kafka Streams: the time its one slow record takes", lo=0, hi=600_000,
-          unit="ms"),
+    Param("poll_slow_record_ms", 0, "Kafka Streams: the time one slow record takes, in place of POLL_WORK_MS (0: "
+          "no slow record)", lo=0, hi=600_000, unit="ms"),
     Param("poll_slow_offset", 100, "Kafka Streams: the offset of the slow record", lo=0, hi=100_000),
     Param("poll_longer_interval_ms", 30_000, "max.poll.interval.ms of the longer_interval variant", lo=MIN_SESSION_MS,
           hi=600_000, unit="ms"),
@@ -46,7 +46,7 @@ PARAMS = [
 
 
 def _slow_record_exists(p: dict) -> str | None:
-    if "streams" in p["poll_clients"] and p["poll_slow_offset"] >= p["poll_records"]:
+    if "streams" in p["poll_clients"] and p["poll_slow_record_ms"] and p["poll_slow_offset"] >= p["poll_records"]:
         return (f"POLL_SLOW_OFFSET={p['poll_slow_offset']} is past the topic's last offset "
                 f"({p['poll_records'] - 1}): the Streams app would never meet its slow record.")
     return None
@@ -88,21 +88,19 @@ def looping_table(p: dict) -> tuple:
 
 
 def question(p: dict) -> tuple:
-    """Which consumers of the asked variant keep reading the same batch (looping_table)."""
+    """Which consumers of the asked variant keep reading the same batch (looping_table). Every client does the same
+    work per record: that Kafka Streams polls between its records is what it asks (lab/commands/misconceptions.py)."""
     variant, clients = asked_variant(p), asked_clients(p)
     batch = 1 if variant == "max_poll_records_1" else p["poll_batch"]
-    plain = [c for c in clients if c != "streams"]
-    said = []
-    if plain:
-        said.append(f"{' and '.join(NAMES[c] for c in plain)} get{'s' * (len(plain) == 1)} up to {batch} "
-                    f"record{'s' * (batch != 1)} a poll, {p['poll_work_ms']} ms of work each")
-    if "streams" in clients:
-        said.append(f"Kafka Streams spends no time on its records but one, which takes "
-                    f"{p['poll_slow_record_ms']:,} ms")
+    who = _consumers(clients) if len(clients) < 3 else ", ".join(NAMES[c] for c in clients[:-1]) + \
+        f" and {NAMES[clients[-1]]}"
+    said = f"{who} get{'s' * (len(clients) == 1)} up to {batch} record{'s' * (batch != 1)} a poll, " \
+           f"{p['poll_work_ms']} ms of work each"
+    if "streams" in clients and p["poll_slow_record_ms"]:
+        said += f"; Kafka Streams' record at offset {p['poll_slow_offset']} takes {p['poll_slow_record_ms']:,} ms"
     how = " (each pauses its partitions and keeps polling while a worker thread processes)" \
         if variant == "pause_resume" else "" if variant == "baseline" else f" ({variant})"
-    text = "; ".join(said)
-    return (f"{text[0].upper()}{text[1:]}{how}. "
+    return (f"{said[0].upper()}{said[1:]}{how}. "
             + (f"Each has max.poll.interval.ms = {interval_ms(p, variant):,} ms. Which of them keep reading the same "
                "batch again?" if len(clients) > 1 else
                f"It has max.poll.interval.ms = {interval_ms(p, variant):,} ms. Does it keep reading the same batch "
@@ -261,19 +259,19 @@ class Outcome:
 # ------------------------------------------------------------------ the exercises
 
 def loops(client, variant, p):
-    # the work between two polls (Streams: its one slow record) against the interval; pause_resume keeps polling
+    # the work between two polls against the interval; pause_resume keeps polling; Kafka Streams polls between its
+    # records, so only its longest record counts
     if variant == "pause_resume":
         return False
-    work = p["poll_slow_record_ms"] if client == "streams" else \
+    work = max(p["poll_slow_record_ms"], p["poll_work_ms"]) if client == "streams" else \
         (1 if variant == "max_poll_records_1" else p["poll_batch"]) * p["poll_work_ms"]
     return work > (p["poll_longer_interval_ms"] if variant == "longer_interval" else p["poll_interval_ms"])
 
 
 def _only_the_batch(client, variant, p):
-    """A tempting wrong answer: every variant but the baseline keeps every client moving (max.poll.records=1 taken
-    for a cure of Streams' slow record)."""
-    return variant == "baseline" and (p["poll_slow_record_ms"] if client == "streams" else
-                                      p["poll_batch"] * p["poll_work_ms"]) > p["poll_interval_ms"]
+    """A tempting wrong answer: the batch's work against the interval, in the baseline only, for every client:
+    Kafka Streams' batch taken for work between two polls, and max.poll.records=1 for a cure of a slow record."""
+    return variant == "baseline" and p["poll_batch"] * p["poll_work_ms"] > p["poll_interval_ms"]
 
 
 # Exercise 1's other settings: each moves one side of the arithmetic (the interval, the batch, the slow record)
@@ -316,14 +314,15 @@ EXERCISES = {
         why="A consumer loops when the work between two of its polls lasts longer than `max.poll.interval.ms`: its "
             "own client drops it from the group, its commit fails, and the next poll rejoins at the last committed "
             "offset, the same batch again. The work is `max.poll.records` x the time per record for the plain "
-            "clients; for Kafka Streams it is its one slow record, which `max.poll.records=1` does not shorten. A "
+            "clients; Kafka Streams polls again between records once half the interval has passed, so for it the "
+            "work is its longest record, which `max.poll.records=1` does not shorten. A "
             "longer interval moves the bound; pause/resume keeps calling poll() while a worker processes, so no "
             "work counts against it. The table's `batch_ms` and `interval_ms` show the two sides for each variant.",
         wrong=lambda result: _only_the_batch,
         closer="For each variant, find how long the consumer goes without calling poll() and the "
                "max.poll.interval.ms it runs with. Which variants shorten the first, which lengthen the second, and "
-               "which keep calling poll() while the work goes on? For Kafka Streams, the longest gap is its one slow "
-               "record.",
+               "which keep calling poll() while the work goes on? Kafka Streams polls between two records: for it, the "
+               "longest gap is its longest record.",
         printed=_loops_printed,
     ),
     2: INTERVAL,   # an experiment on a case of its own (poll_loop_interval)

@@ -33,9 +33,10 @@ def applies(client: str, variant: str) -> bool:
 
 
 def batch_ms(p: dict, variant: str, client: str = "java") -> float:
-    """How long the work between two polls takes in `variant` (Streams: its one slow record)."""
+    """How long the work between two polls takes in `variant`. Kafka Streams polls again between two records once
+    half the interval has passed (StreamThread.runOnce in Kafka's source): its longest record, whatever its batch."""
     if client == "streams":
-        return p["poll_slow_record_ms"]
+        return max(p["poll_slow_record_ms"], p["poll_work_ms"])
     return (1 if variant == "max_poll_records_1" else p["poll_batch"]) * p["poll_work_ms"]
 
 
@@ -106,7 +107,7 @@ def _start_streams(lab, v: Variant, topic: str, p: dict) -> None:
                     "consumer.max.poll.interval.ms": interval_ms(p, v.variant),
                     "consumer.max.poll.records": 1 if v.variant == "max_poll_records_1" else p["poll_batch"],
                     "lab.input.topic": topic, "lab.output.topic": output, "lab.app": v.name,
-                    "lab.history": v.history.folder, "lab.run.id": v.history.run_id, "lab.work.ms": 0,
+                    "lab.history": v.history.folder, "lab.run.id": v.history.run_id, "lab.work.ms": p["poll_work_ms"],
                     "lab.slow.ms": p["poll_slow_record_ms"], "lab.slow.offset": p["poll_slow_offset"]}))
     v.child, v.log = program.start(), program.log_path
 
