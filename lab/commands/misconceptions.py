@@ -261,22 +261,24 @@ CHOICES: dict[str, dict[str, str]] = {
                                                                             "excess, as a monitoring threshold does",
     },
     "07a": {
-        "all three": "all the work between two polls counts against max.poll.interval.ms: a batch of records for "
-                     "the plain clients, one slow record for Kafka Streams",
+        # the seed post "Tales from running Kafka Streams in Production", of Kafka Streams apps: "Often it's caused by
+        # processing very large batches of messages that take more than the five minutes threshold to commit"
+        "all three": "all the work on a poll's batch counts against max.poll.interval.ms, for Kafka Streams as for "
+                     "the plain clients",
         # KIP-62 (Allow consumer to send heartbeats from a background thread) read as keeping a slow consumer in its
         # group; heartbeat.interval.ms's doc: "Heartbeats are used to ensure that the consumer's session stays
         # active"
         "none of them: each moves on": "the background heartbeat thread (KIP-62) keeps each consumer in its group "
                                        "however long it works",
-        # the batch taken for the whole story: max.poll.records is the usual advice for this failure (the Java
-        # consumer's CommitFailedException message; the seed post "Tales from running Kafka Streams in Production":
-        # "Reducing the `max.poll.records` value, often to `1`")
-        "the Java consumer and the librdkafka consumer, not Kafka Streams": "only a large batch outlasts the "
-                                                                            "interval; Kafka Streams' slow record "
-                                                                            "is one record",
-        # the interval read as a time per record: KIP-62 itself proposes it as "a separate locally enforced timeout
-        # for record processing"
-        "only Kafka Streams": "max.poll.interval.ms bounds the time one record takes, not the whole batch",
+        # StreamThread.runOnce in Kafka's source polls again once half of max.poll.interval.ms has passed since
+        # the last poll, between two records
+        "the Java consumer and the librdkafka consumer, not Kafka Streams": "Kafka Streams polls again between two "
+                                                                            "records of a batch, the plain clients "
+                                                                            "only when the app calls poll()",
+        # the post's story, of Kafka Streams apps, read as Kafka Streams' alone: a plain consumer's late commit taken
+        # for one the broker still accepts (the Java consumer's CommitFailedException says otherwise)
+        "only Kafka Streams": "only Kafka Streams is held to the interval; a plain client's late commit still goes "
+                              "through",
     },
     "07d": {
         # "Kafka Streams retries until the broker is back": a common reading of the producer's retries doc ("resend
@@ -325,14 +327,20 @@ NUMBERS: dict[str, list[tuple[str, str]]] = {
             ("about what fits in a cache or a memtable", "the store holds only what its cache or memtable holds")],
     "07b": [("every instance", "each instance added takes a share of the work, whatever the number of partitions")],
     # 07c's source: the seed post "Tales from running Kafka Streams in Production"
-    "07c": [("the input rate (50 at the defaults)",   # the source post's heading: "It's ok to do external lookups"
-             "a call per record adds latency, not a limit on how many records a second get through"),
+    # The source post's heading: "It's ok to do external lookups". Or Kafka Streams' docs, "Parallelism Model": a
+    # topic's partitions are "the unit of parallelism", and each partition gets a task, read as a thread per task
+    "07c": [("the input rate (50 at the defaults)", "a call per record adds latency, not a limit on how many records "
+             "a second get through; or each partition's task calls the service at the same time as the others' "
+             "(four at once: 80 a second at the defaults)"),
             ("about 0: the app stalls",   # a slow dependency read as a hung app (no source found)
              "a thread waiting on a slow service stops processing altogether")],
     # KIP-932 (Queues for Kafka) likens a share group to a queue whose records a consumer holds while it works, and
     # its lock to a visibility timeout (a queue's per-message clock, as in a message broker's ack deadline): read as a
     # clock that starts when the worker gets to the record, only the slow one outlasts it
-    "09": [("1: only the slow record", "each record's lock starts when the worker starts on it"),
+    # Or, from classic work queues, which hand a worker one message at a time until it acknowledges (a prefetch of
+    # one, as RabbitMQ's work-queue tutorial sets): the records behind the slow one are not locked to it yet
+    "09": [("1: only the slow record", "each record's lock starts when the worker starts on it, or a poll hands a "
+            "worker one record at a time"),
            # the consumer group's way, read into the share group: a partition's records stay with the member that
            # owns it while it is alive (the KafkaShareConsumer javadoc contrasts this with share groups)
            ("0", "a worker keeps the records it was given while it is alive and polling"),

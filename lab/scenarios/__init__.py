@@ -108,7 +108,7 @@ COURSE = [
              ("idle_streams", "idle_streams", "a Kafka Streams app under exactly-once that sits idle as long"),
              ("old_brokers", "old_brokers", "a producer whose records retention deleted")),
     *chapter("03", "quota_driven_fencing", "Exactly-once under a producer quota", (QUOTAS,),
-             ("over_quota", "fencing", "an exactly-once Kafka Streams app a little over its producer quota"),
+             ("over_quota", "fencing", "an exactly-once Kafka Streams app over its producer quota"),
              ("sweep", "sweep", "several clients against one producer quota")),
     Notebook("04_store_reads", "stale_standby",
              "reads from a Kafka Streams store while its instances start and stop", (MULTI_RUNNER,),

@@ -1,4 +1,4 @@
-"""Lesson 03a, an app slightly over its quota ("Quotas and Kafka Streams EOS", KAFKA-17455).
+"""Lesson 03a, an app over its quota ("Quotas and Kafka Streams EOS", KAFKA-17455).
 
 What was measured when this was written: under a 35000 B/s quota at the report's load, Kafka Streams 3.8.1 stalls a
 transactional request for ~request.timeout.ms (30 s), the coordinator aborts the 10 s transaction and the app is

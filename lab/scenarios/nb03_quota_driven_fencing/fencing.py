@@ -1,4 +1,4 @@
-"""Lesson 03a, an app slightly over its quota: the app under study (STREAMS_VERSION) beside its comparisons and
+"""Lesson 03a, an app over its quota: the app under study (STREAMS_VERSION) beside its comparisons and
 variants (lineup), each under its own producer byte-rate quota, its output audited on Spark, and each client
 version's bytecode read for the KAFKA-17455 fix. Its key, "over_quota", names its runs: it is printed while a run
 goes, so it names the setting, not what happens."""
@@ -39,7 +39,7 @@ def apps_in_the_lineup(p: dict) -> int:
 
 
 # The Mitigate step runs the app under study again, alone, with the learner's setting.
-lesson = Lesson("over_quota", "An app slightly over its quota", needs=chapter.needs, body=run_lesson,
+lesson = Lesson("over_quota", "An app over its quota", needs=chapter.needs, body=run_lesson,
                 params=chapter.params("streams_version", "other_version", "quota", *chapter.LOAD, "duration_s",
                                       "compare", "variants", "headroom", "variant_request_timeout_ms",
                                       "variant_transaction_timeout_ms"),

@@ -44,7 +44,9 @@ RULES = [_fits]
 
 # ThroughputApp's own name for each mode: threads is one call per record on each of its threads
 APP_MODE = {"direct": "plain", "threads": "plain"}
-HOW = {"direct": "calls the service once for every record, on one stream thread",
+# The question leaves out the direct app's threads: that its partitions' tasks share one default stream thread is
+# what it asks (the beliefs: lab/commands/misconceptions.py)
+HOW = {"direct": "runs one instance and calls the service once for every record in its processor",
        "cache": "calls the service once for every key it has not seen yet, on one stream thread",
        "batch": "calls the service once for every {lookup_batch} records, on one stream thread",
        "threads": "calls the service once for every record, on each of {lookup_threads} stream threads"}

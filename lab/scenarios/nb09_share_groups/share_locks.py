@@ -56,9 +56,10 @@ def question(p: dict) -> tuple:
     failing = ("" if p["share_failing_offset"] is None else
                f" The work on the record at offset {p['share_failing_offset']} throws an error every time: nothing "
                f"is written for it, and the worker answers {p['share_on_failure'].upper()}.")
-    return (f"The topic holds {p['share_records']} records, and the first of the {p['share_workers']} workers to "
-            f"poll gets all of them in that one poll. It writes each record's result, then acknowledges it at once, "
-            f"before the next. Each record takes {p['share_work_ms']:,} ms of work, but the one at offset "
+    # Left out: how many records a poll acquires, and when their locks start (lab/commands/misconceptions.py)
+    return (f"The topic holds {p['share_records']} records, written before the {p['share_workers']} workers of "
+            f"the share group start. A worker writes each record's result, then acknowledges it at once, before the "
+            f"next. Each record takes {p['share_work_ms']:,} ms of work, but the one at offset "
             f"{p['share_slow_offset']}, which takes {p['share_slow_ms']:,} ms; the group's lock lasts "
             f"{p['share_lock_ms']:,} ms and its delivery limit is {p['share_delivery_limit']}.{failing} How many of "
             f"the {p['share_records']} records does the app write to its output more than once?", None, TOLERANCE)
