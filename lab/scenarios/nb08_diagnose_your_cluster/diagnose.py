@@ -69,11 +69,14 @@ def measured_answer(record: dict, p: dict) -> int | None:
 
 def question(p: dict) -> tuple:
     """The Predict step: a count (the verification measures it), judged exactly."""
+    # The question gives no time for the group's absence: the run waits past any time the diagnosis names, and
+    # whether it names one for the group is what the learner works out from the setting (its beliefs:
+    # lab/commands/misconceptions.py)
     return (f"The group `billing` consumes and commits {p['messages']} records"
-            + (f", then leaves and stays away a little over {p['retention_minutes']} minute"
-               f"{'s' * (p['retention_minutes'] != 1)}" if "consumer_leaves" in p["setups"] else
+            + (", then its only consumer leaves" if "consumer_leaves" in p["setups"] else
                ", and a member stays in it until it restarts")
-            + ". How many records will it read again when it restarts with auto.offset.reset=earliest?", None, 0)
+            + ". The run diagnoses the cluster, waits past any time the diagnosis names, and restarts the group's "
+              "consumer with auto.offset.reset=earliest. How many records does it read again?", None, 0)
 
 
 def diagnose_and_verify(lab: Run, p: dict) -> DiagnoseResult:
