@@ -250,18 +250,19 @@ def quota_result(tmp_path, fenced_affected: bool = True, variants=("transaction_
 def test_03a_asks_which_release_is_fenced_and_answers_from_its_own_rows():
     """The question names the releases that run under the quota (STREAMS_VERSION and, run beside it, OTHER_VERSION)
     and asks which are fenced: no yes/no bet, its choices producible by the run (nobody, the release from before the
-    change, both); the answer is read from the two apps' rows."""
+    change, the one after it, both); the answer is read from the two apps' rows."""
     text, choices = qf.question(FENCING.spec.defaults)
     assert "3.8.1" in text and "4.3.1" in text and "1.10x" in text and "45 s" in text, text
-    assert choices == ("none of them", "only Kafka Streams 3.8.1", "every Kafka Streams version")
+    assert choices == ("none of them", "only Kafka Streams 3.8.1", "only Kafka Streams 4.3.1",
+                       "every Kafka Streams version")
     assert not re.search(r"\bfix|bug|stuck|KAFKA-", text)
     row = lambda version, crashes: {"version": version, "crashes": crashes}   # noqa: E731
     answer = lambda app, other=None: fencing_answer({"app": app, **({"other_version": other} if other else {})},
                                                     FENCING.spec.defaults)   # noqa: E731
     assert answer(row("3.8.1", 1), row("4.3.1", 0)) == choices[1]
     assert answer(row("3.8.1", 0), row("4.3.1", 0)) == choices[0]
-    assert answer(row("3.8.1", 2), row("4.3.1", 1)) == choices[2]
-    assert answer(row("3.8.1", 0), row("4.3.1", 1)) == "only Kafka Streams 4.3.1"   # none of the choices: named
+    assert answer(row("3.8.1", 0), row("4.3.1", 1)) == choices[2]
+    assert answer(row("3.8.1", 2), row("4.3.1", 1)) == choices[3]
     # the app alone (COMPARE without OTHER_VERSION, as the Mitigate step runs it): asked about it alone
     alone = FENCING.spec.validate(compare=[], quota=55000)
     assert qf.question(alone)[1] == ("none of them", "Kafka Streams 3.8.1") and "0.70x" in qf.question(alone)[0]
@@ -357,12 +358,13 @@ def test_the_sweep_answers_its_own_question_and_exercise_and_the_fix_runs_the_af
     # the question's choices name clients, never which carries a change; the measured set is named the same way
     versions = ["3.8.1", "4.3.1", qa.LOOP]
     choices = qf.sweep_question({"sweep_ratios": [0.9, 1.3], "sweep_seconds": 45, "sweep_versions": versions})[1]
-    assert choices == ("none of them", "only Kafka Streams 3.8.1", "every Kafka Streams version",
-                       "every client, confluent-kafka too")
+    assert choices == ("none of them", "only Kafka Streams 3.8.1", "only Kafka Streams 4.3.1",
+                       "every Kafka Streams version", "every client, confluent-kafka too")
     assert not [c for c in choices if re.search(r"\bfix", c)]
     assert sweep_answer(outcome.as_record(), {**p, "sweep_versions": versions}) == choices[1]
-    assert qa.sweep_label({"4.3.1"}, versions) == "only Kafka Streams 4.3.1"          # none of the choices
-    assert qa.sweep_label(set(versions), versions) == choices[3]
+    assert qa.sweep_label({"4.3.1"}, versions) == choices[2]   # the releases from 3.9.1 on
+    assert qa.sweep_label({"4.3.1", qa.LOOP}, versions) not in choices   # none of the choices
+    assert qa.sweep_label(set(versions), versions) == choices[4]
     assert qa.sweep_choices(["3.9.1"]) == ("none of them", "Kafka Streams 3.9.1")    # distinct, whatever the clients
     assert qa.sweep_choices(["3.8.1", qa.LOOP]) == ("none of them", "only Kafka Streams 3.8.1",
                                                      "every client, confluent-kafka too")

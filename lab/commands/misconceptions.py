@@ -75,6 +75,10 @@ CHOICES: dict[str, dict[str, str]] = {
         # holds a transactional request for request.timeout.ms
         "only Kafka Streams 3.8.1": "an older client waits out its whole request timeout behind a throttle, longer "
                                     "than the transaction may stay open; a newer one waits only the throttle",
+        # lesson 02a's own measurement read as a rule: the Java producer from 4.0 calls INVALID_PRODUCER_ID_MAPPING
+        # fatal where earlier releases aborted and went on, so a newer client is taken for the stricter one
+        "only Kafka Streams 4.3.1": "a newer client is stricter with a transaction that a throttle holds up, and "
+                                    "gives it up where an older one waits",
         # the seed report's title and first reading, "Quotas and Kafka Streams EOS": quotas themselves break EOS
         "every Kafka Streams version": "any exactly-once app held back by a quota falls behind until a transaction "
                                        "outlives transaction.timeout.ms, whatever its release",
@@ -86,6 +90,10 @@ CHOICES: dict[str, dict[str, str]] = {
         # KAFKA-17455 read as the whole story: its fix (apache/kafka PR #17527, by the seed report's team) taken to
         # end quota fencing
         "only Kafka Streams 3.8.1": "only the release with the bug is fenced, whatever the load",
+        # the same reading as 03a's: the Java producer from 4.0 calls more errors fatal (lesson 02a), so the newer
+        # release is taken for the one that gives up first
+        "only Kafka Streams 4.3.1": "a newer Kafka Streams release gives up on a held-up transaction sooner, and "
+                                    "an older one waits",
         # a common reading of transaction.timeout.ms's doc, "a transaction will remain open before the coordinator
         # proactively aborts it": the coordinator aborts a slow transaction of any Java client
         "every Kafka Streams version": "past some load even a fixed Kafka Streams release is fenced, and a plain "

@@ -33,8 +33,8 @@ LOOP_CRASH_KINDS = ("abort", "fatal", "error")
 
 # Both lessons' Predict questions: which clients are fenced (03a: the releases of its main run; 03b: the sweep's
 # clients at its highest ratio). Their choice table (fenced_table) names clients, never whether a release carries a
-# change: nobody, the releases from before KAFKA-17455's change, every Kafka Streams release, every client. A
-# measured set that is none of them is named the same way (sweep_label).
+# change: nobody, the releases from before KAFKA-17455's change, those after it, every Kafka Streams release, every
+# client. A measured set that is none of them is named the same way (sweep_label).
 def _clients(clients: list) -> str:
     """Clients in words: the Kafka Streams releases among them (in order), then the loop."""
     streams = [v for v in clients if v != LOOP]
@@ -55,10 +55,11 @@ def sweep_label(fenced, versions) -> str:
 
 def fenced_table(versions) -> tuple:
     """The questions' choice table for these clients, each set distinct: nobody fenced, the Kafka Streams releases
-    from before 3.9.1 (by release number), every Kafka Streams version, every client."""
+    from before 3.9.1 (by release number), those from 3.9.1 on, every Kafka Streams version, every client."""
     streams = [v for v in versions if v != LOOP]
     before = [v for v in streams if parse_version(v) < (3, 9, 1)]
-    return choice_table((sweep_label(fenced, versions), fenced) for fenced in ([], before, streams, versions))
+    since = [v for v in streams if v not in before]
+    return choice_table((sweep_label(fenced, versions), fenced) for fenced in ([], before, since, streams, versions))
 
 
 def sweep_choices(versions) -> tuple:
