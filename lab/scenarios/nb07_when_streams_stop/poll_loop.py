@@ -66,7 +66,9 @@ def asked_clients(p: dict) -> list[str]:
 
 
 def _consumers(clients: list[str]) -> str:
-    return " and ".join(NAMES[c] for c in clients)
+    """The clients' names, as a sentence lists them: "A and B", "A, B and C"."""
+    names = [NAMES[c] for c in clients]
+    return " and ".join(filter(None, (", ".join(names[:-1]), names[-1])))
 
 
 def _named(looping: list[str], clients: list[str]) -> str:
@@ -92,9 +94,7 @@ def question(p: dict) -> tuple:
     work per record: that Kafka Streams polls between its records is what it asks (lab/commands/misconceptions.py)."""
     variant, clients = asked_variant(p), asked_clients(p)
     batch = 1 if variant == "max_poll_records_1" else p["poll_batch"]
-    who = _consumers(clients) if len(clients) < 3 else ", ".join(NAMES[c] for c in clients[:-1]) + \
-        f" and {NAMES[clients[-1]]}"
-    said = f"{who} get{'s' * (len(clients) == 1)} up to {batch} record{'s' * (batch != 1)} a poll, " \
+    said = f"{_consumers(clients)} get{'s' * (len(clients) == 1)} up to {batch} record{'s' * (batch != 1)} a poll, " \
            f"{p['poll_work_ms']} ms of work each"
     if "streams" in clients and p["poll_slow_record_ms"]:
         said += f"; Kafka Streams' record at offset {p['poll_slow_offset']} takes {p['poll_slow_record_ms']:,} ms"
