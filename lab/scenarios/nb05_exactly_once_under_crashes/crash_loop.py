@@ -20,10 +20,12 @@ from .topic_io import _produce_raw, drain
 
 def _watch(lab: Run, prog: JavaProgram, label: str, done, p: dict, timeout: float) -> dict:
     """Run `prog` until done(), or until it has been failing for WATCH_SECONDS: a dead app is restarted
-    from outside (the deployment); a thread that REPLACE_THREAD replaces keeps failing inside. `done`: whether
-    the watch ended because done() came true (every input out, but for what a handler dropped)."""
+    from outside (the deployment); a thread that REPLACE_THREAD replaces keeps failing inside. An app restarted
+    within the watch gets WATCH_SECONDS of its own to die again or get the inputs out: on a busy machine its start
+    alone can outlast what was left of the watch. `done`: whether the watch ended because done() came true (every
+    input out, but for what a handler dropped)."""
     first_failure, deaths, incarnation, end = None, [], prog.properties["lab.incarnation"], time.time() + timeout
-    finished = False
+    finished, restarted_at = False, None
     while time.time() < end:
         lab.check()
         if done():
@@ -39,11 +41,12 @@ def _watch(lab: Run, prog: JavaProgram, label: str, done, p: dict, timeout: floa
             incarnation += 1
             lab.say(f"{label}: the app died; the deployment restarts it (#{incarnation})")
             _start(lab, prog, incarnation, label)
+            restarted_at = time.time()
             continue
         uncaught = prog.lab_lines(kind="uncaught")
         if uncaught and first_failure is None:
             first_failure = uncaught[0]["ts"]
-        if first_failure and time.time() - first_failure >= p["watch_seconds"]:
+        if first_failure and time.time() - max(first_failure, restarted_at or 0) >= p["watch_seconds"]:
             break
         time.sleep(0.3)
     return {"deaths": deaths, "first_failure": first_failure, "incarnations": incarnation, "done": finished}
