@@ -36,6 +36,10 @@ CHOICES: dict[str, dict[str, str]] = {
         # (3.8.0): the error handled as a TaskMigratedException
         "only 3.7.0": "from 3.8.0 Kafka Streams handles the expired id like a fencing; before, the error reaches "
                       "the uncaught exception handler, whose default stops the client",
+        # KAFKA-16699's title read the other way: a fenced producer is a zombie (the glossary's fencing, the
+        # ProducerFencedException doc), so the release that treats the expired id as a fencing is taken to stop
+        "only 3.8.0": "from 3.8.0 Kafka Streams takes the expired id for a fencing, and a fenced client is a "
+                      "zombie that stops; before, the error was retried",
         # TaskMigratedException's javadoc: thrown "when the thread gets fenced (either by the consumer coordinator or
         # by the transaction coordinator)", read as covering every error of the transaction coordinator
         "none: each carries on by itself, as after a fencing": "Kafka Streams has always recovered from an expired "
@@ -54,6 +58,10 @@ CHOICES: dict[str, dict[str, str]] = {
         # described in KIP-360"; KIP-360's epoch bump (KAFKA-8710) came in 2.5.0
         "only 2.0.1": "before 2.4 a broker dropped a producer with its last records; from 2.4.0 it keeps it until "
                       "the transactional id expires",
+        # the newer brokers' producer.id.expiration.ms doc (apache/kafka PR #12501): "producer ids may expire sooner
+        # if the last write from the producer id is deleted due to the topic's retention settings"
+        "only 4.3.1": "a newer broker expires producer ids on a clock of its own, and drops one at once when "
+                      "retention deletes its last write",
         # the transaction coordinator keeps an id 7 days (transactional.id.expiration.ms, 604800000), taken to hold
         # for the partitions' producer state too
         "none: each still knows the producer, and the commit succeeds": "a broker keeps a producer's state while "
@@ -113,6 +121,11 @@ CHOICES: dict[str, dict[str, str]] = {
         # from standby" (3.4.1, 3.5.0)
         "only Kafka Streams 3.3.1": "an older release keeps a task's cache when the task turns standby and back; a "
                                     "current one clears it",
+        # KIP-441 (Smooth Scaling Out for Kafka Streams, 2.6): warm-up replicas and probing rebalances move tasks
+        # between instances after a change, read as a current release's tasks moving more, each move a chance to
+        # serve from a stale copy
+        "only Kafka Streams 4.3.1": "a current release moves tasks between instances more (warm-up replicas and "
+                                    "probing rebalances), and serves from copies left behind",
         # the seed README "kafka-streams-multi-runner", "The interaction between caching and standby tasks is the cause
         # of this bug", read as inherent to a cache, in any release (no doc says so)
         "both": "a store's cache can serve a value from before its task left the instance and came back, in any "

@@ -137,9 +137,9 @@ def clients_answer(record: dict, p: dict) -> str | None:
 
 
 def releases_table(vs: list[str], nones: tuple) -> tuple:
-    """02b's and 02c's choices: all the releases (vs, oldest first), only the oldest ones short of all, then both
-    `nones`, which name no release: the run tells them apart by what else it met."""
-    sets = [vs[:n] for n in (len(vs), *range(1, len(vs))) if n]
+    """02b's and 02c's choices: all the releases (vs, oldest first), only the oldest ones short of all, only the
+    newest ones, then both `nones`, which name no release: the run tells them apart by what else it met."""
+    sets = [vs[:n] for n in (len(vs), *range(1, len(vs))) if n] + [vs[n:] for n in range(1, len(vs))]
     return (*choice_table((_named(s, vs), s) for s in sets), *((none, frozenset()) for none in nones))
 
 

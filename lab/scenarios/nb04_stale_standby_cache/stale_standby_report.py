@@ -23,7 +23,8 @@ def is_affected(version: str) -> bool:
 
 
 # The Predict question: which of the versions that play the program serve a stale value. Its choices name versions,
-# never whether a release carries a change: none, the releases from before PR #13369 (by release number), every one.
+# never whether a release carries a change: none, the releases from before PR #13369 (by release number), those
+# after it, every one.
 def _kafka_streams(versions) -> str:
     return "Kafka Streams " + " and ".join(versions)
 
@@ -35,9 +36,11 @@ def stale_label(stale, versions) -> str:
 
 
 def stale_table(versions) -> tuple:
-    """The question's choice table for these versions, each set distinct: none, those from before 3.4.1, every one."""
+    """The question's choice table for these versions, each set distinct: none, those from before 3.4.1, those from
+    3.4.1 on, every one."""
     before = [v for v in versions if parse_version(v) < FIRST_FIXED]
-    return choice_table((stale_label(stale, versions), stale) for stale in ([], before, versions))
+    since = [v for v in versions if v not in before]
+    return choice_table((stale_label(stale, versions), stale) for stale in ([], before, since, versions))
 
 
 def measured_answer(record: dict, p: dict) -> str:
