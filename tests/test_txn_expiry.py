@@ -50,50 +50,50 @@ def test_each_lesson_takes_its_own_parameters_and_the_old_brokers_fix_skips_the_
         OLD.spec.validate(zookeeper_brokers=[], check_pinned_zookeeper=False)
 
 
-def test_the_question_run_has_the_crash_client_and_the_mitigate_step_runs_the_other_modes_without_java():
+def test_the_question_run_has_the_plain_client_and_the_mitigate_step_runs_the_other_modes_without_java():
     """02a's parameters cell names only the question's mode; its Mitigate cell runs the others, without the Java
-    producers (mitigate_base), and a fix of the expiration runs `crash` alone."""
+    producers (mitigate_base), and a fix of the expiration runs `plain` alone."""
     p = CLIENTS.spec.validate(java_clients=["3.9.1", "4.3.1"])
-    assert p["python_modes"] == ["crash"] and "`crash`" in CLIENTS.question(p)[0]
-    others = [m for m in tx.PYTHON_MODES if m != "crash"]
+    assert p["python_modes"] == ["plain"] and "`plain`" in CLIENTS.question(p)[0]
+    others = [m for m in tx.PYTHON_MODES if m != "plain"]
     fixed = CLIENTS.mitigate.check(p, {"python_modes": others})
     assert fixed["python_modes"] == others and fixed["java_clients"] == [] and fixed["idle_s"] == p["idle_s"]
     assert tx.rounds(fixed) == [[f"python-{m}" for m in others]]
-    assert CLIENTS.mitigate.check(p, {"expiration_ms": 40000})["python_modes"] == ["crash"]
+    assert CLIENTS.mitigate.check(p, {"expiration_ms": 40000})["python_modes"] == ["plain"]
 
 
 def test_client_logs_prints_the_lines_of_the_clients_asked_for(tmp_path, capsys):
     log = tmp_path / "java.log"
     log.write_text("[x] INFO [Producer clientId=p] ProducerId set to 7 with epoch 0\nnothing here\n")
-    r = tx.TxnExpiryResult("txn_expiry", {}, "r", Timeline(0.0), clients={"java-4.3.1": {}, "python-crash": {}},
-                           logs={"java-4.3.1": str(log), "python-crash": str(tmp_path / "none.log")})
+    r = tx.TxnExpiryResult("txn_expiry", {}, "r", Timeline(0.0), clients={"java-4.3.1": {}, "python-plain": {}},
+                           logs={"java-4.3.1": str(log), "python-plain": str(tmp_path / "none.log")})
     r.client_logs("java")
     out = capsys.readouterr().out
-    assert out.startswith("java-4.3.1\n   ") and "ProducerId set to 7" in out and "python-crash" not in out
+    assert out.startswith("java-4.3.1\n   ") and "ProducerId set to 7" in out and "python-plain" not in out
 
 
 @pytest.mark.parametrize("bad, words", [({"expiration_ms": 0}, "EXPIRATION_MS"),
                                         ({"cleanup_interval_ms": 2 ** 31}, "CLEANUP_INTERVAL_MS"),
-                                        ({"python_modes": ["crash", "retry"]}, "PYTHON_MODES"),
+                                        ({"python_modes": ["plain", "retry"]}, "PYTHON_MODES"),
                                         ({"observe_s": 1}, "OBSERVE_S"),
                                         ({"idle": 5}, "did you mean 'idle_s'"),
                                         ({"python_modes": list(tx.PYTHON_MODES),       # 6 + 3 clients
                                           "java_clients": ["3.9.1", "4.0.0", "4.3.1"]}, "At most 8"),
-                                        ({"python_modes": ["crash", "crash"]}, "names a value twice")])
+                                        ({"python_modes": ["plain", "plain"]}, "names a value twice")])
 def test_spec_refuses_what_kafka_or_the_machine_cannot_take(bad, words):
     with pytest.raises(LabError, match=words):
         CLIENTS.spec.validate(**{**NO_MAVEN, **bad})
 
 
 def test_lists_may_come_as_text_from_a_panel():
-    assert CLIENTS.spec.validate(python_modes="crash, no-rewind", **NO_MAVEN)["python_modes"] == ["crash", "no-rewind"]
+    assert CLIENTS.spec.validate(python_modes="plain, no-rewind", **NO_MAVEN)["python_modes"] == ["plain", "no-rewind"]
 
 
 def test_client_spec_parsing_into_rounds():
-    p = {"python_modes": ["crash"], "java_clients": ["3.9.1"], "streams_versions": ["3.7.0", "3.8.0"]}
-    assert tx.rounds(p) == [["python-crash", "java-3.9.1", "streams-3.7.0"], ["streams-3.8.0"]]
+    p = {"python_modes": ["plain"], "java_clients": ["3.9.1"], "streams_versions": ["3.7.0", "3.8.0"]}
+    assert tx.rounds(p) == [["python-plain", "java-3.9.1", "streams-3.7.0"], ["streams-3.8.0"]]
     assert tx.rounds({"streams_versions": ["3.7.0", "3.8.0"]}) == [["streams-3.7.0"], ["streams-3.8.0"]]
-    assert tx.rounds({"python_modes": ["crash"], "java_clients": ["3.9.1"]}) == [["python-crash", "java-3.9.1"]]
+    assert tx.rounds({"python_modes": ["plain"], "java_clients": ["3.9.1"]}) == [["python-plain", "java-3.9.1"]]
     assert tx.CLIENTS["java"] is tc._Java and "streams-3.8.0".split("-", 1)[1] == "3.8.0"
 
 
@@ -111,13 +111,13 @@ def _key(txn_id: str) -> bytes:
 
 
 def test_expiry_sweep_parsing_takes_the_first_tombstone_after_the_idle_start():
-    records = [(_key("run-python-crash"), b"state", 10.0),      # a live id: not a tombstone
-               (_key("run-python-crash"), None, 5.0),           # before the idle period: ignored
-               (_key("run-python-crash"), None, 12.0),
-               (_key("run-python-crash"), None, 13.0),
+    records = [(_key("run-python-plain"), b"state", 10.0),      # a live id: not a tombstone
+               (_key("run-python-plain"), None, 5.0),           # before the idle period: ignored
+               (_key("run-python-plain"), None, 12.0),
+               (_key("run-python-plain"), None, 13.0),
                (_key("run-streams-3_8_0-uuid-1"), None, 14.0),   # Streams: the application.id starts the id
                (b"\x00", None, 15.0)]
-    found = tx.expired_at(records, {"crash": "run-python-crash", "streams": "run-streams-3_8_0",
+    found = tx.expired_at(records, {"crash": "run-python-plain", "streams": "run-streams-3_8_0",
                                     "java": "run-java-4_3_1"}, since=8.0)
     assert found == {"crash": 12.0, "streams": 14.0, "java": None}
 
@@ -146,7 +146,7 @@ def _summary(**kw):
 
 
 def _result(idle_s, clients):
-    p = CLIENTS.spec.validate(idle_s=idle_s, expiration_ms=10000, cleanup_interval_ms=1000, python_modes=["crash"],
+    p = CLIENTS.spec.validate(idle_s=idle_s, expiration_ms=10000, cleanup_interval_ms=1000, python_modes=["plain"],
                               **NO_MAVEN)
     return CLIENTS.result(tx.TxnExpiryResult("txn_expiry", p, "r", Timeline(0.0), clients=clients), **p)
 
@@ -169,7 +169,7 @@ def heartbeat_runs(monkeypatch):
 
 def test_the_heartbeat_exercise_asks_for_a_function_and_runs_its_interval_with_one_heartbeat_missed(heartbeat_runs,
                                                                                                    capsys):
-    r = _result(15, {"python-crash": _summary()})
+    r = _result(15, {"python-plain": _summary()})
     two = CLIENTS.exercises[2]
     assert r.check(2, lambda e: e // 3) and two.solution(r)(10000) == 3333
     ran = heartbeat_runs[-1]
@@ -216,7 +216,7 @@ def _each_solution_passes_and_each_wrong_answer_is_refused(r):
 
 
 def test_verdict_for_the_control_names_the_branch(heartbeat_runs):
-    r = _result(5, {"python-crash": _summary()})
+    r = _result(5, {"python-plain": _summary()})
     assert not r.failed
     assert r.verdict() == "idle 5 s < expiration 10 s + one sweep: the id was never expired, the commit succeeded"
     assert "answered normally" in r.explain()
@@ -225,7 +225,7 @@ def test_verdict_for_the_control_names_the_branch(heartbeat_runs):
 
 
 def _failed_clients():
-    return {"python-crash": _summary(expired=True, sweep=11.0, code=49, error="INVALID_PRODUCER_ID_MAPPING",
+    return {"python-plain": _summary(expired=True, sweep=11.0, code=49, error="INVALID_PRODUCER_ID_MAPPING",
                                      first_error=15.0, then="exit -> restarted by the supervisor",
                                      handling="abortable", call="send_offsets_to_transaction"),
             "python-abort": _summary(expired=True, sweep=11.0, code=49, error="INVALID_PRODUCER_ID_MAPPING",
@@ -238,7 +238,7 @@ def _failed_clients():
 def test_verdict_for_the_failure(heartbeat_runs):
     r = _result(15, _failed_clients())
     assert r.failed and r.verdict().startswith("idle 15 s >= expiration 10 s + one sweep: the coordinator expired 3")
-    assert "`python-crash`: id expired at 11.0 s" in r.explain()
+    assert "`python-plain`: id expired at 11.0 s" in r.explain()
     assert r.expiry()["idle when expired (s)"].tolist() == [10.0, 10.0, 10.2]
     assert r.check(1, lambda e, c: (e / 1000, (e + c) / 1000))
     assert r.check(3, lambda t: set(t[(t["handling"] == "fatal") | t["then"].fillna("").str.contains("exit|recreate")]
@@ -247,7 +247,7 @@ def test_verdict_for_the_failure(heartbeat_runs):
     one, three = CLIENTS.exercises[1], CLIENTS.exercises[3]
     for exercise, answer in [(one, lambda e, c: (0, 100)), (one, lambda e, c: None), (one, lambda e, c: "soon"),
                              (one, 5), (one, lambda e, c: (10, 11)),   # this run's bounds, copied
-                             (three, lambda table: set()), (three, lambda table: "python-crash"),
+                             (three, lambda table: set()), (three, lambda table: "python-plain"),
                              (three, lambda table: 1 / 0), (three, lambda table: set(table["client"]))]:
         with pytest.raises(AssertionError, match="^Not quite: "):
             exercise.check(r, answer)
@@ -267,8 +267,8 @@ def test_the_new_producer_exercise_needs_the_mechanism_not_this_runs_names(capsy
     r = _result(15, _failed_clients())
     three = CLIENTS.exercises[3]
     assert three.needs_failure and len(three.closer.split()) >= 5
-    assert ex.needed_new_producer(r.table()) == {"python-crash", "java-4.3.1"}
-    copied = lambda table: {"python-crash", "java-4.3.1"}   # noqa: E731 (right on this run's table only)
+    assert ex.needed_new_producer(r.table()) == {"python-plain", "java-4.3.1"}
+    copied = lambda table: {"python-plain", "java-4.3.1"}   # noqa: E731 (right on this run's table only)
     by_position = lambda table: set(table["client"].iloc[[0, 2]])   # noqa: E731
     for answer in (copied, by_position):
         with pytest.raises(AssertionError, match="decide from each row's columns"):
@@ -301,7 +301,7 @@ def test_the_streams_and_old_broker_questions_name_their_releases():
     p, streams = idle.params, idle.clients
     # each question names its releases, oldest first; each answer is one of its choices
     assert tx.streams_answer(idle.as_record(), p) == "only 3.7.0" in tx.streams_question(p)[1]
-    assert tx.clients_answer(idle.as_record(), p) is None          # no `python-crash` client in this run
+    assert tx.clients_answer(idle.as_record(), p) is None          # no `python-plain` client in this run
     assert tx.old_broker_answer(old.as_record(), old.params) == "only 2.0.1" in tx.old_broker_question(old.params)[1]
     both = {n: {**c, "handling": "thread died"} for n, c in streams.items()}
     assert tx.streams_answer({"part_b": both}, p) == "both"

@@ -131,7 +131,7 @@ COURSE = [
              ("poll_loop", "poll_loop", "work between two polls, in the Java client, librdkafka and Kafka Streams"),
              ("partitions", "partition_parallelism", "more instances for a busy Kafka Streams app"),
              ("lookups", "slow_lookups", "a call to an external service for every record"),
-             ("broker_bounce", "broker_bounce", "a broker bounce under two Kafka Streams releases")),
+             ("broker_bounce", "broker_bounce", "a broker bounce under a Kafka Streams app")),
     Notebook("08_diagnose_your_cluster", "diagnose",
              "a read-only diagnosis of a cluster (`make doctor`), each finding then tested "
              "on a cluster of the lab's own"),

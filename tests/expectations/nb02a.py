@@ -2,7 +2,7 @@
 hard way)")."""
 from tests.expectations import exercises, on_transaction_versions, prediction
 
-# Small idle times: ids expire after 5 s, the clients idle 8 s. The run the question asks about has the `crash` client
+# Small idle times: ids expire after 5 s, the clients idle 8 s. The run the question asks about has the `plain` client
 # and the Java producers (the notebook's PYTHON_MODES); the Mitigate step (the test's own fix, written into the
 # Mitigate cell, the notebook's own) runs the Python client's other modes on the same idle round, without the Java
 # producers: they meet the error too, so its verdict is the failure again, and what each did is asserted.
@@ -12,7 +12,7 @@ PARAMETERS = {"EXPIRATION_MS": 5000, "CLEANUP_INTERVAL_MS": 1000, "IDLE_S": 8, "
 
 # The control: every mode and the Java producers idle 3 s, well short of the 10 s expiration; no fix to run.
 CONTROL = {"EXPIRATION_MS": 10000, "CLEANUP_INTERVAL_MS": 1000, "IDLE_S": 3, "OBSERVE_S": 30,
-           "PYTHON_MODES": ["crash", *OTHER_MODES], "FIX": {}, "PREDICTION": "committed once, processed once"}
+           "PYTHON_MODES": ["plain", *OTHER_MODES], "FIX": {}, "PREDICTION": "committed once, processed once"}
 
 # The exercise 2's experiment runs the heartbeat client alone on the run's own expiration: tried once, in the
 # failure run (the CONTROL's expiration differs, not the mechanism).
@@ -21,23 +21,23 @@ TRIED_IN_FAILURE_ONLY = (2,)
 SOURCE_MESSAGE = "The producer attempted to use a producer id which is not currently assigned to its transactional id"
 
 # The panel, clicked in the CONTROL run: one Python client idle 3 s < the 10 s expiration.
-PANEL = {"idle_s": 3, "python_modes": ["crash"], "java_clients": []}
+PANEL = {"idle_s": 3, "python_modes": ["plain"], "java_clients": []}
 PANEL_FAILS = False
 
 
 def check(r):
     assert r["failure_reproduced"] is True, r["verdict"]
     a = r["part_a"]
-    assert set(a) == {"python-crash", "java-3.9.1", "java-4.3.1"}, sorted(a)   # the question's run: crash, Java
+    assert set(a) == {"python-plain", "java-3.9.1", "java-4.3.1"}, sorted(a)   # the question's run: plain, Java
     # librdkafka: error 49, abortable, reported by send_offsets_to_transaction
-    crash = a["python-crash"]
+    crash = a["python-plain"]
     assert crash["expired"], crash
     assert crash["error"] == "INVALID_PRODUCER_ID_MAPPING" and crash["code"] == 49, crash
     assert crash["handling"] == "abortable", crash
     # the source's app: crashed, restarted, read the input twice, committed it once
     assert crash["restarts"] == 1 and crash["recovered"] and crash["reads_per_input"] >= 2, crash
     prediction(r, PARAMETERS["PREDICTION"], "committed once, processed twice")
-    audit = r["part_a_audit"]["python-crash"]
+    audit = r["part_a_audit"]["python-plain"]
     assert audit["duplicate"] == 0 and audit["lost"] == 0, audit   # processed twice, committed once
     # the Java producer 3.9 abortable, 4.x fatal
     b = r["part_b"]
@@ -49,7 +49,7 @@ def check(r):
     # Kafka 4's transaction protocol (KIP-890, transaction version 2), which the Explain cell's line reports: the
     # broker finalized level 2; only the 4.x Java producer's commits bumped the epoch (they ran on it), and it met
     # the error all the same (asserted above); librdkafka's and 3.9's commits never bumped it (version 0).
-    on_transaction_versions(r, ["java-4.3.1"], ["java-3.9.1", "python-crash"])
+    on_transaction_versions(r, ["java-4.3.1"], ["java-3.9.1", "python-plain"])
 
     # The Mitigate step: the other modes on the same idle round, without the Java producers. They meet the error
     # too (the verdict: the failure again), each handles it its own way.

@@ -118,7 +118,7 @@ def _other_deployment(table):
     error = {"error": "INVALID_PRODUCER_ID_MAPPING", "code": 49, "call": "send_offsets_to_transaction",
              "handling": "abortable", "errors": 1, "recovered": True}
     java = {**error, "error": "InvalidPidMappingException", "call": "commitTransaction"}
-    more = [{**error, "client": "crash", "then": "exit -> restarted by the supervisor"},
+    more = [{**error, "client": "plain", "then": "exit -> restarted by the supervisor"},
             {**error, "client": "recreate", "then": "recreate -> rewind"},
             {**error, "client": "abort", "then": "abort -> rewind"},
             {**java, "client": "java-aborted", "then": "aborted"},

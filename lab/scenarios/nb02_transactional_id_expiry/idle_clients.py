@@ -1,7 +1,7 @@
 """Lesson 02a, an idle id expires: the Python client (lab/apps/eos_app.py) in each mode of PYTHON_MODES (one way of
-handling the error each; the run the question asks about has `crash` alone) and a lone Java producer per
+handling the error each; the run the question asks about has `plain` alone) and a lone Java producer per
 kafka-clients version commit, sit idle IDLE_S past the expiration, then get one input each. The Mitigate cell runs
-the other modes (without the Java producers, `mitigate_base`); a fix of the expiration runs `crash` alone."""
+the other modes (without the Java producers, `mitigate_base`); a fix of the expiration runs `plain` alone."""
 from __future__ import annotations
 
 from ...toolbox import Run

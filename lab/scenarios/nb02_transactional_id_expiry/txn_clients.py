@@ -44,7 +44,7 @@ FOLLOW = ("abort", "aborted", "recreate", "recreated", "rewind", "exit", "thread
 
 
 # each mode of PYTHON_MODES as eos_app's lab.on.error names it (the lesson's names say what a mode does, not how good)
-ON_ERROR = {"heartbeat": "recreate", "abort-offsets-first": "abort", "no-rewind": "naive"}
+ON_ERROR = {"plain": "crash", "heartbeat": "recreate", "abort-offsets-first": "abort", "no-rewind": "naive"}
 
 
 def heartbeat_interval_ms(p: dict) -> int:
@@ -175,15 +175,15 @@ class _Python(_Client):
         return max([0, *(o for e in self.events() if e["kind"] == "commit" for o in e["offsets"].values())]) \
             >= self.inputs
 
-    def supervise(self):   # the crash app exits 3 on the error; like a deployment, start it again
-        if self.option == "crash" and self.child.returncode() == 3 and len(self.restarts) < 3:
+    def supervise(self):   # the plain app exits 3 on the error; like a deployment, start it again
+        if self.option == "plain" and self.child.returncode() == 3 and len(self.restarts) < 3:
             self.restart("the supervisor started it again")
 
     def settled(self, since):
         after = [e["kind"] for e in self.events() if e["ts"] >= since]
         gave_up = self.option == "no-rewind" and "error" in after and ("abort" in after or "recreate" in after)
         return self.recovered_at(since) is not None or gave_up or after.count("error") >= SPIN_LIMIT \
-            or (not self.child.alive() and self.option != "crash")
+            or (not self.child.alive() and self.option != "plain")
 
     def reads_per_input(self):
         reads = self.history.frame("read")

@@ -1,7 +1,7 @@
 """What chapter 02's three lessons share: their parameters (each lesson takes its own), the broker they run on (a short
 transactional.id.expiration.ms), their Predict questions, the idle round of clients (_round) and TxnExpiryResult,
 what a lesson's run measured. The defaults straddle the behaviours the lessons compare: kafka-clients 3.9
-(the error is abortable) and 4.x (fatal), and the Python client's `crash` mode, with its other modes in 02a's Mitigate
+(the error is abortable) and 4.x (fatal), and the Python client's `plain` mode, with its other modes in 02a's Mitigate
 cell; Kafka Streams 3.7 (the thread dies) and 3.8 (TaskMigratedException) side by side, 3.8 alone in
 its Mitigate cell; broker 2.0.1 (forgets the producer) beside the KRaft broker, and 2.4.1 (keeps it) in its
 Mitigate cell. The parameters' descriptions (docs/parameters.md) say what each knob is, never which value fails.
@@ -30,7 +30,7 @@ from . import txn_unknown_producer as part_c
 from .txn_clients import CLIENTS, ERROR_CODE, streams_examples
 
 SOURCE_MESSAGE = "The producer attempted to use a producer id which is not currently assigned to its transactional id"
-PYTHON_MODES = ("crash", "abort", "recreate", "no-rewind", "heartbeat", "abort-offsets-first")
+PYTHON_MODES = ("plain", "abort", "recreate", "no-rewind", "heartbeat", "abort-offsets-first")
 
 
 def _kraft(version):
@@ -49,7 +49,7 @@ _ALL = (
     Param("idle_s", 15.0, "how long the clients sit idle after their last transaction, then one input each", lo=0,
           hi=3600, unit="s"),
     Param("observe_s", 45.0, "how long to watch the clients once the input arrives", lo=5, hi=600, unit="s"),
-    Param("python_modes", ["crash"], "error-handling modes of the Python consume-transform-produce client, one "
+    Param("python_modes", ["plain"], "error-handling modes of the Python consume-transform-produce client, one "
           "process each", choices=PYTHON_MODES),
     Param("heartbeat_ms", 0, "the `heartbeat` mode's interval between two transactions while idle (0: set from "
           "EXPIRATION_MS)", lo=0, hi=2 ** 31 - 1, unit="ms"),
@@ -123,12 +123,12 @@ OLD_BROKER_NONE = ("none: each still knows the producer, and the commit succeeds
 
 # This run's answer to each lesson's Predict question, from what it recorded (None: it did not measure it).
 def clients_answer(record: dict, p: dict) -> str | None:
-    """02a: what became of the input of the client that crashes on the error (`python-crash`): its reads of the
+    """02a: what became of the input of the client that crashes on the error (`python-plain`): its reads of the
     input, whether it recovered, and the audit of its output."""
-    c = record["part_a"].get("python-crash")
+    c = record["part_a"].get("python-plain")
     if c is None:
         return None
-    audit = record.get("part_a_audit", {}).get("python-crash", {})
+    audit = record.get("part_a_audit", {}).get("python-plain", {})
     if audit.get("lost") or not c["recovered"]:
         return IDLE_ANSWERS[3]
     if audit.get("duplicate"):
@@ -175,8 +175,8 @@ def old_broker_answer(record: dict, p: dict) -> str | None:
 
 
 def question(p: dict) -> tuple:
-    """The clients lesson's Predict step: what becomes of the input the `crash` client gets after the idle period."""
-    return (f"The `crash` client sits idle {p['idle_s']:g} s; the broker forgets a transactional id left idle "
+    """The clients lesson's Predict step: what becomes of the input the `plain` client gets after the idle period."""
+    return (f"The `plain` client sits idle {p['idle_s']:g} s; the broker forgets a transactional id left idle "
             f"{p['expiration_ms'] / 1000:g} s. Then one input record arrives. How many times is it processed, and "
             "how many times committed to the output topic?", IDLE_ANSWERS)
 
