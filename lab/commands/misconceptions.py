@@ -10,6 +10,28 @@ lesson has its belief here, and that no belief names a choice the question no lo
 from __future__ import annotations
 
 CHOICES: dict[str, dict[str, str]] = {
+    "01": {
+        # Kafka's documentation of offsets.retention.minutes (KIP-211, since 2.1): offsets expire when "this retention
+        # period has elapsed after the consumer group loses all its consumers (i.e. becomes empty)", read for both
+        # protocols; so say Redpanda's `rpk group delete` page ("brokers expire offsets only when the group is empty
+        # for offset.retention.minutes") and NAIS's offsets page ("Once the group is empty, Kafka retains the offsets")
+        "both about 60 s after the stop": "the retention counts from when the group loses its last member, whatever "
+                                          "its group protocol",
+        # Kafka before 2.1 (KIP-211's motivation): a committed offset expired one retention after its commit, even in
+        # a group still running; older answers and posts still give that rule
+        "both about 50 s after the stop": "a committed offset expires one retention after it was committed, "
+                                          "whatever the group does",
+        "`idle-classic` about 60 s after the stop, `idle-consumer` about 50 s": "the consumer protocol (KIP-848) "
+            "counts the retention from the last commit once the group stops reading, the classic one from when the "
+            "group loses its last member",
+        # the same pre-2.1 rule kept for the classic protocol, and KIP-848, the newer design, read as the fix
+        "`idle-classic` about 50 s after the stop, `idle-consumer` about 60 s": "the classic protocol keeps the old "
+            "clock from the last commit; the consumer protocol, the newer design, waits for the group to empty",
+        # the seed post "Some kafka retention lessons (we learned the hard way)": "the retention on the offsets and
+        # the retention on the messages is not necessarily the same" was their discovery
+        "neither: both groups' offsets are still there when they come back": "a group's committed offsets are kept "
+                                                                              "as long as its topic keeps its records",
+    },
     "02a": {
         # a reading of transactional.id.expiration.ms's documentation ("wait before proactively expire a producer's
         # transactional ID without receiving any transaction status updates from it", as the seed post "Some kafka
@@ -323,16 +345,6 @@ CHOICES: dict[str, dict[str, str]] = {
 
 # A lesson whose answer is a number: (the slip, the belief behind it).
 NUMBERS: dict[str, list[tuple[str, str]]] = {
-    # Kafka's documentation of offsets.retention.minutes (KIP-211, since 2.1): offsets expire when "this retention period
-    # has elapsed after the consumer group loses all its consumers (i.e. becomes empty)", read for both protocols; so
-    # say Redpanda's `rpk group delete` page ("brokers expire offsets only when the group is empty for
-    # offset.retention.minutes") and NAIS's offsets page ("Once the group is empty, Kafka retains the offsets")
-    "01": [("one retention (60 s at the defaults), as for `idle-classic`", "the retention counts from when the group "
-            "loses its last member, whatever its group protocol"),
-           # the seed post "Some kafka retention lessons (we learned the hard way)": "the retention on the offsets and
-           # the retention on the messages is not necessarily the same" was their discovery
-           ("never, while the topic keeps its records", "a group's committed offsets are kept as long as its topic "
-            "keeps its records")],
     # an offset read as "a sequential ID number assigned to each message" (Confluent's "Guide to Consumer Offsets"),
     # so end minus start offset as a count of records, as lag and record-count dashboards compute it; the Q&A "In
     # kafka, When producing message with transactional, Consumer offset doubled up" is the surprise it leads to

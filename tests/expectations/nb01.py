@@ -8,7 +8,7 @@ PARAMETERS = dict(
     EARLY_DOWNTIME_S=10,
     # a wrong prediction (the run says what it measured instead): one retention is the classic group's clock; the
     # consumer protocol counts from the last commit, IDLE_S before the stop
-    PREDICTION=60,
+    PREDICTION="both about 60 s after the stop",
     FIX={"downtime_s": 20},    # the Mitigate cell's fix here: the earliest and latest groups back within the 60 s retention
 )
 
@@ -34,12 +34,13 @@ def check(results: dict) -> None:
     assert results["earliest_reprocessed"] == before, results
     assert results["earliest_skipped"] == 0, results
     assert results["earliest_duplicates"] > 0, results
-    # The question asks when `idle-consumer`'s offsets went (both idle probes ran): one retention after its last
-    # commit, IDLE_S (as the question says) before the stop, so about 45 s after the stop, not the classic group's 60
+    # The question asks when each idle probe's offsets went (both ran): `idle-consumer`'s one retention after its last
+    # commit, IDLE_S (as the question says) before the stop, so about 45 s after the stop; `idle-classic`'s one
+    # retention after the stop, 60 s (their clocks are asserted below)
     quiet, gone = results["idle_consumer_idle_before_stop_s"], results["idle_consumer_expired_after_stop_s"]
     assert PARAMETERS["IDLE_S"] <= quiet <= PARAMETERS["IDLE_S"] + 3, quiet
-    prediction(results, PARAMETERS["PREDICTION"], gone)
-    assert results["prediction_right"] is False and 0 <= gone - (results["retention_s"] - quiet) <= 3, (quiet, gone)
+    assert 0 <= gone - (results["retention_s"] - quiet) <= 3, (quiet, gone)
+    prediction(results, PARAMETERS["PREDICTION"], "`idle-classic` about 60 s after the stop, `idle-consumer` about 45 s")
     # latest: no re-reads, but at least everything produced while it was down was skipped.
     assert results["latest_skipped"] >= down and results["latest_reprocessed"] == 0, results
     # The early group (downtime < retention) and the loud failure + operator reset: nothing repeated or lost.

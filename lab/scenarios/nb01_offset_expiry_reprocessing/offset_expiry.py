@@ -20,8 +20,8 @@ from ...toolbox.streaming import audit_many
 from ...record.generator import generate
 from ...record.history import History
 from .exercises import EXERCISES
-from .offset_expiry_report import (CLOCK_TOLERANCE, RESTART_ANSWERS, VARIANTS, OffsetExpiryResult, Variant,
-                                   asks_clocks, measured_answer)
+from .offset_expiry_report import (RESTART_ANSWERS, VARIANTS, OffsetExpiryResult, Variant, asks_clocks,
+                                   clock_answers, measured_answer)
 from .offset_expiry_spark import SPARK_VARIANTS, SparkQueries
 
 APP_MODULE = "lab.apps.consumer_app"
@@ -66,15 +66,16 @@ def needs(p: dict) -> dict:
 
 
 def question(p: dict) -> tuple:
-    """The Predict step: how long after the stop `idle-consumer`'s committed offsets are gone (both idle probes
-    run); else, where the `earliest` group starts reading when it comes back."""
+    """The Predict step: when each idle probe's committed offsets are gone after the stop (both probes run); else,
+    where the `earliest` group starts reading when it comes back."""
     if asks_clocks(p):
         down = "a little longer than the retention" if p["downtime_s"] is None else f"{p['downtime_s']:g} s"
         return (f"Two groups read and commit, then sit quiet {p['idle_s']:g} s, still members with nothing new to "
                 f"read, then stop and stay down {down}: `idle-classic` on the classic group protocol, "
                 f"`idle-consumer` on the consumer protocol (KIP-848). offsets.retention.minutes is "
-                f"{p['retention_minutes']} min, and the broker checks every {p['check_interval_ms']:,} ms. How many "
-                "seconds after the stop are `idle-consumer`'s committed offsets gone?", None, CLOCK_TOLERANCE)
+                f"{p['retention_minutes']} min, and the broker checks every {p['check_interval_ms']:,} ms. How "
+                "long after the stop does each group lose its committed offsets?",
+                tuple(dict.fromkeys(clock_answers(p).values())))
     down = (f"a little longer than offsets.retention.minutes ({p['retention_minutes']} min)"
             if p["downtime_s"] is None else f"{p['downtime_s']:g} s, with offsets.retention.minutes = "
             f"{p['retention_minutes']} min")

@@ -36,9 +36,12 @@ VARIANTS = {v.name: v for v in [
 
 
 IDLE_PROBES = ("idle-classic", "idle-consumer")
-# The Predict when both idle probes run: a number, the seconds from the stop until `idle-consumer`'s offsets are gone
-# (polled twice a second), right within a tenth: one retention, the classic group's clock, is not.
-CLOCK_TOLERANCE = 0.1
+# The Predict when both idle probes run: when each probe's offsets are gone, by the clock the run finds for each
+# (clock_for: one retention after the stop, "group empty", or after the last commit, IDLE_S before the stop, "last
+# commit"; None: still there when it came back). The choices, by (idle-classic's clock, idle-consumer's): see
+# clock_answers.
+CLOCKS = (("group empty", "group empty"), ("last commit", "last commit"), ("group empty", "last commit"),
+          ("last commit", "group empty"), (None, None))
 # The Predict when they do not (the control, the panel): where the `earliest` group starts when it comes back.
 RESTART_ANSWERS = ("where it stopped", "at the oldest record the topic still holds", "at the end of the topic",
                    "nowhere: it stops with an error")
@@ -49,12 +52,25 @@ def asks_clocks(p: dict) -> bool:
     return all(name in p["variants"] for name in IDLE_PROBES)
 
 
+def clock_answers(p: dict) -> dict:
+    """The clock question's choices at these parameters, by (idle-classic's clock, idle-consumer's clock)."""
+    stop, commit = p["retention_minutes"] * 60, max(0.0, p["retention_minutes"] * 60 - p["idle_s"])
+    at = {"group empty": f"about {stop:g} s", "last commit": f"about {commit:g} s"}
+    return {(classic, consumer): (f"both {at[classic]} after the stop" if at[classic] == at[consumer] else
+                                  f"`idle-classic` {at[classic]} after the stop, `idle-consumer` {at[consumer]}")
+            if classic else "neither: both groups' offsets are still there when they come back"
+            for classic, consumer in CLOCKS}
+
+
 def measured_answer(record: dict, p: dict):
-    """This run's answer to the Predict question, from what it recorded. The clock: the seconds from the stop until
-    `idle-consumer`'s committed offsets were gone (None: they did not go while it was down). Otherwise what the
-    `earliest` group did when it came back (None: it did not run)."""
+    """This run's answer to the Predict question, from what it recorded. The clocks: the choice of the clock the run
+    found for each idle probe (None: a clock it could not tell, or one probe's offsets gone and not the other's).
+    Otherwise what the `earliest` group did when it came back (None: it did not run)."""
     if asks_clocks(p):
-        return record.get("idle_consumer_expired_after_stop_s")
+        gone = [record.get(f"{n.replace('-', '_')}_offsets_expired") for n in IDLE_PROBES]
+        clocks = tuple(record.get(f"{n.replace('-', '_')}_clock") for n in IDLE_PROBES) if all(gone) else (
+            (None, None) if gone == [False, False] else None)
+        return clock_answers(p).get(clocks)
     if "earliest_error" not in record:
         return None
     if record["earliest_error"]:
