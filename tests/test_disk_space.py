@@ -126,16 +126,18 @@ def test_the_disk_fix_runs_the_disk_lesson_again():
 
 def test_the_predict_choices_are_four_distinct_beliefs():
     """Compaction shrinks live data; the store evicts like a cache; the writes fail and the app stops; the limit is
-    only a warning. Nothing in the question does the arithmetic of the bytes a key."""
+    only a warning; the writes wait, as in a write stall. Nothing in the question does the arithmetic of the bytes a
+    key."""
     text, choices = d.question(d.lesson.spec.validate())
-    assert "60,000 keys" in text and "1,024 KB" in text and choices == d.ANSWERS and len(set(choices)) == 4
+    assert "60,000 keys" in text and "1,024 KB" in text and choices == d.ANSWERS and len(set(choices)) == 5
     assert "compaction" in choices[0] and "evicted" in choices[1] and "compaction" not in choices[1]
-    assert choices[2] == d.STOPS and "warning" in choices[3] and "byte" not in text
+    assert choices[2] == d.STOPS and "warning" in choices[3] and "falls behind" in choices[4] and "byte" not in text
 
 
 def test_every_choice_is_an_outcome_the_run_tells_apart():
     """An app alive to the end whose files went past the limit: a warning; whose store lost keys it had held:
-    evicted; whose files reached the limit and every key is in: compaction made room."""
+    evicted; whose files reached the limit and every key is in: compaction made room; with keys still to come: its
+    writes waited."""
     def alive(keys_max, keys_end, sst):
         o = outcome(full=False, limit_kb=512)
         o.phases["full"]["keys_max"], o.phases["full"]["keys_end"] = keys_max, keys_end
@@ -144,4 +146,5 @@ def test_every_choice_is_an_outcome_the_run_tells_apart():
     assert alive(30_000, 30_000, 600_000) == d.ANSWERS[3]
     assert alive(20_000, 17_000, 520_000) == d.ANSWERS[1]
     assert alive(30_000, 30_000, 510_000) == d.ANSWERS[0]
+    assert alive(25_000, 25_000, 510_000) == d.ANSWERS[4]
     assert alive(30_000, 30_000, 300_000) is None

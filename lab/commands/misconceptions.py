@@ -302,6 +302,10 @@ CHOICES: dict[str, dict[str, str]] = {
         # log.retention.check.interval.ms); no source found
         "nothing: the limit is only a warning, and the files grow past it": "a space limit only reports the "
                                                                             "excess, as a monitoring threshold does",
+        # RocksDB's wiki "Write Stalls": when flushes and compaction fall behind, RocksDB slows down and then stops
+        # writes until they catch up; a full disk read as one more such stall
+        "its writes wait for compaction to free room: it falls behind, but runs on": "RocksDB holds writes back "
+            "until compaction catches up, as it does in a write stall, and lets them through once there is room",
     },
     "07a": {
         # the seed post "Tales from running Kafka Streams in Production", of Kafka Streams apps: "Often it's caused by

@@ -35,7 +35,8 @@ STOPS = "its writes fail and the stream thread dies: the app stops"
 ANSWERS = ("RocksDB's compaction shrinks the files to make room, and it takes every key",
            "the oldest keys are evicted to make room, as in a cache, and it goes on",
            STOPS,
-           "nothing: the limit is only a warning, and the files grow past it")
+           "nothing: the limit is only a warning, and the files grow past it",
+           "its writes wait for compaction to free room: it falls behind, but runs on")
 REACHED = 0.95   # SST files at this share of the limit have reached it (a flush adds a memtable's worth at once)
 
 PARAMS = [
@@ -72,7 +73,8 @@ def question(p: dict) -> tuple:
 
 def measured_answer(record: dict, p: dict):
     """From the first run of the app: its thread died of the space limit; or, alive to the end, its files went past
-    the limit, its store lost keys it had held, or its files shrank back from the limit with every key in. None: the
+    the limit, its store lost keys it had held, or its files reached the limit with every key in (compaction made
+    room) or with keys still to come (its writes waited). None: the
     files never reached the limit (every key fitted), or the thread died of something else."""
     disk = record.get("disk")
     if disk is None:
@@ -86,8 +88,8 @@ def measured_answer(record: dict, p: dict):
         return ANSWERS[3]
     if (disk.get("keys_max_first") or 0) > (disk.get("keys_end_first") or 0):
         return ANSWERS[1]
-    if disk["sst_max_bytes"] >= REACHED * limit and disk["keys_end"] == disk["fed"]:
-        return ANSWERS[0]
+    if disk["sst_max_bytes"] >= REACHED * limit:
+        return ANSWERS[0] if disk["keys_end"] == disk["fed"] else ANSWERS[4]
     return None
 
 
