@@ -17,8 +17,10 @@ CHOICES: dict[str, dict[str, str]] = {
         # for offset.retention.minutes") and NAIS's offsets page ("Once the group is empty, Kafka retains the offsets")
         "both about 60 s after the stop": "the retention counts from when the group loses its last member, whatever "
                                           "its group protocol",
-        # Kafka before 2.1 (KIP-211's motivation): a committed offset expired one retention after its commit, even in
-        # a group still running; older answers and posts still give that rule
+        # Kafka before 2.1 (KIP-211): a commit carried its retention and expired one retention after it, "for a group
+        # that was still active" (Redpanda's `rpk group delete` page); ApsaraMQ for Kafka's FAQ "Why are expired
+        # consumer offsets retained?" still says the period "starts from the point in time when the consumer offset
+        # is committed"
         "both about 50 s after the stop": "a committed offset expires one retention after it was committed, "
                                           "whatever the group does",
         "`idle-classic` about 60 s after the stop, `idle-consumer` about 50 s": "the consumer protocol (KIP-848) "
