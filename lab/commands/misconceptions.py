@@ -343,6 +343,11 @@ CHOICES: dict[str, dict[str, str]] = {
                                                                       "3.8 (KAFKA-16903) a thread's tasks share one "
                                                                       "send error, so its other tasks commit past "
                                                                       "their failed sends",
+        # StreamsConfig's doc of task.timeout.ms (KIP-572, 2.8): "The maximum amount of time in milliseconds a task
+        # might stall due to internal errors and retries until an error is raised", read as a deadline that stops the
+        # app, and a release without it as one that retries for ever (two student readers' doubt before the run)
+        "2.7.2 rides it out and loses nothing; 4.3.1 stops for good": "task.timeout.ms (20 s here, shorter than the "
+            "bounce) raises an error that stops the newer release; 2.7.2 has no such timeout and retries",
         # the seed post "Tales from running Kafka Streams in Production" (2019), its log line "All stream threads have
         # died", taken for every release
         "both stop for good": "an expired send kills the stream thread in every release",

@@ -131,12 +131,14 @@ def _said(fates: dict) -> str:
 
 def question(p: dict) -> tuple:
     """Predict: what happens to each app of BOUNCE_APPS. The choices: every app rides it out whole; the first
-    stops and the others ride it out, whole or not; every app stops."""
+    stops and the others ride it out, whole or not; the first rides it out whole and the others stop (their
+    task.timeout.ms read as a deadline); every app stops."""
     apps = list(p["bounce_apps"])
     first, rest = apps[:1], apps[1:]
     outcomes = [dict.fromkeys(apps, FATES[1])]
     if rest:
         outcomes += [{**dict.fromkeys(first, FATES[0]), **dict.fromkeys(rest, f)} for f in FATES[1:]]
+        outcomes.append({**dict.fromkeys(first, FATES[1]), **dict.fromkeys(rest, FATES[0])})
     else:
         outcomes += [dict.fromkeys(apps, FATES[2])]
     outcomes.append(dict.fromkeys(apps, FATES[0]))
