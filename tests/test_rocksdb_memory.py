@@ -125,9 +125,7 @@ def test_the_predict_question_asks_how_much_and_the_run_answers_it():
     # three ranges, each what a belief gives: the options' 98 MB once for the app, once per store, once per store
     # per partition
     assert "8 input partitions" in text and "98 MB in all" in text and choices == (
-        "at most 98 MB: one block cache and write buffers for the whole app",
-        "98 to 196 MB: one block cache and write buffers for each store",
-        "more than 196 MB: one block cache and write buffers for each store on each partition")
+        "at most 98 MB", "98 to 196 MB", "more than 196 MB")
     # in plain words: what each partition writes, not the store instances the learner is to count
     assert "each partition writes 40 MB to each store" in text and "instance" not in text
     # the question's run is the default config alone; the shared one is the Mitigate step's fix
@@ -136,7 +134,7 @@ def test_the_predict_question_asks_how_much_and_the_run_answers_it():
     assert memory.measured_answer(record, p) == choices[2]   # 160 + 259 MB
     shared = {**p, "memory_configs": ["shared"]}
     text, by_shared = memory.question(shared)
-    assert "one block cache of 128 MB" in text and by_shared[0] == "at most 128 MB: one shared cache for the whole app"
+    assert "one block cache of 128 MB" in text and by_shared[0] == "at most 128 MB"
     assert memory.measured_answer(record, shared) == by_shared[0]
     assert memory.measured_answer(record, {**p, "memory_partitions": [1, 4]}) is None   # no row at 4
     # every range is an outcome a run can give: less data per store, or fewer partitions, take less

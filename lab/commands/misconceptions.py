@@ -260,17 +260,15 @@ CHOICES: dict[str, dict[str, str]] = {
     "06c": {
         # Kafka Streams' record cache is one budget for the whole instance (statestore.cache.max.bytes: "Maximum
         # number of memory bytes to be used for statestore cache across all threads"): read as RocksDB's too
-        "at most 98 MB: one block cache and write buffers for the whole app": "RocksDB's memory in an app is one "
-                                                                              "fixed budget, whatever the number of "
-                                                                              "stores and partitions",
+        "at most 98 MB": "RocksDB's memory in an app is one fixed budget, whatever the number of stores and "
+                         "partitions",
         # RocksDBConfigSetter.setConfig(storeName, options, configs) is called with a store's name: read as one
         # RocksDB per store of the topology
-        "98 to 196 MB: one block cache and write buffers for each store": "each store of the topology has one "
-                                                                          "RocksDB, shared by its partitions",
+        "98 to 196 MB": "each store of the topology has one RocksDB, shared by its partitions",
         # the Kafka Streams Memory Management docs: "Each instance of RocksDB allocates off-heap memory for a block
         # cache, index and filter blocks, and memtable"; the sizing guide the seed post "Tales from running Kafka
         # Streams in Production" quotes counts it per partition ("40 * 3 * estimate per store")
-        "more than 196 MB: one block cache and write buffers for each store on each partition": (
+        "more than 196 MB": (
             "each store of each task (one per partition) has its own cache and write buffers, so the memory grows "
             "with stores times partitions"),
     },

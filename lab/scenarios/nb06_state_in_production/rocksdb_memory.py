@@ -117,13 +117,14 @@ def unit_mb(p: dict) -> float:
 
 def memory_answers(p: dict) -> tuple:
     """Ranges of RocksDB's memory in the app, each what one belief gives: the options' memory once for the app,
-    once per store, once per store per partition (with one store, the second is the first)."""
+    once per store, once per store per partition (with one store, the second is the first). The ranges alone: a
+    choice that named its copies would do the counting the question asks for (the beliefs:
+    lab/commands/misconceptions.py)."""
     unit, stores = unit_mb(p), p["memory_stores"]
-    what = "one block cache and write buffers" if asked_config(p) == "default" else "one shared cache"
-    answers = [f"at most {unit:g} MB: {what} for the whole app"]
+    answers = [f"at most {unit:g} MB"]
     if stores > 1:
-        answers.append(f"{unit:g} to {stores * unit:g} MB: {what} for each store")
-    answers.append(f"more than {stores * unit:g} MB: {what} for each store on each partition")
+        answers.append(f"{unit:g} to {stores * unit:g} MB")
+    answers.append(f"more than {stores * unit:g} MB")
     return tuple(answers)
 
 
