@@ -100,7 +100,12 @@ class Tally:
 
     def settled(self, p: dict) -> bool:
         """Every record accepted or written twice (what is written more than once can change no more), and the
-        failing one delivered as often as it will be."""
+        failing one delivered as often as it will be, each delivery answered (the broker took the answer or refused
+        it): a worker logs a delivery before it answers, and stopping in between lost the last answer once."""
         failing = p["share_failing_offset"]
         rest = all(o in self.accepted or self.written[o] >= 2 for o in range(p["share_records"]) if o != failing)
-        return rest and (failing is None or len(self.deliveries.get(failing, [])) >= tries(p))
+        if failing is None:
+            return rest
+        delivered = len(self.deliveries.get(failing, []))
+        answered = len(self.answered.get(failing, [])) + sum(line.get("offset") == failing for line in self.refused)
+        return rest and delivered >= tries(p) and answered >= delivered
