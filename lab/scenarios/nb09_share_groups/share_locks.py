@@ -142,6 +142,9 @@ class Outcome:
             "failing_offset": failing,
             "failing_deliveries": fail_row["deliveries"] if fail_row else 0,
             "failing_answers": tally.answered.get(failing, []) if fail_row else [],
+            # a delivery that waited in a worker's batch past its lock: the broker refused its answer
+            "failing_refused": [str(r.get("answer", "")).lower() for r in tally.refused if r.get("offset") == failing]
+            if fail_row else [],
             "expected_failing_deliveries": tries(p),
             "dead_letters": dead_letters,
             "audit_duplicates": audit.counts.get("duplicate"), "audit_lost": audit.counts.get("lost")}
@@ -184,8 +187,10 @@ class Outcome:
                      if s["dead_letters"] else "the group never delivered it again, and no dead-letter topic holds it")
             lines.append(f"- The record at offset {s['failing_offset']} was delivered {s['failing_deliveries']} "
                          f"time(s) (delivery limit {s['delivery_limit']}), answered "
-                         f"{', '.join(a.upper() for a in s['failing_answers']) or 'nothing'}; {where}. The Spark audit "
-                         f"counts {s['audit_lost']} input(s) the output never reflects.")
+                         f"{', '.join(a.upper() for a in s['failing_answers']) or 'nothing'}"
+                         + (f" (and {', '.join(a.upper() for a in s['failing_refused'])}, refused: that delivery's lock "
+                            "ran out while it waited behind other records of its batch)" if s["failing_refused"] else "")
+                         + f"; {where}. The Spark audit counts {s['audit_lost']} input(s) the output never reflects.")
         return "\n".join(lines)
 
     def figure(self):
