@@ -10,7 +10,7 @@ def tally(deliveries: int, answers: int, refused: int = 0) -> Tally:
     """Records 0 and 2 accepted; the failing record 1 delivered and answered so many times."""
     return Tally(deliveries={1: [("w1", n + 1) for n in range(deliveries)]}, written=collections.Counter({0: 1, 2: 1}),
                  accepted={0, 2}, answered={1: ["release"] * answers} if answers else {},
-                 refused=[{"kind": "ack_refused", "offset": 1}] * refused, first_poll=3)
+                 refused=[{"kind": "ack_refused", "offset": 1, "answer": "RELEASE"}] * refused, first_poll=3)
 
 
 def test_the_failing_record_is_delivered_up_to_the_limit_when_released_and_once_when_rejected():
@@ -25,6 +25,7 @@ def test_the_run_is_settled_once_every_delivery_of_the_failing_record_has_its_an
     assert not tally(deliveries=3, answers=2).settled(P)          # the last answer not written yet
     assert tally(deliveries=3, answers=3).settled(P)
     assert tally(deliveries=3, answers=2, refused=1).settled(P)   # a refused answer is an answer too
+    assert tally(deliveries=3, answers=2, refused=1).refused_answers(1) == ["release"]
     unwritten = tally(deliveries=3, answers=3)
     unwritten.accepted.discard(2)                                 # record 2 neither accepted nor written twice
     assert not unwritten.settled(P)

@@ -143,8 +143,7 @@ class Outcome:
             "failing_deliveries": fail_row["deliveries"] if fail_row else 0,
             "failing_answers": tally.answered.get(failing, []) if fail_row else [],
             # a delivery that waited in a worker's batch past its lock: the broker refused its answer
-            "failing_refused": [str(r.get("answer", "")).lower() for r in tally.refused if r.get("offset") == failing]
-            if fail_row else [],
+            "failing_refused": tally.refused_answers(failing) if fail_row else [],
             "expected_failing_deliveries": tries(p),
             "dead_letters": dead_letters,
             "audit_duplicates": audit.counts.get("duplicate"), "audit_lost": audit.counts.get("lost")}

@@ -98,14 +98,18 @@ class Tally:
             polls += [(line["ts"], line["records"]) for line in lines if line["kind"] == "batch"]
         return cls(deliveries, written, accepted, answered, refused, min(polls)[1] if polls else 0)
 
+    def refused_answers(self, offset: int) -> list[str]:
+        """The answers the broker refused for a record (its lock had run out before the worker answered)."""
+        return [str(line.get("answer", "")).lower() for line in self.refused if line.get("offset") == offset]
+
     def settled(self, p: dict) -> bool:
         """Every record accepted or written twice (what is written more than once can change no more), and the
-        failing one delivered as often as it will be, each delivery answered (the broker took the answer or refused
-        it): a worker logs a delivery before it answers, and stopping in between lost the last answer once."""
+        failing one delivered as often as it will be, each delivery answered, the answer taken or refused (a worker
+        logs a delivery before it answers it)."""
         failing = p["share_failing_offset"]
         rest = all(o in self.accepted or self.written[o] >= 2 for o in range(p["share_records"]) if o != failing)
         if failing is None:
             return rest
         delivered = len(self.deliveries.get(failing, []))
-        answered = len(self.answered.get(failing, [])) + sum(line.get("offset") == failing for line in self.refused)
+        answered = len(self.answered.get(failing, [])) + len(self.refused_answers(failing))
         return rest and delivered >= tries(p) and answered >= delivered
